@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+/**
+ * Command-line wiring only. Each command lives in src/commands/<name>.ts and is
+ * imported when it runs, so `--help` loads nothing but commander. This is the one
+ * place that turns errors into exit codes and calls process.exit.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { ExitCode, GuardError } from './errors.js';
+
+// A reader that closed the pipe (`| head`) is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
+
+const program = new Command();
+program
+  .name('picoclaw-guard')
+  .description(
+    'Keeps a PicoClaw board healthy: prunes old sessions (JSONL stores and seahorse.db) by a ' +
+      'retention policy, reports board health, and shows how long each gateway restart took. ' +
+      'It finds PicoClaw by itself (--home, $PICOCLAW_HOME, or ~/.picoclaw).',
+  )
+  .version(process.env.npm_package_version ?? '0.1.0', '-V, --version')
+  .showHelpAfterError('(run with --help for usage)')
+  .addHelpText(
+    'after',
+    `
+Exit codes:
+  0  success (health: OK)              5  gateway is starting: prune skipped
+  1  unexpected failure                6  a store cannot delete: prune skipped, nothing deleted
+  2  bad command line or configuration 7  prune kept sessions it planned to delete (see report)
+  3  PicoClaw data unreadable          10 health: WARN
+  4  another prune pass is running     11 health: CRITICAL
+
+Examples:
+  picoclaw-guard sessions                 what is on this board
+  picoclaw-guard prune                    the plan (a dry-run: nothing is changed)
+  picoclaw-guard prune --apply            delete what the plan says
+  picoclaw-guard health --json            one JSON object for a dashboard
+  picoclaw-guard startup --last 5         the last five gateway restarts`,
+  );
+
+const homeOpt = () => new Option('--home <dir>', 'PicoClaw home (default: $PICOCLAW_HOME, else ~/.picoclaw)');
+const jsonOpt = () => new Option('--json', 'print one JSON object instead of the table');
+
+/** Lazily import a command module and run it; its return value is the exit code. */
+function lazy(name: string) {
+  return async (...args: unknown[]) => {
+    const cmd = args[args.length - 1] as Command;
+    const mod = (await import(`./commands/${name}.js`)) as { run: (opts: Record<string, unknown>, args: unknown[]) => Promise<number> | number };
+    const positional = args.slice(0, -2);
+    process.exitCode = await mod.run(cmd.optsWithGlobals(), positional);
+  };
+}
+
+program
+  .command('sessions')
+  .description('list every session of every agent: last activity, age, messages, bytes, seahorse rows')
+  .addOption(homeOpt())
+  .addOption(jsonOpt())
+  .addHelpText('after', '\nExample:\n  picoclaw-guard sessions --home /srv/picoclaw --json | jq .totals')
+  .action(lazy('sessions'));
+
+const prune = program
+  .command('prune')
+  .description('apply the retention policy; without --apply it is a dry-run that only prints the plan')
+  .addOption(homeOpt())
+  .option('--config <file>', "the guard's config file (default: $PICOCLAW_GUARD_CONFIG, else /etc/picoclaw-guard/config.json if present)")
+  .option('--apply', 'delete what the plan says (without it nothing is written anywhere)')
+  .option('--max-age-days <n>', 'delete sessions idle longer than this (0 disables)')
+  .option('--max-sessions <n>', 'keep at most this many sessions, all agents together (0 disables)')
+  .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)')
+  .option('--no-vacuum', 'never VACUUM seahorse.db')
+  .option('--force-vacuum', 'VACUUM even while the gateway is running (it blocks the gateway\'s writes while it runs)')
+  .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
+  .option('--pre-start', 'the gateway is about to start (systemd pre-start unit): refuse if it is running')
+  .option('--if-enabled', 'do nothing unless the policy key `enabled` is true (for automatic runs)')
+  .addOption(jsonOpt())
+  .addHelpText(
+    'after',
+    `
+The plan lists every session with its verdict and reason. Deletion order per session:
+seahorse rows, then the .jsonl, then the .meta.json. The newest session is never deleted;
+sessions without a usable timestamp are never deleted.
+
+Examples:
+  picoclaw-guard prune                           show the plan
+  picoclaw-guard prune --max-age-days 14 --json  the plan for a stricter policy, as JSON
+  picoclaw-guard prune --apply --archive /var/backups/picoclaw`,
+  )
+  .action(lazy('prune'));
+void prune;
+
+program
+  .command('restore')
+  .description('put archived sessions back into their agent\'s sessions folder (PicoClaw re-indexes them at its next start)')
+  .argument('<archive>', 'an archive file written by prune --archive')
+  .addOption(homeOpt())
+  .option('--key <key>', 'restore only this session key')
+  .option('--list', 'list what the archive holds and restore nothing')
+  .addOption(jsonOpt())
+  .action(lazy('restore'));
+
+program
+  .command('health')
+  .description('board temperature, throttling, under-voltage, CPU frequency, memory, disk and the gateway, with a status')
+  .addOption(homeOpt())
+  .addOption(jsonOpt())
+  .option('--config <file>', "the guard's config file (thresholds)")
+  .option('--sys-root <dir>', 'root of sysfs (for tests and containers)', '/sys')
+  .option('--proc-root <dir>', 'root of procfs', '/proc')
+  .option('--vcgencmd <path>', 'path to vcgencmd (default: found on PATH)')
+  .option('--state-dir <dir>', 'where the under-voltage latch is kept')
+  .addHelpText('after', '\nExit code: 0 OK, 10 WARN, 11 CRITICAL.\n\nExample:\n  picoclaw-guard health --json | jq .status')
+  .action(lazy('health'));
+
+program
+  .command('startup')
+  .description("each gateway restart from gateway.log: time to ready, the silent bootstrap gap, and the sessions behind it")
+  .addOption(homeOpt())
+  .addOption(jsonOpt())
+  .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)")
+  .option('--last <n>', 'show only the last N restarts')
+  .addHelpText('after', '\nExamples:\n  picoclaw-guard startup --last 5\n  journalctl -u picoclaw -o short-iso | picoclaw-guard startup --log -')
+  .action(lazy('startup'));
+
+program
+  .command('run')
+  .description('the sidecar daemon: scheduled prune passes, /health, /metrics, /startup and /prune over HTTP')
+  .addOption(homeOpt())
+  .option('--config <file>', "the guard's config file")
+  .option('--host <addr>', 'address to serve on (default 127.0.0.1)')
+  .option('--port <n>', 'port to serve on (default 9109)')
+  .option('--textfile-dir <dir>', 'also write metrics to this node_exporter textfile collector folder')
+  .option('--state-dir <dir>', 'where the last-run marker and latches are kept (default: $STATE_DIRECTORY or ~/.local/state/picoclaw-guard)')
+  .option('--sys-root <dir>', 'root of sysfs', '/sys')
+  .option('--proc-root <dir>', 'root of procfs', '/proc')
+  .option('--vcgencmd <path>', 'path to vcgencmd')
+  .action(lazy('run'));
+
+program
+  .command('install-units')
+  .description('write the systemd units for this board (paths of this Node and this install) and print the systemctl commands')
+  .option('--dest <dir>', 'where to write the units', '/etc/systemd/system')
+  .option('--user <name>', 'the user the guard runs as (must be able to write the sessions folders)')
+  .option('--gateway-unit <name>', "the gateway's unit name", 'picoclaw.service')
+  .addOption(homeOpt())
+  .option('--dry-run', 'print the units instead of writing them')
+  .action(lazy('install-units'));
+
+function printError(err: GuardError): void {
+  process.stderr.write(`picoclaw-guard: ${err.message}\n`);
+  if (err.hint) process.stderr.write(`  what to do: ${err.hint}\n`);
+}
+
+program.exitOverride();
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // --help and --version end here with code 0; usage errors were already printed.
+    process.exitCode = err.exitCode === 0 ? 0 : ExitCode.USAGE;
+  } else if (err instanceof GuardError) {
+    printError(err);
+    process.exitCode = err.exitCode;
+  } else {
+    process.stderr.write(`picoclaw-guard: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = ExitCode.FAILURE;
+  }
+}

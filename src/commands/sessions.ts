@@ -1,0 +1,155 @@
+import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
+import { systemClock } from '../io/clock.js';
+import { homeFromOpts } from './common.js';
+import { formatAge, formatBytes, isoOrDash, printJson, shortKey, table } from './format.js';
+
+export interface AgentTotals {
+  agent: string;
+  sessions: number;
+  jsonl_bytes: number;
+  meta_bytes: number;
+  messages: number;
+}
+
+export function agentTotals(inv: Inventory): AgentTotals[] {
+  const by = new Map<string, AgentTotals>();
+  for (const a of inv.home.agents) by.set(a.id, { agent: a.id, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 });
+  for (const s of inv.sessions) {
+    const t = by.get(s.agent)!;
+    t.sessions++;
+    t.jsonl_bytes += s.jsonlBytes;
+    t.meta_bytes += s.metaBytes;
+    t.messages += s.messages ?? 0;
+  }
+  return [...by.values()];
+}
+
+/** Sort newest first; undated last; ties by key (then folder) so output is stable. */
+export function byActivity(a: SessionRecord, b: SessionRecord): number {
+  const x = a.lastActivityMs ?? -Infinity;
+  const y = b.lastActivityMs ?? -Infinity;
+  if (x !== y) return y - x;
+  return (a.key ?? '').localeCompare(b.key ?? '') || a.id.localeCompare(b.id);
+}
+
+export function inventoryJson(inv: Inventory, now: Date) {
+  const sessions = [...inv.sessions].sort(byActivity);
+  return {
+    home: inv.home.home,
+    now: now.toISOString(),
+    agents: inv.home.agents.map((a) => ({ id: a.id, default: a.isDefault, workspace: a.workspace, sessions_dir: a.sessionsDir })),
+    context_manager: inv.home.contextManager,
+    sessions: sessions.map((s) => ({
+      agent: s.agent,
+      key: s.key,
+      file: s.base,
+      dir: s.dir,
+      last_activity: s.lastActivityMs === null ? null : new Date(s.lastActivityMs).toISOString(),
+      age_seconds: s.lastActivityMs === null ? null : Math.round((now.getTime() - s.lastActivityMs) / 1000),
+      messages: s.messages,
+      jsonl_bytes: s.jsonlBytes,
+      meta_bytes: s.metaBytes,
+      timestamps: s.times,
+      aliases: s.aliases,
+      seahorse: s.conversations.map((c) => ({ conversation_id: c.conversationId, key: c.key, messages: c.messages, summaries: c.summaries, last_message_at: c.lastMessageAt })),
+      issues: s.issues,
+    })),
+    orphan_jsonl: inv.orphanJsonl.map((o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
+    orphan_conversations: inv.orphanConversations.map((c) => ({
+      conversation_id: c.conversationId,
+      key: c.key,
+      messages: c.messages,
+      summaries: c.summaries,
+      last_activity: c.lastActivityMs === null ? null : new Date(c.lastActivityMs).toISOString(),
+    })),
+    ignored: inv.ignored.map((i) => ({ dir: i.dir, name: i.entry.name, why: i.entry.why })),
+    store_errors: inv.storeErrors,
+    seahorse: {
+      path: inv.seahorse.path,
+      state: inv.seahorse.state,
+      error: inv.seahorse.error,
+      db_bytes: inv.seahorse.bytes.db,
+      wal_bytes: inv.seahorse.bytes.wal,
+      total_bytes: inv.seahorse.bytes.total,
+      conversations: inv.seahorse.conversations,
+      messages: inv.seahorse.messages,
+    },
+    totals: {
+      sessions: inv.sessions.length,
+      undated: inv.sessions.filter((s) => s.lastActivityMs === null).length,
+      with_issues: inv.sessions.filter((s) => s.issues.length > 0).length,
+      jsonl_bytes: inv.sessions.reduce((n, s) => n + s.jsonlBytes, 0),
+      messages: inv.sessions.reduce((n, s) => n + (s.messages ?? 0), 0),
+      per_agent: agentTotals(inv),
+    },
+  };
+}
+
+const ISSUE_TEXT: Record<string, string> = {
+  meta_corrupt: '.meta.json is not valid JSON',
+  meta_empty: '.meta.json is empty',
+  meta_not_utf8: '.meta.json is not UTF-8',
+  meta_no_key: '.meta.json has no key (PicoClaw skips it)',
+  meta_unreadable: '.meta.json cannot be read',
+  jsonl_missing: 'no .jsonl (normal right after a turn starts)',
+  jsonl_unreadable: '.jsonl cannot be read',
+  jsonl_truncated_last_line: 'last .jsonl line is torn (crash mid-append); the line before it was used',
+  jsonl_last_line_corrupt: 'last .jsonl line is not valid JSON',
+  jsonl_last_line_too_long: 'last .jsonl line is over 10 MB',
+  jsonl_not_regular_file: '.jsonl is a symlink or a folder (never followed)',
+};
+export const issueText = (i: string) => ISSUE_TEXT[i] ?? i;
+
+export async function run(opts: Record<string, unknown>): Promise<number> {
+  const home = homeFromOpts(opts);
+  const now = systemClock();
+  const inv = buildInventory(home);
+  if (opts.json) {
+    printJson(inventoryJson(inv, now));
+    return 0;
+  }
+  const rows = [...inv.sessions].sort(byActivity).map((s) => [
+    s.agent,
+    shortKey(s.key),
+    isoOrDash(s.lastActivityMs),
+    s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
+    s.messages === null ? '-' : String(s.messages),
+    formatBytes(s.jsonlBytes + s.metaBytes),
+    s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
+    s.issues.length > 0 ? '!' : '',
+  ]);
+  const out: string[] = [];
+  out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
+  out.push('');
+  if (rows.length === 0) out.push('No sessions found.');
+  else out.push(table(['AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'MSGS', 'BYTES', 'IN SEAHORSE', ''], rows, ['left', 'left', 'left', 'right', 'right', 'right', 'right']));
+  out.push('');
+  out.push('Per agent:');
+  out.push(
+    table(
+      ['AGENT', 'SESSIONS', 'MESSAGES', 'BYTES', 'FOLDER'],
+      agentTotals(inv).map((t) => [t.agent, String(t.sessions), String(t.messages), formatBytes(t.jsonl_bytes + t.meta_bytes), home.agents.find((a) => a.id === t.agent)!.sessionsDir]),
+      ['left', 'right', 'right', 'right', 'left'],
+    ),
+  );
+  const sh = inv.seahorse;
+  out.push('');
+  if (sh.state === 'absent') out.push(`seahorse.db: none at ${sh.path}`);
+  else if (sh.state === 'error') out.push(`seahorse.db: ${sh.path}: ${sh.error}`);
+  else
+    out.push(
+      `seahorse.db: ${formatBytes(sh.bytes.total)} (${formatBytes(sh.bytes.db)} + ${formatBytes(sh.bytes.wal)} WAL), ${sh.conversations} conversations, ${sh.messages} messages, ${inv.orphanConversations.length} orphan conversations`,
+    );
+  const withIssues = inv.sessions.filter((s) => s.issues.length > 0);
+  if (withIssues.length + inv.orphanJsonl.length + inv.storeErrors.length > 0) {
+    out.push('');
+    out.push('Problems (reported, never fatal; such sessions are kept):');
+    for (const s of withIssues) out.push(`  ${s.files.meta?.path ?? s.id}: ${s.issues.map(issueText).join('; ')}`);
+    for (const o of inv.orphanJsonl) out.push(`  ${o.file.path}: orphan .jsonl without .meta.json (PicoClaw does not list it)`);
+    for (const e of inv.storeErrors) out.push(`  ${e.dir}: ${e.error}`);
+  }
+  const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');
+  for (const i of symlinks) out.push(`  ${i.dir}/${i.entry.name}: ${i.entry.why}, ignored (never followed)`);
+  process.stdout.write(out.join('\n') + '\n');
+  return 0;
+}

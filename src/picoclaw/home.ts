@@ -1,0 +1,197 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { ExitCode, GuardError, errnoCode } from '../errors.js';
+
+/**
+ * Where PicoClaw keeps its things, found the way PicoClaw finds them
+ * (picoclaw-facts.md §1: pkg/config/envkeys.go GetHome, cmd/picoclaw/internal/helpers.go
+ * GetConfigPath, pkg/agent/instance.go resolveAgentWorkspace, pkg/agent/discovery.go).
+ *
+ * config.json holds API keys and tokens. Only the keys below are read out of it;
+ * the parsed object is dropped at once and no other value ever leaves this file,
+ * not even inside an error message.
+ */
+
+export interface AgentInfo {
+  id: string;
+  workspace: string;
+  sessionsDir: string;
+  isDefault: boolean;
+}
+
+export interface GatewayConfig {
+  host: string;
+  port: number;
+  logLevel: string;
+}
+
+export interface PicoClawHome {
+  home: string;
+  /** How the home was found: the --home flag, $PICOCLAW_HOME, or ~/.picoclaw. */
+  homeSource: 'flag' | 'env' | 'default';
+  configPath: string;
+  /** False when config.json does not exist (PicoClaw then runs on its defaults). */
+  configFound: boolean;
+  defaultWorkspace: string;
+  agents: AgentInfo[];
+  /** Distinct sessions folders (main and a default:true agent share one). */
+  sessionsDirs: { dir: string; agents: string[] }[];
+  defaultAgent: string;
+  contextManager: string;
+  seahorsePath: string;
+  pidPath: string;
+  logPath: string;
+  gateway: GatewayConfig;
+  /** The raw `session.prune` block, if this PicoClaw version has one (validated by prune/). */
+  sessionPrune: Record<string, unknown> | null;
+}
+
+export interface DiscoverOptions {
+  home?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+const DEFAULT_PORT = 18790;
+const DEFAULT_HOST = 'localhost';
+const DEFAULT_LOG_LEVEL = 'warn';
+
+function userHome(env: NodeJS.ProcessEnv): string {
+  return env.HOME || homedir() || '.';
+}
+
+/** Expand a leading `~` as PicoClaw's expandHome does; relative paths are left as they are. */
+export function expandHome(p: string, env: NodeJS.ProcessEnv): string {
+  if (p === '~') return userHome(env);
+  if (p.startsWith('~/')) return join(userHome(env), p.slice(2));
+  return p;
+}
+
+/** pkg/routing/agent_id.go: lowercase, [a-z0-9_-], at most 64 characters, empty → main. */
+export function normalizeAgentId(id: unknown): string {
+  const s = typeof id === 'string' ? id.trim().toLowerCase() : '';
+  const cleaned = s.replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64);
+  return cleaned === '' ? 'main' : cleaned;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Read config.json; a missing file means PicoClaw's defaults. Errors never quote the file's text. */
+export function readConfigJson(path: string): Record<string, unknown> | null {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw new GuardError(`cannot read PicoClaw's config ${path}: ${errnoCode(err) ?? 'unknown error'}`, {
+      exitCode: ExitCode.USAGE,
+      path,
+      hint: 'check that the file is readable by this user, or point --home / PICOCLAW_CONFIG elsewhere',
+    });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // V8's message quotes the text around the error, which may be an API key: say only where.
+    throw new GuardError(`PicoClaw's config ${path} is not valid JSON`, {
+      exitCode: ExitCode.USAGE,
+      path,
+      hint: 'PicoClaw itself would refuse to start with it; fix the file (e.g. `python3 -m json.tool` shows where)',
+    });
+  }
+  if (!isObject(parsed)) {
+    throw new GuardError(`PicoClaw's config ${path} is not a JSON object`, { exitCode: ExitCode.USAGE, path });
+  }
+  return parsed;
+}
+
+export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
+  const env = opts.env ?? process.env;
+  let home: string;
+  let homeSource: PicoClawHome['homeSource'];
+  if (opts.home) {
+    home = resolve(expandHome(opts.home, env));
+    homeSource = 'flag';
+  } else if (env.PICOCLAW_HOME) {
+    home = resolve(expandHome(env.PICOCLAW_HOME, env));
+    homeSource = 'env';
+  } else {
+    home = join(userHome(env), '.picoclaw');
+    homeSource = 'default';
+  }
+  const configPath = env.PICOCLAW_CONFIG ? resolve(expandHome(env.PICOCLAW_CONFIG, env)) : join(home, 'config.json');
+  const raw = readConfigJson(configPath);
+
+  // Only these keys are read. Nothing else of `raw` is kept.
+  const agentsRaw = isObject(raw?.agents) ? raw.agents : {};
+  const defaults = isObject(agentsRaw.defaults) ? agentsRaw.defaults : {};
+  const list = Array.isArray(agentsRaw.list) ? agentsRaw.list.filter(isObject) : [];
+  const gatewayRaw = isObject(raw?.gateway) ? raw.gateway : {};
+  const sessionRaw = isObject(raw?.session) ? raw.session : {};
+  const sessionPrune = isObject(sessionRaw.prune) ? { ...sessionRaw.prune } : null;
+
+  let defaultWorkspace = typeof defaults.workspace === 'string' && defaults.workspace !== '' ? defaults.workspace : join(home, 'workspace');
+  if (env.PICOCLAW_AGENTS_DEFAULTS_WORKSPACE) defaultWorkspace = env.PICOCLAW_AGENTS_DEFAULTS_WORKSPACE;
+  defaultWorkspace = expandHome(defaultWorkspace, env);
+
+  let contextManager = typeof defaults.context_manager === 'string' && defaults.context_manager !== '' ? defaults.context_manager : 'legacy';
+  if (env.PICOCLAW_AGENTS_DEFAULTS_CONTEXT_MANAGER) contextManager = env.PICOCLAW_AGENTS_DEFAULTS_CONTEXT_MANAGER;
+
+  const agents: AgentInfo[] = [];
+  const seen = new Set<string>();
+  const entries = list.length > 0 ? list : [{ id: 'main' }];
+  for (const a of entries) {
+    const id = normalizeAgentId(a.id);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const explicit = typeof a.workspace === 'string' && a.workspace !== '' ? expandHome(a.workspace, env) : null;
+    const isDefaultFlag = a.default === true;
+    let workspace: string;
+    if (explicit) workspace = explicit;
+    else if (isDefaultFlag || id === 'main') workspace = defaultWorkspace;
+    else workspace = join(dirname(defaultWorkspace), `workspace-${id}`);
+    agents.push({ id, workspace, sessionsDir: join(workspace, 'sessions'), isDefault: false });
+  }
+  // pkg/agent/discovery.go defaultAgentIDLocked: main, else the first default:true, else the first.
+  const flagged = entries.map((a, i) => ({ a, i })).find(({ a }) => a.default === true);
+  const defaultAgent = agents.find((a) => a.id === 'main')?.id ?? (flagged ? normalizeAgentId(flagged.a.id) : agents[0]!.id);
+  for (const a of agents) a.isDefault = a.id === defaultAgent;
+
+  const byDir = new Map<string, string[]>();
+  for (const a of agents) byDir.set(a.sessionsDir, [...(byDir.get(a.sessionsDir) ?? []), a.id]);
+  const sessionsDirs = [...byDir.entries()].map(([dir, ids]) => ({ dir, agents: ids }));
+
+  const defaultWs = agents.find((a) => a.id === defaultAgent)!.workspace;
+  let host = typeof gatewayRaw.host === 'string' && gatewayRaw.host !== '' ? gatewayRaw.host : DEFAULT_HOST;
+  if (env.PICOCLAW_GATEWAY_HOST) host = env.PICOCLAW_GATEWAY_HOST;
+  let port = typeof gatewayRaw.port === 'number' && Number.isInteger(gatewayRaw.port) ? gatewayRaw.port : DEFAULT_PORT;
+  if (env.PICOCLAW_GATEWAY_PORT && /^\d+$/.test(env.PICOCLAW_GATEWAY_PORT)) port = Number(env.PICOCLAW_GATEWAY_PORT);
+  let logLevel = typeof gatewayRaw.log_level === 'string' && gatewayRaw.log_level !== '' ? gatewayRaw.log_level : DEFAULT_LOG_LEVEL;
+  if (env.PICOCLAW_LOG_LEVEL) logLevel = env.PICOCLAW_LOG_LEVEL;
+
+  return {
+    home,
+    homeSource,
+    configPath,
+    configFound: raw !== null,
+    defaultWorkspace,
+    agents,
+    sessionsDirs,
+    defaultAgent,
+    contextManager,
+    // pkg/agent/context_seahorse.go: agent.Workspace + "/sessions/seahorse.db" of the default agent.
+    seahorsePath: join(defaultWs, 'sessions', 'seahorse.db'),
+    pidPath: join(home, '.picoclaw.pid'),
+    logPath: join(home, 'logs', 'gateway.log'),
+    gateway: { host, port, logLevel: logLevel.toLowerCase() },
+    sessionPrune,
+  };
+}
+
+/** Whether a PicoClaw home looks real: it exists and has a config, a workspace or a PID file. */
+export function homeLooksUsed(h: PicoClawHome): boolean {
+  return existsSync(h.home) && (h.configFound || existsSync(h.defaultWorkspace) || existsSync(h.pidPath));
+}

@@ -1,0 +1,208 @@
+import { createHash } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
+import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
+
+/**
+ * seahorse.db, read from outside the gateway (picoclaw-facts.md §3).
+ * One database per gateway, under the default agent's sessions folder, shared by
+ * all agents. Reading never writes: a dry-run opens it `immutable` when there is no
+ * -wal file (so no -wal/-shm appears), read-only otherwise.
+ */
+
+export const SEAHORSE_TABLES = [
+  'conversations', 'messages', 'message_parts', 'summaries', 'summary_parents',
+  'summary_messages', 'context_items', 'messages_fts', 'summaries_fts',
+] as const;
+
+export interface ConversationStat {
+  conversationId: number;
+  key: string;
+  messages: number;
+  summaries: number;
+  /** MAX(messages.created_at) as stored (`YYYY-MM-DD HH:MM:SS`, UTC), or null. */
+  lastMessageAt: string | null;
+}
+
+export interface DbFileBytes {
+  db: number;
+  wal: number;
+  total: number;
+}
+
+export function dbFileBytes(path: string): DbFileBytes {
+  const size = (p: string) => {
+    try { return statSync(p).size; } catch { return 0; }
+  };
+  const db = size(path);
+  const wal = size(`${path}-wal`);
+  return { db, wal, total: db + wal };
+}
+
+/** sk_v1_ + sha256(text): PicoClaw's opaque key of a legacy key (pkg/session/key.go). */
+export function opaqueKey(legacy: string): string {
+  return 'sk_v1_' + createHash('sha256').update(legacy.toLowerCase()).digest('hex');
+}
+
+const MAIN_ALIAS = /^agent:[a-z0-9_-]+:main$/;
+const mainOpaque = new Map<string, boolean>();
+
+/**
+ * Whether an alias is the shared main-session alias (`agent:<id>:main` or its
+ * `sk_v1_` form). Many sessions list it; it never joins sessions into one group.
+ */
+export function isMainAlias(alias: string, agentIds: readonly string[]): boolean {
+  if (MAIN_ALIAS.test(alias)) return true;
+  if (!alias.startsWith('sk_v1_')) return false;
+  let hit = mainOpaque.get(alias);
+  if (hit === undefined) {
+    hit = agentIds.some((id) => opaqueKey(`agent:${id}:main`) === alias);
+    mainOpaque.set(alias, hit);
+  }
+  return hit;
+}
+
+export type SeahorseOpen =
+  | { state: 'absent' }
+  | { state: 'error'; reason: string; kind: 'not_a_database' | 'schema' | 'unreadable' | 'locked' | 'no_fts5' }
+  | { state: 'open'; db: Database; mode: 'immutable' | 'readonly' | 'readwrite' };
+
+function classifyOpenError(err: unknown): { reason: string; kind: 'not_a_database' | 'unreadable' | 'locked' } {
+  const code = errnoCode(err) ?? '';
+  const msg = errorMessage(err);
+  if (code === 'SQLITE_NOTADB' || /not a database/i.test(msg)) return { kind: 'not_a_database', reason: 'file is not a SQLite database' };
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || /locked|busy/i.test(msg)) return { kind: 'locked', reason: `database is locked (${msg})` };
+  return { kind: 'unreadable', reason: `${code || 'error'}: ${msg}` };
+}
+
+/** Check that the tables PicoClaw creates are there, and that this SQLite can use FTS5 trigram. */
+export function checkSchema(db: Database): string | null {
+  const names = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type IN ('table')`).all() as { name: string }[]).map((r) => r.name));
+  const missing = SEAHORSE_TABLES.filter((t) => !names.has(t));
+  if (missing.length > 0) return `not a seahorse database: missing table(s) ${missing.join(', ')}`;
+  return null;
+}
+
+/** Whether this build of SQLite has FTS5 with the trigram tokenizer (needed by the delete triggers). */
+export function hasFts5Trigram(db: Database): boolean {
+  try {
+    db.prepare(`CREATE VIRTUAL TABLE IF NOT EXISTS temp._guard_trigram_check USING fts5(a, tokenize='trigram')`).run();
+    db.prepare(`DROP TABLE IF EXISTS temp._guard_trigram_check`).run();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Open seahorse.db for reading. `immutable` when no -wal exists (nothing is created
+ * next to the file), read-only otherwise (the gateway's WAL is read as it is).
+ */
+export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } = {}): SeahorseOpen {
+  if (!existsSync(path)) return { state: 'absent' };
+  const Database = sqlite();
+  let db: Database;
+  let mode: 'immutable' | 'readonly';
+  try {
+    if (!existsSync(`${path}-wal`)) {
+      db = new Database(sqliteUri(path, { immutable: '1' }), { readonly: true, fileMustExist: true, timeout: opts.busyTimeoutMs ?? 5000 });
+      mode = 'immutable';
+    } else {
+      db = new Database(path, { readonly: true, fileMustExist: true, timeout: opts.busyTimeoutMs ?? 5000 });
+      mode = 'readonly';
+    }
+  } catch (err) {
+    const c = classifyOpenError(err);
+    return { state: 'error', ...c };
+  }
+  try {
+    const bad = checkSchema(db);
+    if (bad) {
+      db.close();
+      return { state: 'error', kind: 'schema', reason: bad };
+    }
+  } catch (err) {
+    db.close();
+    const c = classifyOpenError(err);
+    return { state: 'error', ...c };
+  }
+  return { state: 'open', db, mode };
+}
+
+/** Open seahorse.db for pruning: read-write, with our own busy timeout. Throws GuardError. */
+export function openSeahorseWrite(path: string, busyTimeoutMs = 5000): Database {
+  const Database = sqlite();
+  let db: Database;
+  try {
+    db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
+  } catch (err) {
+    throw seahorseError(path, err);
+  }
+  try {
+    const bad = checkSchema(db);
+    if (bad) throw new GuardError(`${path}: ${bad}`, { exitCode: ExitCode.DATA, path, hint: 'this is not a PicoClaw seahorse database; move it aside or point --home elsewhere' });
+    // better-sqlite3 defaults foreign_keys to ON (SQLite's own default, which PicoClaw uses, is OFF).
+    // Children are deleted before parents anyway; OFF keeps old databases with dangling rows deletable.
+    db.pragma('foreign_keys = OFF');
+  } catch (err) {
+    db.close();
+    if (err instanceof GuardError) throw err;
+    throw seahorseError(path, err);
+  }
+  return db;
+}
+
+export function seahorseError(path: string, err: unknown): GuardError {
+  const c = classifyOpenError(err);
+  if (c.kind === 'not_a_database') {
+    return new GuardError(`${path} is not a SQLite database`, { exitCode: ExitCode.DATA, path, hint: 'nothing was deleted; move the file aside (PicoClaw recreates seahorse.db from the JSONL history at its next start)' });
+  }
+  if (c.kind === 'locked') {
+    return new GuardError(`${path}: ${c.reason}`, { exitCode: ExitCode.SKIPPED, path, hint: 'another process holds a write lock longer than the busy timeout; nothing was deleted, the next pass will try again' });
+  }
+  return new GuardError(`cannot open ${path}: ${c.reason}`, { exitCode: ExitCode.SKIPPED, path, hint: 'check the file and its folder are readable and writable by this user' });
+}
+
+/** One row per conversation: its key, message and summary counts, and its newest message time. */
+export function readConversations(db: Database): ConversationStat[] {
+  const rows = db
+    .prepare(
+      `SELECT c.conversation_id AS conversationId, c.session_key AS key,
+              (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS messages,
+              (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageAt,
+              (SELECT COUNT(*) FROM summaries s WHERE s.conversation_id = c.conversation_id) AS summaries
+         FROM conversations c ORDER BY c.conversation_id`,
+    )
+    .all() as ConversationStat[];
+  return rows;
+}
+
+export interface DbPages {
+  pageSize: number;
+  pageCount: number;
+  freelistCount: number;
+}
+
+export function readPages(db: Database): DbPages {
+  return {
+    pageSize: db.pragma('page_size', { simple: true }) as number,
+    pageCount: db.pragma('page_count', { simple: true }) as number,
+    freelistCount: db.pragma('freelist_count', { simple: true }) as number,
+  };
+}
+
+/**
+ * Content bytes per conversation (messages, their parts, summaries): the basis of
+ * each session's estimated share of the file for the size guard. Scans the tables
+ * once; only called when the size check is needed.
+ */
+export function readContentBytes(db: Database): Map<number, number> {
+  const out = new Map<number, number>();
+  const add = (rows: { id: number; b: number | null }[]) => {
+    for (const r of rows) out.set(r.id, (out.get(r.id) ?? 0) + (r.b ?? 0));
+  };
+  add(db.prepare(`SELECT conversation_id AS id, SUM(LENGTH(CAST(content AS BLOB))) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`).all() as { id: number; b: number }[]);
+  add(db.prepare(`SELECT m.conversation_id AS id, SUM(COALESCE(LENGTH(CAST(p.text AS BLOB)),0) + COALESCE(LENGTH(CAST(p.arguments AS BLOB)),0) + 48) AS b FROM message_parts p JOIN messages m ON m.message_id = p.message_id GROUP BY m.conversation_id`).all() as { id: number; b: number }[]);
+  add(db.prepare(`SELECT conversation_id AS id, SUM(LENGTH(CAST(content AS BLOB)) + 96) AS b FROM summaries GROUP BY conversation_id`).all() as { id: number; b: number }[]);
+  return out;
+}
