@@ -1,0 +1,114 @@
+import { request } from 'node:http';
+import { processAlive } from '../io/lock.js';
+import type { PicoClawHome } from './home.js';
+import { readPidFile, type PidInfo } from './pidfile.js';
+
+/**
+ * The gateway's state as seen from outside (picoclaw-facts.md §1.4, §6, §9):
+ * the PID file, whether its process is alive, and /ready and /health on the PID
+ * file's host and port. Listeners open before the PID file is written and HTTP is
+ * served only after the seahorse bootstrap, so during the bootstrap a request
+ * connects but gets no answer: that is "starting".
+ *
+ * - down: no PID file, or its process is gone (nothing answers).
+ * - starting: alive and the port accepts connections but does not answer yet, or /ready says 503.
+ * - ready: /ready answers 200.
+ * - hung: alive, but the port refuses connections, or it has not answered for longer
+ *   than `hungAfterMs` since the PID file was written.
+ */
+export type GatewayStateName = 'down' | 'starting' | 'ready' | 'hung';
+
+export interface ProbeResult {
+  status: number | null;
+  /** 'refused' | 'timeout' | other errno, when there was no HTTP answer. */
+  error: string | null;
+  durationMs: number;
+  body: string | null;
+}
+
+export interface GatewayState {
+  state: GatewayStateName;
+  reason: string;
+  pid: Omit<PidInfo, never> | null;
+  pidFile: 'absent' | 'invalid' | 'present';
+  alive: boolean;
+  host: string;
+  port: number;
+  ready: ProbeResult | null;
+  health: ProbeResult | null;
+  /** /health's pid matches the PID file (false in Docker, where it is 1). */
+  healthPidMatches: boolean | null;
+}
+
+export interface ProbeOptions {
+  timeoutMs?: number;
+  hungAfterMs?: number;
+  now?: () => number;
+}
+
+export function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<ProbeResult> {
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (r: Omit<ProbeResult, 'durationMs'>) => {
+      if (done) return;
+      done = true;
+      resolve({ ...r, durationMs: performance.now() - t0 });
+    };
+    const hostname = host === 'localhost' ? '127.0.0.1' : host.replace(/^\[|\]$/g, '');
+    const req = request({ host: hostname, port, path, method: 'GET', timeout: timeoutMs, agent: false, headers: { connection: 'close' } }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size <= 65536) chunks.push(c);
+      });
+      res.on('end', () => finish({ status: res.statusCode ?? null, error: null, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
+    });
+    req.on('timeout', () => {
+      req.destroy();
+      finish({ status: null, error: 'timeout', body: null });
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => finish({ status: null, error: err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? 'error'), body: null }));
+    req.end();
+  });
+}
+
+export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}): Promise<GatewayState> {
+  const timeoutMs = opts.timeoutMs ?? 1500;
+  const hungAfterMs = opts.hungAfterMs ?? 15 * 60_000;
+  const now = opts.now ?? Date.now;
+  const pf = readPidFile(home.pidPath);
+  const pid = pf.state === 'present' ? pf.info : null;
+  const host = pid?.host ?? home.gateway.host;
+  const port = pid?.port ?? home.gateway.port;
+  const base = { pid, pidFile: pf.state, host, port, ready: null, health: null, healthPidMatches: null } as const;
+  if (!pid) {
+    return { ...base, state: 'down', alive: false, reason: pf.state === 'invalid' ? `PID file unusable (${pf.reason})` : 'no PID file' };
+  }
+  const alive = processAlive(pid.pid);
+  if (!alive) return { ...base, state: 'down', alive, reason: `PID ${pid.pid} from the PID file is not running (stale PID file)` };
+  const ready = await httpProbe(host, port, '/ready', timeoutMs);
+  let health: ProbeResult | null = null;
+  let healthPidMatches: boolean | null = null;
+  if (ready.status !== null) {
+    health = await httpProbe(host, port, '/health', timeoutMs);
+    try {
+      const h = JSON.parse(health.body ?? '') as { pid?: unknown };
+      healthPidMatches = typeof h.pid === 'number' ? h.pid === pid.pid : null;
+    } catch {
+      healthPidMatches = null;
+    }
+  }
+  const out = { ...base, alive, ready, health, healthPidMatches };
+  if (ready.status === 200) return { ...out, state: 'ready', reason: '/ready answered 200' };
+  if (ready.status === 503) return { ...out, state: 'starting', reason: '/ready answered 503 (not ready yet)' };
+  if (ready.status !== null) return { ...out, state: 'hung', reason: `/ready answered HTTP ${ready.status}` };
+  if (ready.error === 'refused') return { ...out, state: 'hung', reason: `process ${pid.pid} is alive but ${host}:${port} refuses connections` };
+  const age = now() - pid.writtenAtMs;
+  if (age <= hungAfterMs) {
+    return { ...out, state: 'starting', reason: `no answer within ${timeoutMs} ms, PID file written ${Math.round(age / 1000)} s ago: bootstrap running` };
+  }
+  return { ...out, state: 'hung', reason: `no answer within ${timeoutMs} ms and the PID file is ${Math.round(age / 60000)} min old` };
+}

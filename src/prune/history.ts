@@ -1,0 +1,52 @@
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The guard's prune history: one JSON line per pass that deleted something or
+ * failed, in the state folder (never a sessions folder). The startup report reads
+ * it to mark restarts that followed a prune; the daemon reads the last line.
+ */
+export interface PruneHistoryEntry {
+  /** ISO time the pass finished. */
+  at: string;
+  home: string;
+  mode: 'apply';
+  outcome: 'ok' | 'partial' | 'skipped' | 'failed';
+  deleted_sessions: number;
+  deleted_orphans: number;
+  freed_bytes: number;
+  sessions_before: number;
+  sessions_after: number;
+  duration_ms: number;
+  reason: string | null;
+}
+
+export const HISTORY_FILE = 'prune-history.jsonl';
+const MAX_READ = 4 * 1024 * 1024;
+
+export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
+  mkdirSync(stateDir, { recursive: true });
+  appendFileSync(join(stateDir, HISTORY_FILE), JSON.stringify(e) + '\n', { mode: 0o644 });
+}
+
+/** Every readable entry (bad lines are skipped), oldest first. Missing file → []. */
+export function readHistory(stateDir: string, home?: string): PruneHistoryEntry[] {
+  let text: string;
+  try {
+    text = readFileSync(join(stateDir, HISTORY_FILE), 'utf8');
+  } catch {
+    return [];
+  }
+  if (text.length > MAX_READ) text = text.slice(text.length - MAX_READ);
+  const out: PruneHistoryEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const e = JSON.parse(line) as PruneHistoryEntry;
+      if (typeof e.at === 'string' && (home === undefined || e.home === home)) out.push(e);
+    } catch {
+      // a torn last line after a crash: skip it
+    }
+  }
+  return out;
+}
