@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { formatGoTime, parseGoTime, parseSqliteTime, usable, USABLE_SINCE_MS } from '../../src/picoclaw/time.js';
+
+describe('Go RFC3339Nano timestamps', () => {
+  it.each([
+    ['2026-06-13T18:19:35.12345+02:00', Date.UTC(2026, 5, 13, 16, 19, 35, 123)],
+    ['2026-06-13T18:19:36+02:00', Date.UTC(2026, 5, 13, 16, 19, 36)],
+    ['2026-06-13T18:19:37.5Z', Date.UTC(2026, 5, 13, 18, 19, 37, 500)],
+    ['2026-05-25T10:11:39.37008+02:00', Date.UTC(2026, 4, 25, 8, 11, 39, 370)],
+    ['2026-05-25T10:11:16.855888123-05:30', Date.UTC(2026, 4, 25, 15, 41, 16, 855)],
+    ['2024-01-01T00:00:00Z', USABLE_SINCE_MS],
+  ])('parses %s exactly', (text, ms) => {
+    expect(parseGoTime(text)).toBe(ms);
+  });
+
+  it('parses the Go zero time as year 1, which is not usable', () => {
+    const ms = parseGoTime('0001-01-01T00:00:00Z');
+    expect(ms).not.toBeNull();
+    expect(new Date(ms!).getUTCFullYear()).toBe(1);
+    expect(usable(ms)).toBeNull();
+  });
+
+  it.each(['', 'yesterday', '2026-06-13 18:19:35', '2026-06-13T18:19:35', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-06-13T18:19:35.1234567890Z', 42, null])(
+    'rejects %s',
+    (text) => {
+      expect(parseGoTime(text)).toBeNull();
+    },
+  );
+
+  it('treats anything before 2024-01-01T00:00:00Z as unusable', () => {
+    expect(usable(parseGoTime('2023-12-31T23:59:59.999999999Z'))).toBeNull();
+    expect(usable(parseGoTime('1970-01-01T00:00:00Z'))).toBeNull();
+    expect(usable(parseGoTime('2024-01-01T01:00:00+01:00'))).toBe(USABLE_SINCE_MS);
+  });
+
+  it('round-trips what the builder writes, for any time and offset (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2099, 0, 1) }), fc.integer({ min: 0, max: 999_999 }), fc.integer({ min: -720, max: 840 }), (ms, nanos, off) => {
+        const text = formatGoTime(ms, nanos, off);
+        expect(text).not.toMatch(/\.\d*0(Z|[+-])/); // trailing zeros trimmed like Go
+        expect(parseGoTime(text)).toBe(ms);
+      }),
+    );
+  });
+});
+
+describe('seahorse timestamps', () => {
+  it('parses YYYY-MM-DD HH:MM:SS as UTC', () => {
+    expect(parseSqliteTime('2026-11-30 01:57:53')).toBe(Date.UTC(2026, 10, 30, 1, 57, 53));
+    expect(parseSqliteTime('2026-11-30T01:57:53')).toBe(Date.UTC(2026, 10, 30, 1, 57, 53));
+    expect(parseSqliteTime('30/11/2026')).toBeNull();
+    expect(parseSqliteTime(null)).toBeNull();
+  });
+});
