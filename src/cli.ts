@@ -76,6 +76,7 @@ const prune = program
   .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
   .option('--pre-start', 'the gateway is about to start (systemd pre-start unit): refuse if it is running')
   .option('--if-enabled', 'do nothing unless the policy key `enabled` is true (for automatic runs)')
+  .option('--state-dir <dir>', 'where the prune history is kept (default: $STATE_DIRECTORY, /var/lib/picoclaw-guard for root, else ~/.local/state/picoclaw-guard)')
   .addOption(jsonOpt())
   .addHelpText(
     'after',

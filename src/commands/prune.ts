@@ -1,0 +1,129 @@
+import { systemClock } from '../io/clock.js';
+import { freeSpaceFromEnv } from '../io/freespace.js';
+import { resolveStateDir } from '../io/statedir.js';
+import { runPrunePass } from '../prune/pass.js';
+import type { PruneReport } from '../prune/report.js';
+import { parseCount } from './common.js';
+import { formatAge, formatBytes, printJson, shortKey, table } from './format.js';
+
+const REASON_TEXT: Record<string, string> = {
+  max_age_days: 'older than max_age_days',
+  max_sessions: 'over max_sessions',
+  max_db_size_mb: 'seahorse.db over max_db_size_mb',
+  newest: 'newest session (never deleted)',
+  undated: 'no usable timestamp (never deleted)',
+  within_policy: 'within policy',
+  unreadable_meta: 'meta unreadable: kept',
+  not_regular_file: '.jsonl is a symlink or folder: kept',
+  changed_since_plan: 'changed since planning: kept',
+  archive_failed: 'archive failed: kept',
+  not_writable: 'not writable: kept',
+  delete_failed: 'delete failed: kept',
+  size_limit_reached: 'not needed: db fits',
+  interrupted: 'pass stopped: kept',
+};
+
+/** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */
+function progressReporter(): (done: number, total: number, what: string) => void {
+  const tty = process.stderr.isTTY;
+  let last = 0;
+  return (done, total) => {
+    const now = Date.now();
+    if (tty) {
+      if (now - last < 100 && done < total) return;
+      last = now;
+      process.stderr.write(`\rpruning: ${done}/${total} sessions${done >= total ? '\n' : ''}`);
+    } else if (now - last >= 5000 || (done >= total && last !== 0)) {
+      last = now;
+      process.stderr.write(`pruning: ${done}/${total} sessions\n`);
+    }
+  };
+}
+
+export function renderPruneText(r: PruneReport): string {
+  const out: string[] = [];
+  const dry = r.mode === 'dry-run';
+  const pol = Object.entries(r.policy)
+    .filter(([k]) => k !== 'enabled' && k !== 'check_interval_minutes')
+    .map(([k, v]) => `${k}=${v.value === null ? '-' : String(v.value)}${v.source === 'default' ? '' : ` (${v.source})`}`)
+    .join('  ');
+  out.push(`${dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY'}   home: ${r.home}   now: ${r.now}`);
+  out.push(`policy: ${pol}`);
+  if (r.gateway) out.push(`gateway: ${r.gateway.state} (${r.gateway.reason})`);
+  if (r.skipped) {
+    out.push('');
+    out.push(`SKIPPED: ${r.skipped}`);
+    return out.join('\n');
+  }
+  if (r.age_check === 'skipped_clock') out.push('age check: SKIPPED (the clock reads before 2024; set the time, e.g. NTP, and run again)');
+  else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
+  out.push('');
+  const nowMs = Date.parse(r.now);
+  const rows = r.sessions.map((s) => [
+    s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : 'keep',
+    REASON_TEXT[s.reason] ?? s.reason,
+    s.agent,
+    shortKey(s.key) + (s.group ? ' *' : ''),
+    s.last_activity ? s.last_activity.replace(/\.\d{3}Z$/, 'Z') : '-',
+    s.last_activity ? formatAge(nowMs - Date.parse(s.last_activity)) : '-',
+    formatBytes(s.bytes),
+  ]);
+  if (rows.length === 0) out.push('No sessions.');
+  else out.push(table(['ACTION', 'REASON', 'AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'BYTES'], rows, ['left', 'left', 'left', 'left', 'left', 'right', 'right']));
+  if (r.sessions.some((s) => s.group)) out.push('  * part of an alias group: kept or deleted together');
+  const del = r.orphans.filter((o) => o.action === 'delete');
+  if (r.orphans.length > 0) {
+    out.push('');
+    out.push(`Orphan seahorse conversations (no session file in any agent's folder): ${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length} by age`);
+    for (const o of r.orphans.slice(0, 20)) out.push(`  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : 'keep  '}  ${shortKey(o.key, 60)}  ${o.last_activity ?? 'undated'}  ${o.messages} messages`);
+    if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
+  }
+  for (const o of r.orphan_jsonl) out.push(`  kept: ${o.path}: ${o.reason}`);
+  out.push('');
+  const t = r.totals;
+  out.push(`Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, keep ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`);
+  const d = r.database;
+  if (d.present) {
+    let line = `seahorse.db: ${formatBytes(d.bytes_before)}`;
+    if (d.bytes_after !== null) line += ` -> ${formatBytes(d.bytes_after)}`;
+    if (t.deleted_seahorse_messages !== null) line += `; ${t.deleted_seahorse_messages} messages deleted in ${d.transactions} transactions (longest ${d.longest_write_ms} ms)`;
+    out.push(line);
+    if (d.size_check.checked) {
+      out.push(`size check: limit ${formatBytes(d.size_check.limit_bytes)}; ${d.size_check.estimated ? `estimated size after: ${formatBytes(d.size_check.projected_bytes_after ?? 0)} (an estimate: ${d.size_check.method})` : `${d.size_check.steps.length} step(s)`}`);
+      if (d.size_check.shortfall) out.push(`size check stopped: ${d.size_check.shortfall}`);
+    }
+    if (d.vacuum) out.push(`VACUUM: ${d.vacuum.ran ? `ran, gave back ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)}` : 'not run'}: ${d.vacuum.reason}`);
+    else if (dry && t.deleted_sessions > 0) out.push('VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)');
+  } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
+  for (const w of r.warnings) out.push(`warning: ${w}`);
+  const kept = r.sessions.filter((s) => s.detail);
+  for (const s of kept) out.push(`kept ${s.key}: ${s.detail}`);
+  out.push(`(${r.duration_ms} ms)`);
+  return out.join('\n');
+}
+
+export async function run(opts: Record<string, unknown>): Promise<number> {
+  const flags = {
+    max_age_days: parseCount(opts.maxAgeDays, '--max-age-days'),
+    max_sessions: parseCount(opts.maxSessions, '--max-sessions'),
+    max_db_size_mb: parseCount(opts.maxDbSizeMb, '--max-db-size-mb'),
+    vacuum: opts.vacuum === false ? false : undefined,
+    archive_dir: typeof opts.archive === 'string' ? opts.archive : undefined,
+  };
+  const apply = opts.apply === true;
+  const report = await runPrunePass({
+    home: typeof opts.home === 'string' ? opts.home : undefined,
+    configPath: typeof opts.config === 'string' ? opts.config : undefined,
+    flags,
+    apply,
+    forceVacuum: opts.forceVacuum === true,
+    ifEnabled: opts.ifEnabled === true,
+    clock: systemClock,
+    freeSpace: freeSpaceFromEnv(),
+    stateDir: apply ? resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined) : null,
+    onProgress: apply && !opts.json ? progressReporter() : undefined,
+  });
+  if (opts.json) printJson(report);
+  else process.stdout.write(renderPruneText(report) + '\n');
+  return report.exit_code;
+}

@@ -1,0 +1,213 @@
+import { accessSync, constants, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
+import type { Clock } from '../io/clock.js';
+import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
+import { tryLock } from '../io/lock.js';
+import type { Database } from '../io/sqlite.js';
+import { loadGuardConfig } from '../guard-config.js';
+import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
+import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
+import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
+import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
+import { applyPlan, type ApplyResult } from './apply.js';
+import { appendHistory } from './history.js';
+import { planPrune, type DbFacts, type Plan } from './plan.js';
+import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
+import { buildReport, type PruneReport } from './report.js';
+
+/**
+ * One prune pass, start to end: policy (validated before anything is read), the
+ * gateway's state, the lock, the inventory, the plan, and (with apply) the deletion.
+ * Shared by `picoclaw-guard prune`, the pre-start unit and the daemon.
+ */
+export interface PassOptions {
+  home?: string;
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+  flags?: Partial<Record<PolicyKey, unknown>>;
+  apply: boolean;
+  forceVacuum?: boolean;
+  /** Only act if the policy's `enabled` is true (automatic passes). */
+  ifEnabled?: boolean;
+  clock: Clock;
+  freeSpace?: FreeSpaceReader;
+  /** Where the prune history is appended (apply only). null: do not record. */
+  stateDir: string | null;
+  probe?: (home: PicoClawHome) => Promise<GatewayState>;
+  shouldStop?: () => boolean;
+  onProgress?: (done: number, total: number, what: string) => void;
+  /** Resolved home (the daemon resolves once); overrides `home`. */
+  resolvedHome?: PicoClawHome;
+}
+
+export const LOCK_NAME = '.picoclaw-guard.lock';
+
+/** The lock lives in the PicoClaw home (one pass per home, whoever runs it), never in a sessions folder. */
+export function lockPathFor(home: PicoClawHome, stateDir: string | null): string {
+  try {
+    accessSync(home.home, constants.W_OK);
+    return join(home.home, LOCK_NAME);
+  } catch {
+    return join(stateDir ?? home.home, `${LOCK_NAME}-${Buffer.from(home.home).toString('hex').slice(0, 32)}`);
+  }
+}
+
+function skipped(base: { mode: 'dry-run' | 'apply'; now: Date; home: PicoClawHome; policy: ResolvedPolicy; t0: number; gateway: GatewayState | null }, reason: string, exitCode: ExitCodeValue): PruneReport {
+  return buildReport({ ...base, inventory: null, plan: null, result: null, skipped: reason, exitCode, warnings: [], dbFacts: null });
+}
+
+/** Every store must be able to delete, or nothing is deleted anywhere (the seed's rule). */
+function preflight(inv: Inventory, db: Database | null): string | null {
+  for (const { dir } of inv.home.sessionsDirs) {
+    if (!existsSync(dir)) continue;
+    try {
+      accessSync(dir, constants.W_OK | constants.X_OK);
+    } catch (err) {
+      return `the sessions folder ${dir} cannot be written (${errnoCode(err) ?? errorMessage(err)}): pruning only some stores would not shrink anything`;
+    }
+  }
+  if (db) {
+    if (db.readonly) return `${inv.seahorse.path} can only be opened read-only`;
+    try {
+      accessSync(inv.seahorse.path, constants.W_OK);
+    } catch (err) {
+      return `${inv.seahorse.path} is not writable (${errnoCode(err) ?? errorMessage(err)})`;
+    }
+  }
+  return null;
+}
+
+export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
+  const t0 = performance.now();
+  const env = o.env ?? process.env;
+  const now = o.clock();
+  const mode = o.apply ? 'apply' : 'dry-run';
+  const home = o.resolvedHome ?? discoverHome({ home: o.home, env });
+  const guardConfig = loadGuardConfig(o.configPath, env);
+  const policy = resolvePolicy({
+    flags: o.flags,
+    env,
+    guardConfig: guardConfig.path && guardConfig.sections.prune ? { path: guardConfig.path, values: guardConfig.sections.prune } : null,
+    picoclawConfig: home.sessionPrune ? { path: home.configPath, values: home.sessionPrune } : null,
+  });
+  const values = policyValues(policy);
+  const base = { mode, now, home, policy, t0, gateway: null as GatewayState | null } as const;
+  if (!existsSync(home.home)) {
+    throw new GuardError(`no PicoClaw home at ${home.home}`, { exitCode: ExitCode.USAGE, path: home.home, hint: 'pass --home <dir> or set PICOCLAW_HOME' });
+  }
+  if (o.ifEnabled && !values.enabled) {
+    return skipped(base, 'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)', ExitCode.OK);
+  }
+
+  const gateway = await (o.probe ?? ((h) => probeGateway(h)))(home);
+  const withGw = { ...base, gateway };
+  if (o.apply && (gateway.state === 'starting' || gateway.state === 'hung')) {
+    return skipped(withGw, `the gateway is ${gateway.state} (${gateway.reason}); pruning now would race its bootstrap`, ExitCode.GATEWAY_STARTING);
+  }
+  const online = gateway.state === 'ready';
+
+  const lock = o.apply ? tryLock(lockPathFor(home, o.stateDir), `prune pid ${process.pid}`) : null;
+  if (lock && !lock.ok) {
+    const h = lock.holder;
+    return skipped(withGw, `another prune pass holds the lock for ${home.home}${h ? ` (pid ${h.pid}, since ${h.since})` : ''}`, ExitCode.LOCKED);
+  }
+  let db: Database | null = null;
+  try {
+    const inv = buildInventory(home);
+    const warnings: string[] = [];
+    // seahorse: read-only for the plan; read-write (and checked) for apply.
+    let dbFacts: DbFacts = { present: false, fileBytes: inv.seahorse.bytes.total, usedBytes: 0, contentBytes: null };
+    const limit = values.max_db_size_mb * 1024 * 1024;
+    const needContent = values.max_db_size_mb > 0 && inv.seahorse.bytes.total > limit;
+    if (inv.seahorse.state === 'error') {
+      const msg = `${inv.seahorse.path}: ${inv.seahorse.error}`;
+      if (o.apply) {
+        const code = inv.seahorse.errorKind === 'not_a_database' || inv.seahorse.errorKind === 'schema' ? ExitCode.DATA : ExitCode.SKIPPED;
+        return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${msg}; nothing was deleted anywhere (deleting only the JSONL side would leave its rows behind)`, exitCode: code, warnings, dbFacts: null });
+      }
+      warnings.push(`${msg}: --apply would skip the pass`);
+    } else if (inv.seahorse.state === 'open') {
+      if (o.apply) {
+        try {
+          db = openSeahorseWrite(inv.seahorse.path);
+        } catch (err) {
+          const ge = err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
+          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${ge.message}; nothing was deleted anywhere`, exitCode: ge.exitCode, warnings, dbFacts: null });
+        }
+        if (!hasFts5Trigram(db)) {
+          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: 'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted', exitCode: ExitCode.DATA, warnings, dbFacts: null });
+        }
+        const p = readPages(db);
+        dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: needContent ? readContentBytes(db) : null };
+      } else {
+        const r = openSeahorseRead(inv.seahorse.path);
+        if (r.state === 'open') {
+          try {
+            const p = readPages(r.db);
+            dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: needContent ? readContentBytes(r.db) : null };
+          } finally {
+            r.db.close();
+          }
+        }
+      }
+    }
+    if (o.apply) {
+      const why = preflight(inv, db);
+      if (why) return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${why}; nothing was deleted anywhere`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+    }
+    if (values.max_age_days > 0 && now.getTime() < Date.UTC(2024, 0, 1)) {
+      warnings.push(`the clock reads ${now.toISOString()}, before 2024: the age check is skipped until it is set (NTP)`);
+    }
+    if (inv.storeErrors.length > 0) for (const e of inv.storeErrors) warnings.push(e.error);
+
+    const plan: Plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: inv.orphanConversations,
+      agentIds: home.agents.map((a) => a.id),
+      policy: values,
+      now: now.getTime(),
+      db: dbFacts,
+    });
+    let result: ApplyResult | null = null;
+    if (o.apply) {
+      result = applyPlan({
+        plan,
+        db,
+        dbPath: inv.seahorse.path,
+        online,
+        forceVacuum: !!o.forceVacuum,
+        freeSpace: o.freeSpace ?? statfsFreeSpace,
+        archiveDir: values.archive_dir,
+        nowMs: now.getTime(),
+        shouldStop: o.shouldStop,
+        onProgress: o.onProgress,
+      });
+    }
+    const partial = result !== null && [...result.groups.values()].some((x) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason));
+    const report = buildReport({ ...withGw, inventory: inv, plan, result, skipped: null, exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK, warnings, dbFacts });
+    if (o.apply && o.stateDir) {
+      try {
+        appendHistory(o.stateDir, {
+          at: new Date().toISOString(),
+          home: home.home,
+          mode: 'apply',
+          outcome: partial ? 'partial' : 'ok',
+          deleted_sessions: report.totals.deleted_sessions,
+          deleted_orphans: report.totals.deleted_orphan_conversations,
+          freed_bytes: report.totals.freed_bytes,
+          sessions_before: report.totals.sessions,
+          sessions_after: report.totals.sessions - report.totals.deleted_sessions,
+          duration_ms: report.duration_ms,
+          reason: null,
+        });
+      } catch (err) {
+        report.warnings.push(`could not record the pass in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+      }
+    }
+    return report;
+  } finally {
+    if (db) db.close();
+    if (lock?.ok) lock.lock.release();
+  }
+}

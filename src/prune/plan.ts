@@ -1,0 +1,298 @@
+import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
+import { groupKeys } from '../picoclaw/inventory.js';
+import type { ConversationStat } from '../picoclaw/seahorse.js';
+import { USABLE_SINCE_MS } from '../picoclaw/time.js';
+import type { Policy } from './policy.js';
+
+/**
+ * The planner: inventory + policy + clock → a verdict and a reason for every
+ * session. Pure: it touches neither the disk nor the clock, so the dry-run prints
+ * exactly what --apply executes, and its invariants are property-tested.
+ */
+
+export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb';
+export type KeepReason =
+  | 'newest'
+  | 'undated'
+  | 'within_policy'
+  | 'unreadable_meta'
+  | 'not_regular_file'
+  /** Decided at apply time: */
+  | 'changed_since_plan'
+  | 'archive_failed'
+  | 'not_writable'
+  | 'delete_failed'
+  | 'size_limit_reached'
+  | 'interrupted';
+export type Reason = DeleteReason | KeepReason;
+
+export interface PlanGroup {
+  /** Index in `groups` (oldest first). */
+  id: number;
+  members: SessionRecord[];
+  /** The group's key for ordering and display: the smallest member key. */
+  key: string;
+  lastActivityMs: number | null;
+  action: 'keep' | 'delete';
+  reason: Reason;
+  /** Eligible for the size guard (dated, unprotected, safe, has seahorse rows). */
+  sizeEligible: boolean;
+  /** Conversations whose every claimant is in this group: deleted with it. */
+  ownConversations: ConversationStat[];
+  /** Estimated bytes of seahorse.db this group accounts for (after VACUUM). */
+  estimatedDbBytes: number;
+}
+
+export interface PlanOrphan {
+  conversation: OrphanConversation;
+  action: 'keep' | 'delete';
+  reason: Reason;
+  estimatedDbBytes: number;
+}
+
+export interface DbFacts {
+  present: boolean;
+  /** seahorse.db + -wal, as files on disk. */
+  fileBytes: number;
+  /** (page_count - freelist_count) × page_size: what VACUUM would leave, before deleting. */
+  usedBytes: number;
+  /** Content bytes per conversation id (messages, parts, summaries): the basis of each share. */
+  contentBytes: Map<number, number> | null;
+}
+
+export interface SizePlan {
+  checked: boolean;
+  limitBytes: number;
+  fileBytes: number;
+  /** Estimated size after the age/count deletions and a VACUUM. */
+  projectedBytesBeforeSize: number;
+  /** Estimated size after everything the plan deletes and a VACUUM. */
+  projectedBytesAfter: number;
+  method: string;
+  /** Why the size check could not get under the limit, if it cannot. */
+  shortfall: string | null;
+}
+
+export interface Plan {
+  now: number;
+  policy: Policy;
+  ageCheck: 'applied' | 'disabled' | 'skipped_clock';
+  newestMs: number | null;
+  /** Oldest first by last activity, undated last; ties by key. */
+  groups: PlanGroup[];
+  orphans: PlanOrphan[];
+  /** Conversations claimed by sessions of several groups: deleted only when every one of those groups is. */
+  shared: { conversation: ConversationStat; groupIds: number[] }[];
+  size: SizePlan;
+}
+
+export interface PlanInput {
+  sessions: SessionRecord[];
+  orphanConversations: OrphanConversation[];
+  agentIds: string[];
+  policy: Policy;
+  now: number;
+  db: DbFacts;
+}
+
+const DAY_MS = 86_400_000;
+/** A last activity this far ahead of the clock is not trusted to stand for "newest" alone. */
+const FUTURE_SLACK_MS = DAY_MS;
+
+const UNSAFE_ISSUES: Record<string, KeepReason> = {
+  meta_corrupt: 'unreadable_meta',
+  meta_empty: 'unreadable_meta',
+  meta_not_utf8: 'unreadable_meta',
+  meta_no_key: 'unreadable_meta',
+  meta_unreadable: 'unreadable_meta',
+  jsonl_not_regular_file: 'not_regular_file',
+  jsonl_unreadable: 'not_regular_file',
+};
+
+function unsafeReason(s: SessionRecord): KeepReason | null {
+  for (const i of s.issues) if (UNSAFE_ISSUES[i]) return UNSAFE_ISSUES[i]!;
+  return s.key === null ? 'unreadable_meta' : null;
+}
+
+/** Alias groups: a session plus the sessions (same folder) whose keys it lists in its aliases (not the main alias). */
+export function groupSessions(sessions: SessionRecord[], agentIds: string[]): SessionRecord[][] {
+  const parent = sessions.map((_, i) => i);
+  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
+  const union = (a: number, b: number) => {
+    const ra = find(a);
+    const rb = find(b);
+    if (ra !== rb) parent[Math.max(ra, rb)] = Math.min(ra, rb);
+  };
+  const byDirKey = new Map<string, number[]>();
+  sessions.forEach((s, i) => {
+    if (s.key === null) return;
+    const k = `${s.dir}\0${s.key}`;
+    byDirKey.set(k, [...(byDirKey.get(k) ?? []), i]);
+  });
+  sessions.forEach((s, i) => {
+    if (s.key === null) return;
+    for (const a of groupKeys(null, s.aliases, agentIds)) {
+      for (const j of byDirKey.get(`${s.dir}\0${a}`) ?? []) union(i, j);
+    }
+  });
+  const groups = new Map<number, SessionRecord[]>();
+  sessions.forEach((s, i) => {
+    const r = find(i);
+    groups.set(r, [...(groups.get(r) ?? []), s]);
+  });
+  return [...groups.values()];
+}
+
+function compareGroups(a: { lastActivityMs: number | null; key: string; tie: string }, b: { lastActivityMs: number | null; key: string; tie: string }): number {
+  const x = a.lastActivityMs;
+  const y = b.lastActivityMs;
+  if (x !== y) {
+    if (x === null) return 1;
+    if (y === null) return -1;
+    return x - y;
+  }
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : a.tie < b.tie ? -1 : a.tie > b.tie ? 1 : 0;
+}
+
+export function planPrune(input: PlanInput): Plan {
+  const { policy, now } = input;
+  const raw = groupSessions(input.sessions, input.agentIds).map((members) => {
+    let last: number | null = null;
+    for (const m of members) if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
+    const keys = members.map((m) => m.key ?? `\uffff${m.id}`).sort();
+    const ids = members.map((m) => m.id).sort();
+    return { members, lastActivityMs: last, key: keys[0]!, tie: ids[0]! };
+  });
+  raw.sort(compareGroups);
+
+  const groups: PlanGroup[] = raw.map((g, id) => ({
+    id,
+    members: g.members,
+    key: g.key,
+    lastActivityMs: g.lastActivityMs,
+    action: 'keep',
+    reason: 'within_policy',
+    sizeEligible: false,
+    ownConversations: [],
+    estimatedDbBytes: 0,
+  }));
+
+  // Newest: every group sharing the newest time; if that is in the future, also the newest plausible one.
+  const dated = groups.filter((g) => g.lastActivityMs !== null).map((g) => g.lastActivityMs!);
+  const newestMs = dated.length > 0 ? Math.max(...dated) : null;
+  const protectedTimes = new Set<number>();
+  if (newestMs !== null) {
+    protectedTimes.add(newestMs);
+    if (newestMs > now + FUTURE_SLACK_MS) {
+      const plausible = dated.filter((t) => t <= now + FUTURE_SLACK_MS);
+      if (plausible.length > 0) protectedTimes.add(Math.max(...plausible));
+    }
+  }
+  const deletable: boolean[] = [];
+  for (const g of groups) {
+    const unsafe = g.members.map(unsafeReason).find((r) => r !== null) ?? null;
+    if (unsafe) g.reason = unsafe;
+    else if (g.lastActivityMs === null) g.reason = 'undated';
+    else if (protectedTimes.has(g.lastActivityMs)) g.reason = 'newest';
+    deletable[g.id] = g.reason === 'within_policy';
+  }
+
+  // 1. Age.
+  let ageCheck: Plan['ageCheck'] = 'disabled';
+  let cutoff = -Infinity;
+  if (policy.max_age_days > 0) {
+    if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
+    else {
+      ageCheck = 'applied';
+      cutoff = now - policy.max_age_days * DAY_MS;
+      for (const g of groups) {
+        if (deletable[g.id] && g.lastActivityMs! < cutoff) {
+          g.action = 'delete';
+          g.reason = 'max_age_days';
+        }
+      }
+    }
+  }
+
+  // 2. Count: all agents together, undated and protected groups included.
+  if (policy.max_sessions > 0) {
+    let remaining = groups.filter((g) => g.action === 'keep').length;
+    for (const g of groups) {
+      if (remaining <= policy.max_sessions) break;
+      if (g.action === 'keep' && deletable[g.id]) {
+        g.action = 'delete';
+        g.reason = 'max_sessions';
+        remaining--;
+      }
+    }
+  }
+
+  // Conversations go with a group only if no kept session elsewhere also claims them.
+  const claimants = new Map<number, Set<number>>();
+  for (const g of groups) for (const m of g.members) for (const c of m.conversations) {
+    const set = claimants.get(c.conversationId) ?? new Set<number>();
+    set.add(g.id);
+    claimants.set(c.conversationId, set);
+  }
+  const shared = new Map<number, { conversation: ConversationStat; groupIds: number[] }>();
+  for (const g of groups) {
+    const seen = new Set<number>();
+    for (const m of g.members) for (const c of m.conversations) {
+      if (seen.has(c.conversationId)) continue;
+      seen.add(c.conversationId);
+      const who = claimants.get(c.conversationId)!;
+      if (who.size === 1) g.ownConversations.push(c);
+      else if (!shared.has(c.conversationId)) shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
+    }
+  }
+
+  // Orphan conversations: the age check alone.
+  const orphans: PlanOrphan[] = input.orphanConversations.map((c) => {
+    if (c.lastActivityMs === null) return { conversation: c, action: 'keep', reason: 'undated', estimatedDbBytes: 0 };
+    if (ageCheck === 'applied' && c.lastActivityMs < cutoff) return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
+    return { conversation: c, action: 'keep', reason: 'within_policy', estimatedDbBytes: 0 };
+  });
+
+  // 3. Size: estimate each group's share of the used bytes from its share of the content.
+  const limit = policy.max_db_size_mb * 1024 * 1024;
+  const size: SizePlan = { checked: false, limitBytes: limit, fileBytes: input.db.fileBytes, projectedBytesBeforeSize: input.db.usedBytes, projectedBytesAfter: input.db.usedBytes, method: '', shortfall: null };
+  const content = input.db.contentBytes;
+  if (input.db.present && content) {
+    let totalContent = 0;
+    for (const b of content.values()) totalContent += b;
+    const share = (convs: { conversationId: number }[]) =>
+      totalContent === 0 ? 0 : Math.round((input.db.usedBytes * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
+    for (const g of groups) g.estimatedDbBytes = share(g.ownConversations);
+    for (const o of orphans) o.estimatedDbBytes = share([o.conversation]);
+    let projected = input.db.usedBytes;
+    for (const g of groups) if (g.action === 'delete') projected -= g.estimatedDbBytes;
+    for (const o of orphans) if (o.action === 'delete') projected -= o.estimatedDbBytes;
+    size.projectedBytesBeforeSize = projected;
+    size.method =
+      "each session's share of seahorse.db's used pages ((page_count - freelist_count) x page_size) in proportion to its share of the stored message, part and summary text; " +
+      'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.';
+    for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
+    if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
+      size.checked = true;
+      for (const g of groups) {
+        if (projected <= limit) break;
+        if (!g.sizeEligible) continue;
+        g.action = 'delete';
+        g.reason = 'max_db_size_mb';
+        projected -= g.estimatedDbBytes;
+      }
+      if (projected > limit) size.shortfall = 'only protected sessions (newest, undated or unreadable) hold the remaining rows';
+    }
+    size.projectedBytesAfter = projected;
+  } else if (input.db.present && policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
+    size.checked = true;
+    size.shortfall = 'seahorse.db could not be measured';
+  }
+
+  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size };
+}
+
+/** Everything the plan deletes, oldest first. */
+export function victims(plan: Plan): PlanGroup[] {
+  return plan.groups.filter((g) => g.action === 'delete');
+}

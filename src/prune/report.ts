@@ -1,0 +1,193 @@
+import type { ExitCodeValue } from '../errors.js';
+import type { GatewayState } from '../picoclaw/gateway.js';
+import type { PicoClawHome } from '../picoclaw/home.js';
+import type { Inventory } from '../picoclaw/inventory.js';
+import type { ApplyResult } from './apply.js';
+import type { DbFacts, Plan } from './plan.js';
+import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
+
+/** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
+export interface PruneSessionEntry {
+  agent: string;
+  key: string | null;
+  file: string;
+  /** The alias group's key when the session is one of several deleted or kept together. */
+  group: string | null;
+  last_activity: string | null;
+  group_last_activity: string | null;
+  action: 'keep' | 'delete';
+  reason: string;
+  detail: string | null;
+  bytes: number;
+  seahorse_messages: number;
+  estimated_db_bytes: number | null;
+  issues: string[];
+  archive: string | null;
+}
+
+export interface PruneReport {
+  mode: 'dry-run' | 'apply';
+  skipped: string | null;
+  exit_code: ExitCodeValue;
+  now: string;
+  home: string;
+  gateway: { state: string; reason: string } | null;
+  policy: Record<string, { value: unknown; source: string; from: string | null }>;
+  age_check: 'applied' | 'disabled' | 'skipped_clock' | null;
+  sessions: PruneSessionEntry[];
+  orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null }[];
+  orphan_jsonl: { path: string; bytes: number; action: 'keep'; reason: string }[];
+  database: {
+    path: string;
+    present: boolean;
+    bytes_before: number;
+    bytes_after: number | null;
+    used_bytes: number | null;
+    size_check: {
+      checked: boolean;
+      limit_bytes: number;
+      estimated: boolean;
+      projected_bytes_after: number | null;
+      method: string | null;
+      shortfall: string | null;
+      steps: { deleted: number; bytes_after: number; vacuumed: boolean }[];
+    };
+    vacuum: { ran: boolean; reason: string; estimated_reclaim_bytes: number | null; reclaimed_bytes: number | null; duration_ms: number; wal_checkpoint: string } | null;
+    longest_write_ms: number | null;
+    transactions: number | null;
+  };
+  totals: {
+    sessions: number;
+    groups: number;
+    delete: number;
+    keep: number;
+    deleted_sessions: number;
+    freed_bytes: number;
+    deleted_seahorse_messages: number | null;
+    deleted_orphan_conversations: number;
+    by_reason: Record<string, number>;
+  };
+  warnings: string[];
+  duration_ms: number;
+}
+
+export interface ReportInput {
+  mode: 'dry-run' | 'apply';
+  now: Date;
+  home: PicoClawHome;
+  policy: ResolvedPolicy;
+  t0: number;
+  gateway: GatewayState | null;
+  inventory: Inventory | null;
+  plan: Plan | null;
+  result: ApplyResult | null;
+  skipped: string | null;
+  exitCode: ExitCodeValue;
+  warnings: string[];
+  dbFacts: DbFacts | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function buildReport(r: ReportInput): PruneReport {
+  const policy: PruneReport['policy'] = {};
+  for (const k of POLICY_KEYS) policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
+  const sessions: PruneSessionEntry[] = [];
+  const orphans: PruneReport['orphans'] = [];
+  const byReason: Record<string, number> = {};
+  let deletedSessions = 0;
+  let freed = 0;
+  let deleteGroups = 0;
+  let keepGroups = 0;
+  if (r.plan) {
+    for (const g of r.plan.groups) {
+      const outcome = r.result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
+      if (outcome.action === 'delete') deleteGroups++;
+      else keepGroups++;
+      for (const m of g.members) {
+        byReason[outcome.reason] = (byReason[outcome.reason] ?? 0) + 1;
+        if (outcome.action === 'delete') {
+          deletedSessions++;
+          freed += m.jsonlBytes + m.metaBytes;
+        }
+        sessions.push({
+          agent: m.agent,
+          key: m.key,
+          file: m.base,
+          group: g.members.length > 1 ? g.key : null,
+          last_activity: iso(m.lastActivityMs),
+          group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
+          action: outcome.action,
+          reason: outcome.reason,
+          detail: 'detail' in outcome && outcome.detail ? outcome.detail : null,
+          bytes: m.jsonlBytes + m.metaBytes,
+          seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
+          estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
+          issues: m.issues,
+          archive: 'archive' in outcome && outcome.archive ? outcome.archive : null,
+        });
+      }
+    }
+    for (const o of r.plan.orphans) {
+      const outcome = r.result?.orphans.get(o.conversation.conversationId) ?? { action: o.action, reason: o.reason };
+      orphans.push({
+        key: o.conversation.key,
+        conversation_id: o.conversation.conversationId,
+        messages: o.conversation.messages,
+        last_activity: iso(o.conversation.lastActivityMs),
+        action: outcome.action,
+        reason: outcome.reason,
+        detail: 'detail' in outcome && outcome.detail ? outcome.detail : null,
+      });
+    }
+  }
+  const inv = r.inventory;
+  const v = r.result?.vacuum ?? null;
+  const deletedOrphans = orphans.filter((o) => o.action === 'delete').length;
+  const sizePlan = r.plan?.size;
+  return {
+    mode: r.mode,
+    skipped: r.skipped,
+    exit_code: r.exitCode,
+    now: r.now.toISOString(),
+    home: r.home.home,
+    gateway: r.gateway ? { state: r.gateway.state, reason: r.gateway.reason } : null,
+    policy,
+    age_check: r.plan?.ageCheck ?? null,
+    sessions,
+    orphans,
+    orphan_jsonl: (inv?.orphanJsonl ?? []).map((o) => ({ path: o.file.path, bytes: o.file.bytes, action: 'keep' as const, reason: 'no .meta.json: not a session PicoClaw lists; kept' })),
+    database: {
+      path: r.home.seahorsePath,
+      present: inv?.seahorse.state === 'open',
+      bytes_before: inv?.seahorse.bytes.total ?? 0,
+      bytes_after: r.result ? (v?.bytesAfter ?? inv?.seahorse.bytes.total ?? 0) : null,
+      used_bytes: r.dbFacts?.present ? r.dbFacts.usedBytes : null,
+      size_check: {
+        checked: sizePlan?.checked ?? false,
+        limit_bytes: sizePlan?.limitBytes ?? 0,
+        estimated: r.mode === 'dry-run',
+        projected_bytes_after: sizePlan?.checked ? sizePlan.projectedBytesAfter : null,
+        method: sizePlan?.checked ? (r.mode === 'dry-run' ? `dry-run estimate: ${sizePlan.method}` : sizePlan.method) : null,
+        shortfall: r.result ? r.result.size.stoppedBecause : (sizePlan?.shortfall ?? null),
+        steps: (r.result?.size.steps ?? []).map((s) => ({ deleted: s.deleted, bytes_after: s.bytesAfter, vacuumed: s.vacuumed })),
+      },
+      vacuum: v ? { ran: v.ran, reason: v.reason, estimated_reclaim_bytes: v.estimatedReclaimBytes, reclaimed_bytes: v.reclaimedBytes, duration_ms: Math.round(v.durationMs), wal_checkpoint: v.walCheckpoint } : null,
+      longest_write_ms: r.result?.seahorse ? Math.round(r.result.seahorse.longestTxnMs * 10) / 10 : null,
+      transactions: r.result?.seahorse?.transactions ?? null,
+    },
+    totals: {
+      sessions: sessions.length,
+      groups: deleteGroups + keepGroups,
+      delete: sessions.filter((s) => s.action === 'delete').length,
+      keep: sessions.filter((s) => s.action === 'keep').length,
+      deleted_sessions: deletedSessions,
+      freed_bytes: freed,
+      deleted_seahorse_messages: r.result?.seahorse ? r.result.seahorse.messages : null,
+      deleted_orphan_conversations: deletedOrphans,
+      by_reason: byReason,
+    },
+    warnings: r.warnings,
+    duration_ms: Math.round(performance.now() - r.t0),
+  };
+}

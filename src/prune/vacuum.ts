@@ -1,0 +1,149 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { FreeSpaceReader } from '../io/freespace.js';
+import type { Database } from '../io/sqlite.js';
+import { dbFileBytes } from '../picoclaw/seahorse.js';
+
+/**
+ * Giving space back after a pass (ops-facts.md §0, §2; the seed's "Disk space and VACUUM").
+ *
+ * - FTS5 deletes leave tombstones: the file does not free pages until the index is
+ *   merged, so the freelist is only a fair estimate of what VACUUM gives back after
+ *   `optimize` (done only while the gateway is stopped: it is a long write).
+ * - VACUUM only when it gives back at least 1 MiB and a tenth of the file, and only
+ *   when both the database's file system (the WAL grows by about the database size)
+ *   and SQLite's temp folder (the copy) have room for it.
+ * - Otherwise, truncate the WAL. Never touch -wal/-shm files or journal_mode.
+ */
+
+export const MIN_RECLAIM_BYTES = 1024 * 1024;
+export const MIN_RECLAIM_RATIO = 0.1;
+
+export interface VacuumReport {
+  ran: boolean;
+  /** Why it ran or did not. */
+  reason: string;
+  estimatedReclaimBytes: number | null;
+  bytesBefore: number;
+  bytesAfter: number;
+  reclaimedBytes: number | null;
+  durationMs: number;
+  walCheckpoint: 'truncate' | 'passive' | 'busy' | 'none';
+}
+
+/** SQLite's temp folder: SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp, /tmp, . (tempfiles.html). */
+export function sqliteTempDir(env: NodeJS.ProcessEnv = process.env): string {
+  for (const d of [env.SQLITE_TMPDIR, env.TMPDIR, '/var/tmp', '/usr/tmp', '/tmp', '.']) {
+    if (!d) continue;
+    try {
+      if (statSync(d).isDirectory()) {
+        accessSync(d, constants.W_OK | constants.X_OK);
+        return d;
+      }
+    } catch {
+      // next
+    }
+  }
+  return '.';
+}
+
+export interface Room {
+  ok: boolean;
+  reason: string;
+}
+
+/** Whether VACUUM of a database of `dbBytes` fits in both file systems. */
+export function roomForVacuum(dbPath: string, dbBytes: number, freeSpace: FreeSpaceReader, env: NodeJS.ProcessEnv = process.env): Room {
+  const dbDir = dirname(dbPath);
+  const tmp = sqliteTempDir(env);
+  const margin = 1.1;
+  let sameFs = false;
+  try {
+    sameFs = statSync(dbDir).dev === statSync(tmp).dev;
+  } catch {
+    sameFs = false;
+  }
+  const dbFree = freeSpace(dbDir).availableBytes;
+  if (sameFs) {
+    const need = Math.ceil(dbBytes * 2 * margin);
+    if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${need} bytes free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${dbFree} are free` };
+    return { ok: true, reason: `${dbFree} bytes free in ${dbDir} (needs ${need})` };
+  }
+  const needDb = Math.ceil(dbBytes * margin);
+  if (dbFree < needDb) return { ok: false, reason: `VACUUM needs about ${needDb} bytes free in ${dbDir} for the WAL; ${dbFree} are free` };
+  const tmpFree = freeSpace(tmp).availableBytes;
+  if (tmpFree < needDb) return { ok: false, reason: `VACUUM needs about ${needDb} bytes free in the temp folder ${tmp}; ${tmpFree} are free (set SQLITE_TMPDIR to a larger folder)` };
+  return { ok: true, reason: `${dbFree} bytes free in ${dbDir} and ${tmpFree} in ${tmp}` };
+}
+
+export function pageStats(db: Database): { pageSize: number; pageCount: number; freelist: number } {
+  return {
+    pageSize: db.pragma('page_size', { simple: true }) as number,
+    pageCount: db.pragma('page_count', { simple: true }) as number,
+    freelist: db.pragma('freelist_count', { simple: true }) as number,
+  };
+}
+
+/** Merge the FTS5 b-trees so that deleted entries turn into free pages (offline only: a long write). */
+export function foldFtsTombstones(db: Database): void {
+  db.exec(`INSERT INTO messages_fts(messages_fts) VALUES('optimize')`);
+  db.exec(`INSERT INTO summaries_fts(summaries_fts) VALUES('optimize')`);
+}
+
+/** Checkpoint the WAL. Offline: TRUNCATE (the -wal goes to 0 bytes). Online: PASSIVE never waits. */
+export function checkpoint(db: Database, online: boolean): VacuumReport['walCheckpoint'] {
+  if (online) {
+    db.pragma('wal_checkpoint(PASSIVE)');
+    return 'passive';
+  }
+  const r = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+  return r[0]?.busy ? 'busy' : 'truncate';
+}
+
+export function runVacuum(db: Database, path: string): { durationMs: number; checkpoint: VacuumReport['walCheckpoint'] } {
+  const t0 = performance.now();
+  // PASSIVE first (hermes: a TRUNCATE here would race a live writer), then VACUUM, then TRUNCATE:
+  // VACUUM rewrites every page through the WAL, which would otherwise stay as large as the database.
+  db.pragma('wal_checkpoint(PASSIVE)');
+  db.exec('VACUUM');
+  const cp = checkpoint(db, false);
+  void path;
+  return { durationMs: performance.now() - t0, checkpoint: cp };
+}
+
+export interface AfterPassOptions {
+  path: string;
+  online: boolean;
+  forceVacuum: boolean;
+  vacuumAllowed: boolean;
+  freeSpace: FreeSpaceReader;
+}
+
+/** After a pass that deleted something: VACUUM if it is worth it and fits, else truncate the WAL. */
+export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport {
+  const before = dbFileBytes(o.path).total;
+  const base: VacuumReport = { ran: false, reason: '', estimatedReclaimBytes: null, bytesBefore: before, bytesAfter: before, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
+  const finish = (r: VacuumReport): VacuumReport => ({ ...r, bytesAfter: dbFileBytes(o.path).total });
+  if (!o.vacuumAllowed) {
+    return finish({ ...base, reason: 'vacuum is off in the policy; WAL checkpointed', walCheckpoint: checkpoint(db, o.online) });
+  }
+  if (o.online && !o.forceVacuum) {
+    return finish({ ...base, reason: 'deferred: the gateway is running (VACUUM would block its writes); it runs at the next pass while the gateway is stopped, or with --force-vacuum', walCheckpoint: checkpoint(db, true) });
+  }
+  const t0 = performance.now();
+  foldFtsTombstones(db);
+  const p = pageStats(db);
+  const fileBytes = p.pageCount * p.pageSize;
+  const est = p.freelist * p.pageSize;
+  base.estimatedReclaimBytes = est;
+  if (est < MIN_RECLAIM_BYTES || est < fileBytes * MIN_RECLAIM_RATIO) {
+    return finish({ ...base, reason: `not worth it: would give back ${est} bytes (needs at least 1 MiB and a tenth of the ${fileBytes}-byte file); WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+  }
+  const room = roomForVacuum(o.path, fileBytes, o.freeSpace);
+  if (!room.ok) {
+    return finish({ ...base, reason: `skipped: ${room.reason}; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+  }
+  const v = runVacuum(db, o.path);
+  const after = dbFileBytes(o.path).total;
+  return { ...base, ran: true, reason: `would give back ${est} bytes (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
+}
