@@ -123,7 +123,19 @@ program
   .addOption(jsonOpt())
   .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)")
   .option('--last <n>', 'show only the last N restarts')
-  .addHelpText('after', '\nExamples:\n  picoclaw-guard startup --last 5\n  journalctl -u picoclaw -o short-iso | picoclaw-guard startup --log -')
+  .option('--state-dir <dir>', 'where the prune history is kept, to mark restarts after a prune (default: as for run)')
+  .addHelpText(
+    'after',
+    `
+Reads the JSON file and the console format (a redirect, or journalctl -o short-iso), detected per line.
+With PicoClaw's default log level (warn) there is almost nothing to read: set "gateway": {"log_level": "info"}
+in config.json or PICOCLAW_LOG_LEVEL=info, and add "gateway.*" to events.logging.include for millisecond figures.
+Exit code: 0 report printed, 2 bad flag, 3 the log file is missing or unreadable.
+
+Examples:
+  picoclaw-guard startup --last 5
+  journalctl -u picoclaw -o short-iso | picoclaw-guard startup --log -`,
+  )
   .action(lazy('startup'));
 
 program

@@ -1,5 +1,6 @@
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock } from '../io/clock.js';
+import { issueText } from '../picoclaw/issues.js';
 import { homeFromOpts } from './common.js';
 import { formatAge, formatBytes, isoOrDash, printJson, shortKey, table } from './format.js';
 
@@ -85,20 +86,6 @@ export function inventoryJson(inv: Inventory, now: Date) {
   };
 }
 
-const ISSUE_TEXT: Record<string, string> = {
-  meta_corrupt: '.meta.json is not valid JSON',
-  meta_empty: '.meta.json is empty',
-  meta_not_utf8: '.meta.json is not UTF-8',
-  meta_no_key: '.meta.json has no key (PicoClaw skips it)',
-  meta_unreadable: '.meta.json cannot be read',
-  jsonl_missing: 'no .jsonl (normal right after a turn starts)',
-  jsonl_unreadable: '.jsonl cannot be read',
-  jsonl_truncated_last_line: 'last .jsonl line is torn (crash mid-append); the line before it was used',
-  jsonl_last_line_corrupt: 'last .jsonl line is not valid JSON',
-  jsonl_last_line_too_long: 'last .jsonl line is over 10 MB',
-  jsonl_not_regular_file: '.jsonl is a symlink or a folder (never followed)',
-};
-export const issueText = (i: string) => ISSUE_TEXT[i] ?? i;
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const home = homeFromOpts(opts);

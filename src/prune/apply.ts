@@ -123,6 +123,9 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     deleter.prepare(ids);
   }
 
+  /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
+  let locked: string | null = null;
+  const stop = () => locked !== null || !!o.shouldStop?.();
   let done = 0;
   const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
 
@@ -190,15 +193,17 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
         res.groups.set(g.id, { action: 'keep', reason: 'changed_since_plan', detail: err.message });
         return false;
       }
-      res.groups.set(g.id, { action: 'keep', reason: 'delete_failed', detail: `${errnoCode(err) ?? ''} ${errorMessage(err)}`.trim() });
+      const code = errnoCode(err);
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') locked = errorMessage(err);
+      res.groups.set(g.id, { action: 'keep', reason: 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
       return false;
     }
   };
 
   for (const g of ageCount) {
-    if (o.shouldStop?.()) {
+    if (stop()) {
       res.interrupted = true;
-      res.groups.set(g.id, { action: 'keep', reason: 'interrupted' });
+      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `seahorse.db stayed locked: ${locked}` : 'the pass was stopped' });
       continue;
     }
     deleteGroup(g, g.reason);
@@ -206,8 +211,8 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   }
   for (const or of plan.orphans) {
     if (or.action !== 'delete') continue;
-    if (o.shouldStop?.() || !deleter) {
-      res.interrupted ||= !!o.shouldStop?.();
+    if (stop() || !deleter) {
+      res.interrupted ||= stop();
       res.orphans.set(or.conversation.conversationId, { action: 'keep', reason: 'interrupted' });
       continue;
     }
@@ -238,9 +243,9 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     // The size guard always vacuums first: free pages alone may bring the file under the limit.
     let deletedSinceVacuum = true;
     for (;;) {
-      if (o.shouldStop?.()) {
+      if (stop()) {
         res.interrupted = true;
-        res.size.stoppedBecause = 'interrupted';
+        res.size.stoppedBecause = locked ? `seahorse.db stayed locked: ${locked}` : 'interrupted';
         break;
       }
       if (canVacuum && deletedSinceVacuum) {
@@ -272,7 +277,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       let covered = 0;
       let taken = 0;
       const step = { deleted: 0, bytesAfter: bytes, vacuumed: canVacuum };
-      while (qi < queue.length && (taken === 0 || covered < need)) {
+      while (qi < queue.length && (taken === 0 || covered < need) && !stop()) {
         const g = queue[qi++]!;
         const share = totalContent === 0 ? 0 : (used * g.ownConversations.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent;
         if (deleteGroup(g, 'max_db_size_mb')) {

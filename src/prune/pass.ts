@@ -1,4 +1,6 @@
 import { accessSync, constants, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
@@ -43,14 +45,29 @@ export interface PassOptions {
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
 
-/** The lock lives in the PicoClaw home (one pass per home, whoever runs it), never in a sessions folder. */
+/** The guard's own SQLite busy timeout: PicoClaw's 5000 ms unless PICOGUARD_BUSY_TIMEOUT_MS says otherwise. */
+export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const v = Number(env.PICOGUARD_BUSY_TIMEOUT_MS);
+  return Number.isInteger(v) && v >= 0 ? v : 5000;
+}
+
+/**
+ * The lock lives in the PicoClaw home (one pass per home, whoever runs it), never in a
+ * sessions folder. Where the home cannot be written (read-only, another owner), the
+ * state folder, else the temp folder, holds it under a name derived from the home.
+ */
 export function lockPathFor(home: PicoClawHome, stateDir: string | null): string {
-  try {
-    accessSync(home.home, constants.W_OK);
-    return join(home.home, LOCK_NAME);
-  } catch {
-    return join(stateDir ?? home.home, `${LOCK_NAME}-${Buffer.from(home.home).toString('hex').slice(0, 32)}`);
+  const tag = createHash('sha256').update(home.home).digest('hex').slice(0, 16);
+  for (const [dir, name] of [[home.home, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
+    if (!dir) continue;
+    try {
+      accessSync(dir, constants.W_OK);
+      return join(dir, name);
+    } catch {
+      // next
+    }
   }
+  return join(tmpdir(), `picoclaw-guard-${tag}.lock`);
 }
 
 function skipped(base: { mode: 'dry-run' | 'apply'; now: Date; home: PicoClawHome; policy: ResolvedPolicy; t0: number; gateway: GatewayState | null }, reason: string, exitCode: ExitCodeValue): PruneReport {
@@ -76,6 +93,32 @@ function preflight(inv: Inventory, db: Database | null): string | null {
     }
   }
   return null;
+}
+
+/** Whether the FTS5 tables can be opened (a missing tokenizer or FTS5 fails here, before any delete). */
+function ftsUnusable(db: Database): string | null {
+  try {
+    // A MATCH needs the tokenizer (newer FTS5 loads it lazily, so a plain read would not tell).
+    db.prepare(`SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH '"guard-probe"'`).get();
+    db.prepare(`SELECT COUNT(*) FROM summaries_fts WHERE summaries_fts MATCH '"guard-probe"'`).get();
+    return null;
+  } catch (err) {
+    return errorMessage(err);
+  }
+}
+
+/** Take and release the write lock once: a writer that holds it past the busy timeout skips the pass. */
+function writeLockBusy(db: Database): string | null {
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return null;
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    const code = errnoCode(err);
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return errorMessage(err);
+    throw err;
+  }
 }
 
 export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
@@ -129,11 +172,21 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       warnings.push(`${msg}: --apply would skip the pass`);
     } else if (inv.seahorse.state === 'open') {
       if (o.apply) {
+        const storeProblem = preflight(inv, null);
+        if (storeProblem) return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${storeProblem}; nothing was deleted anywhere`, exitCode: ExitCode.SKIPPED, warnings, dbFacts: null });
         try {
-          db = openSeahorseWrite(inv.seahorse.path);
+          db = openSeahorseWrite(inv.seahorse.path, busyTimeoutMs(env));
         } catch (err) {
           const ge = err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
           return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${ge.message}; nothing was deleted anywhere`, exitCode: ge.exitCode, warnings, dbFacts: null });
+        }
+        const unusable = ftsUnusable(db);
+        if (unusable) {
+          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}), so its rows cannot be deleted safely; nothing was deleted`, exitCode: ExitCode.DATA, warnings, dbFacts: null });
+        }
+        const busy = writeLockBusy(db);
+        if (busy) {
+          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: another process held its write lock longer than the busy timeout (${busy}); nothing was deleted, the next pass will try again`, exitCode: ExitCode.SKIPPED, warnings, dbFacts: null });
         }
         if (!hasFts5Trigram(db)) {
           return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: 'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted', exitCode: ExitCode.DATA, warnings, dbFacts: null });

@@ -4,6 +4,7 @@ import type { PicoClawHome } from '../picoclaw/home.js';
 import type { Inventory } from '../picoclaw/inventory.js';
 import type { ApplyResult } from './apply.js';
 import type { DbFacts, Plan } from './plan.js';
+import { issueText, issueTodo } from '../picoclaw/issues.js';
 import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
@@ -87,6 +88,13 @@ export interface ReportInput {
   dbFacts: DbFacts | null;
 }
 
+/** For sessions kept because a file is unreadable or unsafe: which file, what is wrong, what to do. */
+function unsafeDetail(path: string, issues: string[], reason: string): string | null {
+  if (reason !== 'unreadable_meta' && reason !== 'not_regular_file') return null;
+  const bad = issues.filter((i) => i.startsWith('meta_') || i === 'jsonl_not_regular_file' || i === 'jsonl_unreadable');
+  return `${path}: ${bad.map(issueText).join('; ')}; kept (${bad.map(issueTodo).filter(Boolean).join('; ')})`;
+}
+
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function buildReport(r: ReportInput): PruneReport {
@@ -119,7 +127,7 @@ export function buildReport(r: ReportInput): PruneReport {
           group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
           action: outcome.action,
           reason: outcome.reason,
-          detail: 'detail' in outcome && outcome.detail ? outcome.detail : null,
+          detail: 'detail' in outcome && outcome.detail ? outcome.detail : unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason),
           bytes: m.jsonlBytes + m.metaBytes,
           seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,

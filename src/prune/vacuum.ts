@@ -66,7 +66,9 @@ export function roomForVacuum(dbPath: string, dbBytes: number, freeSpace: FreeSp
   const dbFree = freeSpace(dbDir).availableBytes;
   if (sameFs) {
     const need = Math.ceil(dbBytes * 2 * margin);
+    const tmpFree = freeSpace(tmp).availableBytes;
     if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${need} bytes free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${dbFree} are free` };
+    if (tmpFree < need) return { ok: false, reason: `VACUUM needs about ${need} bytes free in the temp folder ${tmp} (same file system as the database); ${tmpFree} are free` };
     return { ok: true, reason: `${dbFree} bytes free in ${dbDir} (needs ${need})` };
   }
   const needDb = Math.ceil(dbBytes * margin);

@@ -1,0 +1,153 @@
+import { ExitCode, GuardError } from '../errors.js';
+import { LEVELS, type Level } from './types.js';
+
+/**
+ * The `health` section of the guard's config file: thresholds and the few knobs of the
+ * sources. Defaults suit Pi-class boards: the firmware throttles the ARM from 80 °C and
+ * hard-limits at 85 °C (frequency-management.adoc, board-health-facts.md §2.3.2), so
+ * WARN comes before throttling starts and CRITICAL when it has.
+ * Levels are "ok" (report only), "warn" or "critical".
+ */
+export interface HealthThresholds {
+  temp_warn_celsius: number;
+  temp_critical_celsius: number;
+  disk_free_warn_mb: number;
+  disk_free_critical_mb: number;
+  inodes_free_warn_percent: number;
+  inodes_free_critical_percent: number;
+  /** seahorse.db + WAL budget; null: taken from `prune.max_db_size_mb`, else not checked. 0 disables. */
+  max_db_size_mb: number | null;
+  /** WARN when seahorse.db + WAL reaches this share of max_db_size_mb. */
+  db_size_warn_percent: number;
+  under_voltage_now: Level;
+  under_voltage_since_boot: Level;
+  /** The guard's latch says under-voltage happened in an earlier boot. */
+  under_voltage_previous_boot: Level;
+  /** ARM frequency capped, throttled or soft temperature limit, now. */
+  throttled_now: Level;
+  throttled_since_boot: Level;
+  /** vcgencmd exists but cannot be used (not in the video group, timeout, error). */
+  vcgencmd_failed: Level;
+  /** Gateway down or hung, or no PicoClaw home. A starting gateway is at most WARN. */
+  gateway_not_ready: Level;
+  gateway_timeout_ms: number;
+  gateway_hung_after_seconds: number;
+  /** Path of vcgencmd; false never runs it; null finds it on PATH. */
+  vcgencmd: string | false | null;
+  vcgencmd_timeout_ms: number;
+  /** Ask systeminformation when sysfs has no temperature at all (spawns 2-4 shells, §6.1). */
+  systeminformation_fallback: boolean;
+}
+
+export const DEFAULT_THRESHOLDS: Readonly<HealthThresholds> = Object.freeze({
+  temp_warn_celsius: 75,
+  temp_critical_celsius: 80,
+  disk_free_warn_mb: 1024,
+  disk_free_critical_mb: 200,
+  inodes_free_warn_percent: 5,
+  inodes_free_critical_percent: 1,
+  max_db_size_mb: null,
+  db_size_warn_percent: 90,
+  under_voltage_now: 'critical',
+  under_voltage_since_boot: 'warn',
+  under_voltage_previous_boot: 'ok',
+  throttled_now: 'warn',
+  throttled_since_boot: 'ok',
+  vcgencmd_failed: 'warn',
+  gateway_not_ready: 'critical',
+  gateway_timeout_ms: 1000,
+  gateway_hung_after_seconds: 900,
+  vcgencmd: null,
+  vcgencmd_timeout_ms: 2000,
+  systeminformation_fallback: false,
+});
+
+type Kind = 'number' | 'level' | 'boolean' | 'vcgencmd' | 'nullable-number';
+const KINDS: Record<keyof HealthThresholds, Kind> = {
+  temp_warn_celsius: 'number',
+  temp_critical_celsius: 'number',
+  disk_free_warn_mb: 'number',
+  disk_free_critical_mb: 'number',
+  inodes_free_warn_percent: 'number',
+  inodes_free_critical_percent: 'number',
+  max_db_size_mb: 'nullable-number',
+  db_size_warn_percent: 'number',
+  under_voltage_now: 'level',
+  under_voltage_since_boot: 'level',
+  under_voltage_previous_boot: 'level',
+  throttled_now: 'level',
+  throttled_since_boot: 'level',
+  vcgencmd_failed: 'level',
+  gateway_not_ready: 'level',
+  gateway_timeout_ms: 'number',
+  gateway_hung_after_seconds: 'number',
+  vcgencmd: 'vcgencmd',
+  vcgencmd_timeout_ms: 'number',
+  systeminformation_fallback: 'boolean',
+};
+
+const WHAT: Record<Kind, string> = {
+  number: 'a number of 0 or more',
+  'nullable-number': 'a number of 0 or more, or null',
+  level: `one of ${LEVELS.map((l) => `"${l}"`).join(', ')}`,
+  boolean: 'true or false',
+  vcgencmd: 'a path, false (never run it) or null (find it on PATH)',
+};
+
+function describe(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'string' ? JSON.stringify(v) : typeof v === 'object' ? 'an object' : String(v);
+}
+
+function valid(kind: Kind, v: unknown): boolean {
+  const num = typeof v === 'number' && Number.isFinite(v) && v >= 0;
+  switch (kind) {
+    case 'number':
+      return num;
+    case 'nullable-number':
+      return v === null || num;
+    case 'level':
+      return typeof v === 'string' && (LEVELS as readonly string[]).includes(v);
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'vcgencmd':
+      return v === null || v === false || (typeof v === 'string' && v !== '');
+  }
+}
+
+/**
+ * Validate `health` (and borrow `prune.max_db_size_mb` when health has no budget of its
+ * own). Unknown keys and wrong types are errors naming the file and the key: a typo in
+ * a threshold must not silently leave the default in place.
+ */
+export function parseHealthConfig(section: Record<string, unknown> | undefined, path: string | null, prune?: Record<string, unknown>): HealthThresholds {
+  const where = path ?? 'the guard config';
+  const out: HealthThresholds = { ...DEFAULT_THRESHOLDS };
+  for (const [key, value] of Object.entries(section ?? {})) {
+    if (!(key in KINDS)) {
+      throw new GuardError(`${where}: unknown key "health.${key}"`, {
+        exitCode: ExitCode.USAGE,
+        path: path ?? undefined,
+        hint: `known health keys: ${Object.keys(KINDS).join(', ')}`,
+      });
+    }
+    const kind = KINDS[key as keyof HealthThresholds];
+    if (!valid(kind, value)) {
+      throw new GuardError(`${where}: "health.${key}" must be ${WHAT[kind]}, not ${describe(value)}`, { exitCode: ExitCode.USAGE, path: path ?? undefined });
+    }
+    (out as unknown as Record<string, unknown>)[key] = value;
+  }
+  const pairs: [keyof HealthThresholds, keyof HealthThresholds, string][] = [
+    ['temp_warn_celsius', 'temp_critical_celsius', 'not above'],
+    ['disk_free_critical_mb', 'disk_free_warn_mb', 'not above'],
+    ['inodes_free_critical_percent', 'inodes_free_warn_percent', 'not above'],
+  ];
+  for (const [lo, hi] of pairs) {
+    if ((out[lo] as number) > (out[hi] as number)) {
+      throw new GuardError(`${where}: "health.${lo}" (${String(out[lo])}) must not be above "health.${hi}" (${String(out[hi])})`, { exitCode: ExitCode.USAGE, path: path ?? undefined });
+    }
+  }
+  if (out.max_db_size_mb === null && typeof prune?.max_db_size_mb === 'number' && Number.isFinite(prune.max_db_size_mb)) {
+    out.max_db_size_mb = prune.max_db_size_mb;
+  }
+  return out;
+}

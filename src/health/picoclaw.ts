@@ -1,0 +1,178 @@
+import { existsSync, lstatSync, readdirSync, type Dirent } from 'node:fs';
+import { join } from 'node:path';
+import { errnoCode } from '../errors.js';
+import { probeGateway, type GatewayStateName, type ProbeResult } from '../picoclaw/gateway.js';
+import type { PicoClawHome } from '../picoclaw/home.js';
+import { dbFileBytes } from '../picoclaw/seahorse.js';
+import { JSONL_SUFFIX, META_SUFFIX } from '../picoclaw/sessions.js';
+import { readHistory } from '../prune/history.js';
+import { noData, type Section } from './types.js';
+
+/**
+ * PicoClaw as health sees it: the gateway (picoclaw-facts.md §1.4, §6, classified by
+ * src/picoclaw/gateway.ts), how much session data there is, seahorse.db with its WAL,
+ * the last prune, and the last restart's bootstrap gap.
+ *
+ * Sessions are counted, not read: one readdir and one lstat per session file, no
+ * .meta.json is opened (a full inventory parses every meta and reads every JSONL
+ * tail, too slow for a health probe on a 20,000-session home). The PID file's token
+ * never reaches this object (pidfile.ts does not read it).
+ */
+export interface ProbeReading {
+  http_status: number | null;
+  /** refused, timeout, or another errno when there was no HTTP answer. */
+  error: string | null;
+  duration_seconds: number;
+}
+
+export interface GatewayReading {
+  state: GatewayStateName;
+  reason: string;
+  pid_file: 'absent' | 'invalid' | 'present';
+  pid: number | null;
+  version: string | null;
+  host: string;
+  port: number;
+  /** The PID file's mtime: when this gateway started. */
+  pid_file_written_at: string | null;
+  alive: boolean;
+  ready: ProbeReading | null;
+  health: ProbeReading | null;
+  /** /health's pid equals the PID file's (false in Docker, where it is 1). */
+  health_pid_matches: boolean | null;
+}
+
+export interface SessionStoreCount {
+  /** Agents writing to this folder (main and a default:true agent share one, §1.2). */
+  agents: string[];
+  dir: string;
+  sessions: number;
+  jsonl_bytes: number;
+  meta_bytes: number;
+  error: string | null;
+}
+
+export interface LastPrune {
+  at: string;
+  outcome: string;
+  deleted_sessions: number;
+  deleted_orphans: number;
+  freed_bytes: number;
+  sessions_before: number;
+  sessions_after: number;
+  duration_seconds: number;
+  reason: string | null;
+}
+
+export interface PicoClawReading {
+  home: string;
+  context_manager: string;
+  gateway: GatewayReading;
+  sessions: { count: number; bytes: number; stores: SessionStoreCount[] };
+  seahorse: { path: string; present: boolean; db_bytes: number; wal_bytes: number; total_bytes: number };
+  last_prune: LastPrune | null;
+  /**
+   * The silent seahorse bootstrap of the last gateway start, in seconds. Filled from
+   * the startup report (issue 6) by whoever calls collectHealth; null until then.
+   */
+  last_bootstrap_gap_seconds: number | null;
+}
+
+export type PicoClaw = Section<PicoClawReading>;
+
+/**
+ * Count one sessions folder the way sessions.ts classifies it: a session is a regular
+ * `*.meta.json`; `.tmp-*` and `session-*.tmp` files, symlinks and folders never count.
+ */
+export function countSessions(dir: string): { sessions: number; jsonl_bytes: number; meta_bytes: number; error: string | null } {
+  const out = { sessions: 0, jsonl_bytes: 0, meta_bytes: 0, error: null as string | null };
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') out.error = `cannot list: ${errnoCode(err) ?? 'error'}`;
+    return out;
+  }
+  for (const e of entries) {
+    const name = e.name;
+    if (name.startsWith('.tmp-') || (name.startsWith('session-') && name.endsWith('.tmp'))) continue;
+    const isMeta = name.endsWith(META_SUFFIX) && name.length > META_SUFFIX.length;
+    const isJsonl = !isMeta && name.endsWith(JSONL_SUFFIX) && name.length > JSONL_SUFFIX.length;
+    // The dirent type comes from readdir itself (d_type): a symlink is never followed.
+    if ((!isMeta && !isJsonl) || !e.isFile()) continue;
+    let size: number;
+    try {
+      size = lstatSync(join(dir, name)).size;
+    } catch {
+      continue; // deleted between readdir and lstat (a prune or PicoClaw itself)
+    }
+    if (isMeta) {
+      out.sessions++;
+      out.meta_bytes += size;
+    } else out.jsonl_bytes += size;
+  }
+  return out;
+}
+
+function probe(p: ProbeResult | null): ProbeReading | null {
+  return p === null ? null : { http_status: p.status, error: p.error, duration_seconds: Math.round(p.durationMs) / 1000 };
+}
+
+export interface PicoClawOptions {
+  home: PicoClawHome;
+  stateDir: string | null;
+  timeoutMs: number;
+  hungAfterMs: number;
+  nowMs: () => number;
+  lastBootstrapGapSeconds?: number | null;
+}
+
+export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
+  const { home } = opts;
+  if (!existsSync(home.home)) return noData(`no PicoClaw home at ${home.home}`);
+  const g = await probeGateway(home, { timeoutMs: opts.timeoutMs, hungAfterMs: opts.hungAfterMs, now: opts.nowMs });
+  const gateway: GatewayReading = {
+    state: g.state,
+    reason: g.reason,
+    pid_file: g.pidFile,
+    pid: g.pid?.pid ?? null,
+    version: g.pid?.version ?? null,
+    host: g.host,
+    port: g.port,
+    pid_file_written_at: g.pid ? new Date(g.pid.writtenAtMs).toISOString() : null,
+    alive: g.alive,
+    ready: probe(g.ready),
+    health: probe(g.health),
+    health_pid_matches: g.healthPidMatches,
+  };
+  const stores: SessionStoreCount[] = home.sessionsDirs.map(({ dir, agents }) => ({ agents, dir, ...countSessions(dir) }));
+  const db = dbFileBytes(home.seahorsePath);
+  const history = opts.stateDir ? readHistory(opts.stateDir, home.home) : [];
+  const last = history[history.length - 1];
+  return {
+    available: true,
+    home: home.home,
+    context_manager: home.contextManager,
+    gateway,
+    sessions: {
+      count: stores.reduce((n, s) => n + s.sessions, 0),
+      bytes: stores.reduce((n, s) => n + s.jsonl_bytes + s.meta_bytes, 0),
+      stores,
+    },
+    seahorse: { path: home.seahorsePath, present: existsSync(home.seahorsePath), db_bytes: db.db, wal_bytes: db.wal, total_bytes: db.total },
+    last_prune: last
+      ? {
+          at: last.at,
+          outcome: last.outcome,
+          deleted_sessions: last.deleted_sessions,
+          deleted_orphans: last.deleted_orphans,
+          freed_bytes: last.freed_bytes,
+          sessions_before: last.sessions_before,
+          sessions_after: last.sessions_after,
+          duration_seconds: last.duration_ms / 1000,
+          reason: last.reason,
+        }
+      : null,
+    last_bootstrap_gap_seconds: opts.lastBootstrapGapSeconds ?? null,
+  };
+}
