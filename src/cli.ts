@@ -111,9 +111,14 @@ program
   .option('--config <file>', "the guard's config file (thresholds)")
   .option('--sys-root <dir>', 'root of sysfs (for tests and containers)', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
-  .option('--vcgencmd <path>', 'path to vcgencmd (default: found on PATH)')
-  .option('--state-dir <dir>', 'where the under-voltage latch is kept')
-  .addHelpText('after', '\nExit code: 0 OK, 10 WARN, 11 CRITICAL.\n\nExample:\n  picoclaw-guard health --json | jq .status')
+  .option('--vcgencmd <path>', 'path to vcgencmd (default: found on PATH; not looked for when --sys-root is not /sys)')
+  .option('--state-dir <dir>', 'where the under-voltage latch is kept and the prune history is read')
+  .addHelpText(
+    'after',
+    '\nThresholds: the "health" section of the guard config (--config).\n' +
+      'Exit code: 0 OK, 10 WARN, 11 CRITICAL, 2 bad config.\n\n' +
+      'Examples:\n  picoclaw-guard health\n  picoclaw-guard health --json | jq .status',
+  )
   .action(lazy('health'));
 
 program

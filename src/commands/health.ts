@@ -138,7 +138,7 @@ export function renderHealth(r: HealthReport): string {
     const who = g.pid !== null ? ` (pid ${g.pid}${g.version ? `, ${g.version}` : ''}, ${g.host}:${g.port})` : '';
     row('gateway', `${g.state}${who}: ${g.reason}`);
     const db = pc.seahorse.present ? `; seahorse.db ${formatBytes(pc.seahorse.db_bytes)} + WAL ${formatBytes(pc.seahorse.wal_bytes)}` : '';
-    row('sessions', `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), ${formatBytes(pc.sessions.bytes)}${db}`);
+    row('sessions', `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), ${formatBytes(pc.sessions.jsonl_bytes)} of transcripts${db}`);
     const lp = pc.last_prune;
     row('last prune', lp ? `${lp.at} ${lp.outcome}: ${lp.deleted_sessions} deleted, ${formatBytes(lp.freed_bytes)} freed` : 'none recorded');
     if (pc.last_bootstrap_gap_seconds !== null) row('bootstrap', `last start's bootstrap gap ${pc.last_bootstrap_gap_seconds} s`);

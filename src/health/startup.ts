@@ -1,8 +1,12 @@
 import { open, stat } from 'node:fs/promises';
 import { errnoCode } from '../errors.js';
 import {
+  confirmJsonMarker,
   ConsoleClock,
   formatInstant,
+  isJsonAt,
+  jsonLevelAt,
+  MarkerFinder,
   Level,
   LineFormat,
   Marker,
@@ -240,6 +244,8 @@ interface RestartState {
   levelSet: string | null;
   levelMask: number;
   lastT: T | null;
+  /** A later line than lastT, kept unparsed (bootstrap progress); parsed only if its time is needed. */
+  lastRaw: string | null;
   lastAgentReg: { t: T | null; name: string } | null;
   shortExpandT: T | null;
   debugGapEnd: { t: T | null; name: string } | null;
@@ -269,6 +275,7 @@ function newRestart(n: number): RestartState {
     levelSet: null,
     levelMask: 0,
     lastT: null,
+    lastRaw: null,
     lastAgentReg: null,
     shortExpandT: null,
     debugGapEnd: null,
@@ -312,27 +319,36 @@ interface ReadState {
 async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
   const fh = await open(path, 'r');
   try {
-    const buf = Buffer.allocUnsafe(chunkBytes);
+    // Two buffers: the next read runs while the caller works on the current chunk.
+    const bufs = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
     const head = Buffer.alloc(64);
     let headLen = 0;
+    let which = 0;
+    let offset = 0;
+    // pread at our own offset: after a truncation it returns 0 instead of new bytes mid-line.
+    const readAt = (buf: Buffer, at: number) => fh.read(buf, 0, chunkBytes, at);
+    let next = readAt(bufs[which]!, offset);
     for (;;) {
-      // pread at our own position: after a truncation it returns 0 instead of new bytes mid-line.
-      const { bytesRead } = await fh.read(buf, 0, chunkBytes, rs.bytesRead);
+      const { bytesRead } = await next;
       if (bytesRead === 0) break;
-      if (rs.bytesRead === 0) headLen = buf.copy(head, 0, 0, Math.min(64, bytesRead));
-      rs.bytesRead += bytesRead;
+      const buf = bufs[which]!;
+      if (offset === 0) headLen = buf.copy(head, 0, 0, Math.min(64, bytesRead));
+      offset += bytesRead;
+      rs.bytesRead = offset;
       const st = await fh.stat();
-      if (st.size < rs.bytesRead) {
+      if (st.size < offset) {
         // The file shrank under us: copy-and-truncate rotation. What we read is the old content.
-        rs.truncated = { at_byte: rs.bytesRead, size_after: st.size };
+        rs.truncated = { at_byte: offset, size_after: st.size };
         yield buf.subarray(0, bytesRead);
         return;
       }
+      which ^= 1;
+      next = readAt(bufs[which]!, offset);
       yield buf.subarray(0, bytesRead);
     }
     const st = await fh.stat();
-    if (st.size < rs.bytesRead) {
-      rs.truncated = { at_byte: rs.bytesRead, size_after: st.size };
+    if (st.size < offset) {
+      rs.truncated = { at_byte: offset, size_after: st.size };
     } else if (headLen > 0) {
       // Truncated and written again past our position between two checks: the first bytes differ.
       const again = Buffer.alloc(headLen);
@@ -415,7 +431,8 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
    * used and the console one dropped.
    */
   let pending: { kind: MarkerValue; p: ParsedLine; level: LevelValue; key: string } | null = null;
-  let lastJsonKey: string | null = null;
+  /** The last JSON event and its line number (for the other order: file first, then console). */
+  let lastJson: { key: string; line: number } | null = null;
 
   const keep = (r: RestartState) => {
     restarts.push(r);
@@ -435,11 +452,22 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
     if (i >= 0) open.splice(i, 1);
   };
 
+  /** Parse the kept bootstrap progress line, now that its time is needed. */
+  const settleLast = (r: RestartState) => {
+    if (r.lastRaw === null) return;
+    const p = parseLine(Buffer.from(r.lastRaw, 'latin1').toString('utf8'));
+    r.lastRaw = null;
+    if (p?.time?.kind === 'instant') r.lastT = { ms: p.time.ms, floating: false, offsetMin: p.time.offsetMin, precisionMs: p.time.precisionMs };
+  };
+
   /** A newer process got past the singleton check: every older open one is dead (no closing line). */
   const closeOlder = (r: RestartState, why: string) => {
     for (const o of [...open]) {
       if (o === r) break;
-      const detail = o.shutdownT ? 'killed during shutdown (no `✓ Gateway stopped`)' : o.phase === Phase.REGISTERING ? `killed during the bootstrap; ${why}` : why;
+      settleLast(o);
+      // Only a restart logged at info or debug shows how far it got (at warn, the bootstrap's end is not logged).
+      const detailed = (o.levelMask & (LEVEL_BIT(Level.INFO) | LEVEL_BIT(Level.DEBUG))) !== 0;
+      const detail = o.shutdownT ? 'killed during shutdown (no `✓ Gateway stopped`)' : o.phase === Phase.REGISTERING && detailed ? `killed during the bootstrap; ${why}` : why;
       close(o, 'crashed', o.lastT, detail);
     }
   };
@@ -512,6 +540,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       const refused = /already running|singleton/i.test(err);
       if (cur && (cur.phase === Phase.PREAMBLE || (cur.phase < Phase.SERVING && !refused))) {
         // This start failed; a process it was refused by (if any) is current again.
+        settleLast(cur);
         cur.lastT = t ?? cur.lastT;
         close(cur, 'failed', t, err);
       } else {
@@ -533,7 +562,10 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       if (kind === Marker.GATEWAY_STOPPED) stopWithoutStart++;
       return;
     }
-    if (t) cur.lastT = t;
+    if (t) {
+      cur.lastT = t;
+      cur.lastRaw = null;
+    }
     const inGap = cur.phase === Phase.REGISTERING;
     if (level >= Level.WARN && inGap) {
       cur.gap.warnings++;
@@ -576,6 +608,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
         // At warn level nothing else shows the bootstrap: this line proves it is running.
         if (cur.phase === Phase.PREAMBLE) {
           cur.phase = Phase.REGISTERING;
+          closeOlder(cur, 'no closing line');
           cur.gap.warnings++;
           const text = str(p.fields.error) ?? p.message;
           if (/database is locked/i.test(text)) cur.gap.database_locked++;
@@ -628,8 +661,43 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
 
   // ---- the line loop ------------------------------------------------------------------
   const scan = newLineScan();
-  const processLine = (text: string, s: number, e: number) => {
+  /** A line: its counts, and (for markers, and WARNs inside a bootstrap) its meaning. */
+  const onLine = (text: string, s: number, e: number, format: number, level: LevelValue, kind: MarkerValue) => {
+    // A held console event is settled before anything that is not its JSON twin looks at the state.
+    if (pending !== null && !(format === LineFormat.JSON && kind !== Marker.NONE)) flushPending();
     lines.total++;
+    levelCounts[level]!++;
+    const cur = open[open.length - 1];
+    if (cur) {
+      cur.lines++;
+      cur.levelMask |= LEVEL_BIT(level);
+    } else if (!everStarted && format !== LineFormat.EMPTY && STAGE[kind] === undefined && kind !== Marker.STARTUP_FAILED) {
+      lines.before_first_restart++;
+    }
+    const inGap = cur !== undefined && cur.phase === Phase.REGISTERING;
+    if (kind === Marker.NONE) {
+      if (!(inGap && level >= Level.WARN)) return;
+    } else if (!inGap) {
+      // Runtime traffic: `ingest` is logged for every message (§4); outside a bootstrap it is not ours.
+      if (kind === Marker.INGEST || kind === Marker.BOOTSTRAP_INFO) return;
+      if ((kind === Marker.CORE_TOOL || kind === Marker.AGENT_REGISTERED) && cur && cur.phase > Phase.REGISTERING) return;
+    } else if ((kind === Marker.INGEST || kind === Marker.BOOTSTRAP_INFO) && format === LineFormat.JSON && level < Level.WARN && lines.console + lines.journald === 0) {
+      // Bootstrap progress lines are only counted; the last one's time is read when needed.
+      if (kind === Marker.INGEST) cur.gap.ingest_lines++;
+      else cur.gap.bootstrap_lines++;
+      cur.lastRaw = text.slice(s, e);
+      return;
+    }
+    const p = parseLine(Buffer.from(text.slice(s, e), 'latin1').toString('utf8'));
+    if (p === null) {
+      lines.unparsable++;
+      return;
+    }
+    dispatch(kind, p, p.level !== Level.UNKNOWN ? p.level : level);
+  };
+
+  /** Any line, looked at in full (console, journald, garbage). */
+  const processLine = (text: string, s: number, e: number) => {
     scanLine(text, s, e, scan);
     switch (scan.format) {
       case LineFormat.JSON: lines.json++; break;
@@ -640,55 +708,66 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       default: lines.empty++; break;
     }
     if (scan.torn) lines.torn++;
-    levelCounts[scan.level]!++;
-    const cur = open[open.length - 1];
-    if (cur) {
-      cur.lines++;
-      cur.levelMask |= LEVEL_BIT(scan.level);
-    } else if (!everStarted && scan.format !== LineFormat.EMPTY && STAGE[scan.marker] === undefined && scan.marker !== Marker.STARTUP_FAILED) {
-      lines.before_first_restart++;
+    onLine(text, s, e, scan.format, scan.level, scan.marker);
+  };
+
+  const finder = new MarkerFinder();
+  /** A whole chunk of complete lines: JSON lines take the fast path, the rest a full scan. */
+  const processText = (text: string, start: number, end: number) => {
+    finder.reset(text);
+    let pos = start;
+    let cand = finder.next(pos);
+    // Lines are [pos, nl) for each newline up to `end` (the last newline, or the text's end for a final unterminated line).
+    while (pos <= end) {
+      let nl = text.indexOf('\n', pos);
+      if (nl < 0 || nl > end) nl = end;
+      if (isJsonAt(text, pos)) {
+        let e = nl;
+        if (e > pos && text.charCodeAt(e - 1) === 13) e--;
+        lines.json++;
+        if (text.charCodeAt(e - 1) !== 125) {
+          lines.torn++;
+          onLine(text, pos, e, LineFormat.JSON, jsonLevelAt(text, pos), Marker.NONE);
+        } else {
+          if (cand < pos) cand = finder.next(pos);
+          let kind: MarkerValue = Marker.NONE;
+          // Runtime `ingest` lines (one per message, §4) are most of the candidates: outside a bootstrap they are skipped unconfirmed.
+          if (cand < e && (text.charCodeAt(cand) !== 105 || open[open.length - 1]?.phase === Phase.REGISTERING)) kind = confirmJsonMarker(text, pos, e, cand);
+          onLine(text, pos, e, LineFormat.JSON, jsonLevelAt(text, pos), kind);
+        }
+      } else {
+        processLine(text, pos, nl);
+      }
+      pos = nl + 1;
     }
-    const kind = scan.marker;
-    const inGap = cur !== undefined && cur.phase === Phase.REGISTERING;
-    if (kind === Marker.NONE) {
-      if (!(inGap && scan.level >= Level.WARN)) return;
-    } else if (!inGap) {
-      // Runtime traffic: `ingest` is logged for every message (§4); outside a bootstrap it is not ours.
-      if (kind === Marker.INGEST || kind === Marker.BOOTSTRAP_INFO) return;
-      if ((kind === Marker.CORE_TOOL || kind === Marker.AGENT_REGISTERED) && cur && cur.phase > Phase.REGISTERING) return;
-    }
-    const p = parseLine(Buffer.from(text.slice(s, e), 'latin1').toString('utf8'));
-    if (p === null) {
-      lines.unparsable++;
-      return;
-    }
-    dispatch(kind, p, p.level !== Level.UNKNOWN ? p.level : scan.level);
+  };
+
+  const flushPending = () => {
+    const held = pending;
+    pending = null;
+    if (held !== null) handle(held.kind, held.p, held.level);
   };
 
   const dispatch = (kind: MarkerValue, p: ParsedLine, level: LevelValue) => {
     const key = dupKey(kind, p);
-    const json = p.format === LineFormat.JSON;
-    if (pending !== null) {
-      const held = pending;
-      pending = null;
-      if (json && held.key === key) {
+    if (p.format === LineFormat.JSON) {
+      if (pending !== null && pending.key === key) {
+        pending = null; // its console twin: the JSON line (it has the date) is used instead
         lines.duplicates_skipped++;
       } else {
-        handle(held.kind, held.p, held.level);
+        flushPending();
       }
-    }
-    if (json) {
-      lastJsonKey = key;
+      lastJson = { key, line: lines.total };
       handle(kind, p, level);
       return;
     }
-    if (lastJsonKey === key) {
+    flushPending();
+    if (lastJson !== null && lastJson.key === key && lastJson.line === lines.total - 1) {
       // The other order (file first): the JSON twin was already used.
-      lastJsonKey = null;
+      lastJson = null;
       lines.duplicates_skipped++;
       return;
     }
-    lastJsonKey = null;
     pending = { kind, p, level, key };
   };
 
@@ -706,15 +785,17 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
         text = text.slice(nl + 1);
         dropping = false;
       }
-      text = carry + text;
-      let pos = 0;
-      for (;;) {
-        const nl = text.indexOf('\n', pos);
-        if (nl < 0) break;
-        processLine(text, pos, nl);
-        pos = nl + 1;
+      // The line cut by the previous chunk is finished on its own: no 1 MiB concatenation per chunk.
+      const firstNl = text.indexOf('\n');
+      if (firstNl < 0) {
+        carry += text;
+      } else {
+        const head = carry + text.slice(0, firstNl + 1);
+        processText(head, 0, head.length - 1);
+        const lastNl = text.lastIndexOf('\n');
+        if (lastNl > firstNl) processText(text, firstNl + 1, lastNl);
+        carry = text.slice(lastNl + 1);
       }
-      carry = text.slice(pos);
       if (carry.length > MAX_LINE) {
         lines.overlong++;
         lines.total++;
@@ -723,7 +804,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       }
       if (opts.onChunk) await opts.onChunk(rs.bytesRead);
     }
-    if (carry.length > 0) processLine(carry, 0, carry.length);
+    if (carry.length > 0) processText(carry, 0, carry.length);
   } catch (err) {
     const code = errnoCode(err);
     if (rs.bytesRead === 0 && code === 'ENOENT') state = 'missing';
@@ -733,18 +814,17 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
     if (rs.bytesRead === 0) notes.length = 0;
   }
   if (state === 'ok' && rs.bytesRead === 0) state = 'empty';
-  if (pending !== null) {
-    const held: { kind: MarkerValue; p: ParsedLine; level: LevelValue } = pending;
-    pending = null;
-    handle(held.kind, held.p, held.level);
-  }
+  flushPending();
 
   // ---- finish ---------------------------------------------------------------------------
+  for (const r of restarts) settleLast(r);
   for (let i = open.length - 1; i >= 0; i--) {
     const r = open[i]!;
     if (i === open.length - 1) {
       r.end = 'running';
-      r.endDetail = r.phase === Phase.REGISTERING ? 'no closing line yet: still in the bootstrap when the log ends' : r.phase === Phase.PREAMBLE ? 'no closing line yet: still starting when the log ends' : null;
+      const detailed = (r.levelMask & (LEVEL_BIT(Level.INFO) | LEVEL_BIT(Level.DEBUG))) !== 0;
+      if (!detailed) r.endDetail = 'no closing line; at warn level a clean stop and the end of the bootstrap are not logged';
+      else r.endDetail = r.phase === Phase.REGISTERING ? 'no closing line yet: still in the bootstrap when the log ends' : r.phase === Phase.PREAMBLE ? 'no closing line yet: still starting when the log ends' : null;
     } else {
       r.end = 'crashed';
       r.endDetail = 'no closing line';
@@ -801,7 +881,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
   if (lines.unparsable > 0) notes.push(`${lines.unparsable} line(s) looked like markers but did not parse; they were skipped`);
   if (lines.overlong > 0) notes.push(`${lines.overlong} line(s) over 1 MiB were skipped`);
   if (lines.text > 0) notes.push(`${lines.text} line(s) are not log lines (stdout banners, continuation lines or foreign text); they were ignored`);
-  if (lines.duplicates_skipped > 0) notes.push(`${lines.duplicates_skipped} console line(s) repeated the JSON line beside them (stdout redirected into gateway.log) and were counted once`);
+  if (lines.duplicates_skipped > 0) notes.push(`console lines repeat the JSON lines beside them (stdout redirected into gateway.log): each event was counted once (${lines.duplicates_skipped} repeated marker lines dropped)`);
   if (lines.json > 0 && lines.console + lines.journald > 0 && lines.duplicates_skipped === 0) notes.push('the log mixes JSON and console lines; both were read');
   if (lines.before_first_restart > 0 && everStarted) notes.push(`${lines.before_first_restart} line(s) precede the first restart marker (the log begins mid-run)`);
   if (stopWithoutStart > 0) notes.push(`${stopWithoutStart} clean stop(s) whose start is not in this log`);

@@ -119,6 +119,7 @@ for (const d of DEFS) if (!(d.kind in MARKER_NAMES)) MARKER_NAMES[d.kind] = d.te
 MARKER_NAMES[Marker.AGENT_REGISTERED] = 'Registered agent';
 
 const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+const MESSAGE_KEY_TEXT = '"message":"';
 /** Marker definitions grouped by their first char (latin1), longest text first. */
 const BY_FIRST = new Map<number, { kind: MarkerValue; text: string; exact: boolean }[]>();
 for (const d of DEFS) {
@@ -169,7 +170,52 @@ export function newLineScan(): LineScan {
 }
 
 const JSON_HEAD = '{"level":"';
-const MESSAGE_KEY = '"message":"';
+const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Finds the JSON lines whose message is a marker, in a whole chunk at once: one native regex
+ * pass over `"message":"<marker text>` instead of a look at the end of every line. The
+ * caller still confirms a candidate (the key must be the line's last `"message":"`, and
+ * exact markers must end there).
+ */
+export class MarkerFinder {
+  // The marker text sits in a lookahead, so a match ends where the message starts: test() and
+  // lastIndex give the position without allocating a match array per candidate.
+  private readonly re = new RegExp(
+    escapeRe(MESSAGE_KEY_TEXT) + '(?=' + [...new Set(DEFS.map((d) => latin1(d.text)))].sort((a, b) => b.length - a.length).map(escapeRe).join('|') + ')',
+    'g',
+  );
+  private text = '';
+
+  reset(text: string): void {
+    this.text = text;
+  }
+
+  /** Where the next candidate message starts, at or after `from`; Infinity when there is none. */
+  next(from: number): number {
+    this.re.lastIndex = from;
+    return this.re.test(this.text) ? this.re.lastIndex : Infinity;
+  }
+}
+
+/** A zerolog JSON line starts here (`{"level":"`). */
+export function isJsonAt(str: string, s: number): boolean {
+  return str.charCodeAt(s) === 123 && str.startsWith(JSON_HEAD, s);
+}
+
+/** The level of a JSON line starting at s (the char after `{"level":"`). */
+export function jsonLevelAt(str: string, s: number): LevelValue {
+  return jsonLevel(str.charCodeAt(s + 10));
+}
+
+/** The marker of the JSON line [s, e) whose candidate message starts at `cand` (from MarkerFinder), or NONE. */
+export function confirmJsonMarker(str: string, s: number, e: number, cand: number): MarkerValue {
+  if (cand < s || cand >= e) return Marker.NONE;
+  // Only the top-level message counts: it is the last key of the object.
+  if (str.lastIndexOf(MESSAGE_KEY, e) !== cand - MESSAGE_KEY.length) return Marker.NONE;
+  return matchMarker(str, cand, e, true);
+}
+const MESSAGE_KEY = MESSAGE_KEY_TEXT;
 
 function jsonLevel(c: number): LevelValue {
   switch (c) {
@@ -321,7 +367,18 @@ export interface ParsedLine {
 const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|z|[+-]\d\d:?\d\d)$/;
 
 /** RFC3339 (zerolog's `time`, journald's short-iso with or without the colon) → instant and offset. */
+let lastInstantText = '';
+let lastInstant: { ms: number; offsetMin: number; precisionMs: number } | null = null;
+
 export function parseInstant(text: string): { ms: number; offsetMin: number; precisionMs: number } | null {
+  // Consecutive lines mostly share their second: reuse the last answer.
+  if (text === lastInstantText) return lastInstant === null ? null : { ...lastInstant };
+  lastInstantText = text;
+  lastInstant = parseInstantUncached(text);
+  return lastInstant === null ? null : { ...lastInstant };
+}
+
+function parseInstantUncached(text: string): { ms: number; offsetMin: number; precisionMs: number } | null {
   const m = RFC3339.exec(text);
   if (!m) return null;
   const z = m[8]!;
@@ -500,10 +557,13 @@ export function markerOf(p: ParsedLine): MarkerValue {
  * Turns console times of day into instants. zerolog's console time is the local time of
  * day only (§5.1), so dates come from elsewhere: journald's prefix, a dated (JSON) line
  * seen earlier, or, failing both, a running day count that follows midnight rollovers.
- * A time is taken on the day that puts it nearest to the previous line (lines from
- * concurrent goroutines can step back a second; a step back of more than 12 h is the
- * next day). Floating times (no date known) are wall-clock ms on day 0 = 1970-01-01.
+ * Time only moves forward: a line may step back a little (events of concurrent goroutines
+ * are written out of order, and the console stamps whole seconds), but a step back of
+ * more than MAX_STEP_BACK_MS is the next day. A silence of more than a day cannot be seen.
+ * Floating times (no date known) are wall-clock ms counted from day 0 = 1970-01-01.
  */
+export const MAX_STEP_BACK_MS = 10 * 60_000;
+
 export class ConsoleClock {
   /** Last dated instant and its offset: dates console lines that have none. */
   private lastInstant: { ms: number; offsetMin: number } | null = null;
@@ -520,8 +580,7 @@ export class ConsoleClock {
     const nearest = (refWall: number) => {
       const day = Math.floor(refWall / DAY) * DAY;
       let cand = day + secondOfDay * 1000;
-      if (cand < refWall - DAY / 2) cand += DAY;
-      else if (cand > refWall + DAY / 2) cand -= DAY;
+      if (cand < refWall - MAX_STEP_BACK_MS) cand += DAY;
       return cand;
     };
     if (this.lastInstant) {

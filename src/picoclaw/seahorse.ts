@@ -201,8 +201,14 @@ export function readContentBytes(db: Database): Map<number, number> {
   const add = (rows: { id: number; b: number | null }[]) => {
     for (const r of rows) out.set(r.id, (out.get(r.id) ?? 0) + (r.b ?? 0));
   };
-  add(db.prepare(`SELECT conversation_id AS id, SUM(LENGTH(CAST(content AS BLOB))) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`).all() as { id: number; b: number }[]);
-  add(db.prepare(`SELECT m.conversation_id AS id, SUM(COALESCE(LENGTH(CAST(p.text AS BLOB)),0) + COALESCE(LENGTH(CAST(p.arguments AS BLOB)),0) + 48) AS b FROM message_parts p JOIN messages m ON m.message_id = p.message_id GROUP BY m.conversation_id`).all() as { id: number; b: number }[]);
-  add(db.prepare(`SELECT conversation_id AS id, SUM(LENGTH(CAST(content AS BLOB)) + 96) AS b FROM summaries GROUP BY conversation_id`).all() as { id: number; b: number }[]);
+  add(db.prepare(`SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`).all() as { id: number; b: number }[]);
+  // message_parts has no index on message_id: join in memory (octet_length reads no overflow pages).
+  const convOf = new Map<number, number>();
+  for (const r of db.prepare(`SELECT message_id AS m, conversation_id AS c FROM messages`).iterate() as Iterable<{ m: number; c: number }>) convOf.set(r.m, r.c);
+  for (const r of db.prepare(`SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 AS b FROM message_parts`).iterate() as Iterable<{ m: number; b: number }>) {
+    const c = convOf.get(r.m);
+    if (c !== undefined) out.set(c, (out.get(c) ?? 0) + r.b);
+  }
+  add(db.prepare(`SELECT conversation_id AS id, SUM(octet_length(content) + 96) AS b FROM summaries GROUP BY conversation_id`).all() as { id: number; b: number }[]);
   return out;
 }

@@ -1,5 +1,6 @@
 import { mkdirSync, statSync, symlinkSync, writeFileSync, copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readLastLine, scanStore } from '../../src/picoclaw/sessions.js';
 import { tempDir } from '../support/tmp.js';
@@ -119,5 +120,65 @@ describe('the JSONL store scanner', () => {
     expect(scan.exists).toBe(false);
     expect(scan.error).toBeNull();
     expect(scan.sessions).toEqual([]);
+  });
+});
+
+describe('the last line of a long .jsonl line (read backwards, never whole)', () => {
+  const goJson = (v: unknown) => JSON.stringify(v).replace(/[<>&]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  const write = (lines: unknown[]) => {
+    const dir = tempDir();
+    const p = join(dir, 'x.jsonl');
+    writeFileSync(p, lines.map((l) => (typeof l === 'string' ? l : goJson(l))).join('\n') + '\n');
+    return p;
+  };
+
+  it('finds created_at after a 3 MB tool result, with quotes, backslashes and newlines escaped in it', () => {
+    const content = 'say \\"hi\\" \\\\ path C:\\\\dir\\\\ "quoted" \n next line ' + 'x'.repeat(3_000_000) + '\\';
+    const p = write([
+      { role: 'user', content: 'a', created_at: '2026-01-01T00:00:00Z' },
+      { role: 'tool', content, created_at: '2026-02-03T04:05:06.789Z', tool_call_id: 'call_1' },
+    ]);
+    expect(readLastLine(p, statSync(p).size)).toEqual({ createdAt: '2026-02-03T04:05:06.789Z', issue: null });
+  });
+
+  it('is not fooled by a created_at nested after the top-level one, nor by one inside a string', () => {
+    const p = write([
+      {
+        role: 'assistant',
+        content: 'y'.repeat(200_000) + '"created_at":"1999-01-01T00:00:00Z"',
+        model_name: 'm',
+        created_at: '2026-05-25T10:11:39.37008+02:00',
+        reasoning_content: 'z'.repeat(100_000),
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'exec', arguments: '{"created_at":"1998-01-01T00:00:00Z"}' }, extra_content: { created_at: '1997-01-01T00:00:00Z', nested: [{ a: '}' }] } }],
+      },
+    ]);
+    expect(readLastLine(p, statSync(p).size, 1024).createdAt).toBe('2026-05-25T10:11:39.37008+02:00');
+  });
+
+  it('reports a long line without created_at as undated, and a long corrupt one as corrupt', () => {
+    const p = write([{ role: 'tool', content: 'q'.repeat(500_000) }]);
+    expect(readLastLine(p, statSync(p).size, 1024)).toEqual({ createdAt: null, issue: null });
+    const bad = write([`{"role":"tool","content":"${'q'.repeat(500_000)}", "created_at": 12`]);
+    expect(readLastLine(bad, statSync(bad).size, 1024).issue).toBe('jsonl_last_line_corrupt');
+  });
+
+  it('agrees with JSON.parse on random objects of any size (property)', () => {
+    const str = fc.string({ unit: fc.constantFrom('a', '"', '\\', '}', '{', ']', ':', ',', '\n', '你', ' ', 'created_at'), maxLength: 60 });
+    const obj = fc.record({
+      role: fc.constantFrom('user', 'assistant', 'tool'),
+      content: fc.tuple(str, fc.integer({ min: 0, max: 120_000 })).map(([s, n]) => s + 'p'.repeat(n) + s),
+      created_at: fc.option(fc.constantFrom('2026-01-01T00:00:00Z', '2025-06-13T18:19:35.12345+02:00'), { nil: undefined }),
+      reasoning_content: fc.option(str, { nil: undefined }),
+      tool_calls: fc.option(fc.array(fc.record({ id: str, extra_content: fc.dictionary(str, str, { maxKeys: 3 }) }), { maxLength: 2 }), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(obj, (o) => {
+        const p = write([{ role: 'user', content: 'first', created_at: '2020-01-01T00:00:00Z' }, o]);
+        const got = readLastLine(p, statSync(p).size, 512);
+        expect(got.issue).toBeNull();
+        expect(got.createdAt).toBe(o.created_at ?? null);
+      }),
+      { numRuns: 60 },
+    );
   });
 });

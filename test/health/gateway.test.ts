@@ -1,0 +1,100 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readPicoClaw } from '../../src/health/picoclaw.js';
+import { discoverHome } from '../../src/picoclaw/home.js';
+import { tempDir } from '../support/tmp.js';
+
+/**
+ * Gateway classification against a real loopback HTTP server and a PID file naming
+ * a live process (this one), as picoclaw-facts.md §6 describes the gateway.
+ */
+const TOKEN = 'feedfacecafebeef0123456789abcdef';
+const servers: Server[] = [];
+
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+async function serve(ready: 200 | 503 | 'silent'): Promise<number> {
+  const s = createServer((req, res: ServerResponse) => {
+    if (ready === 'silent') return; // the bootstrap: the listener accepts, nobody answers
+    if (req.url === '/ready') {
+      res.writeHead(ready, { 'content-type': 'application/json' });
+      res.end(ready === 200 ? '{"status":"ready","uptime":"1m0s"}\n' : '{"status":"not ready","uptime":""}\n');
+    } else if (req.url === '/health') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', uptime: '1m0s', pid: process.pid }) + '\n');
+    } else res.writeHead(404).end();
+  });
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return (s.address() as AddressInfo).port;
+}
+
+function home(pid: number | null, port: number, ageMs = 0) {
+  const dir = join(tempDir(), '.picoclaw');
+  mkdirSync(join(dir, 'workspace', 'sessions'), { recursive: true });
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ gateway: { port: 1 }, channels: { telegram: { token: 'CONFIG-SECRET-CANARY' } } }));
+  if (pid !== null) {
+    const pidPath = join(dir, '.picoclaw.pid');
+    writeFileSync(pidPath, JSON.stringify({ pid, token: TOKEN, version: 'v0.2.9', port, host: '127.0.0.1' }, null, 2));
+    if (ageMs > 0) {
+      const t = (Date.now() - ageMs) / 1000;
+      utimesSync(pidPath, t, t);
+    }
+  }
+  return discoverHome({ home: dir, env: {} });
+}
+
+async function classify(h: ReturnType<typeof home>, hungAfterMs = 60_000) {
+  const r = await readPicoClaw({ home: h, stateDir: null, timeoutMs: 300, hungAfterMs, nowMs: Date.now });
+  if (!r.available) throw new Error(r.reason);
+  const text = JSON.stringify(r);
+  expect(text).not.toContain(TOKEN);
+  expect(text).not.toContain('CONFIG-SECRET-CANARY');
+  return r.gateway;
+}
+
+describe('gateway classification', () => {
+  it('ready: /ready 200, /health pid matches the PID file', async () => {
+    const port = await serve(200);
+    const g = await classify(home(process.pid, port));
+    expect(g).toMatchObject({ state: 'ready', pid: process.pid, version: 'v0.2.9', port, alive: true, ready: { http_status: 200, error: null }, health: { http_status: 200 }, health_pid_matches: true });
+    expect(g.ready!.duration_seconds).toBeGreaterThanOrEqual(0);
+    expect(g.ready!.duration_seconds).toBeLessThan(0.3);
+  });
+
+  it('starting: /ready 503', async () => {
+    const g = await classify(home(process.pid, await serve(503)));
+    expect(g).toMatchObject({ state: 'starting', ready: { http_status: 503 } });
+  });
+
+  it('starting: the port accepts but never answers, PID file fresh (the seahorse bootstrap)', async () => {
+    const g = await classify(home(process.pid, await serve('silent')));
+    expect(g).toMatchObject({ state: 'starting', ready: { http_status: null, error: 'timeout' }, health: null });
+  });
+
+  it('hung: never answers and the PID file is older than hung_after', async () => {
+    const g = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
+    expect(g).toMatchObject({ state: 'hung', ready: { error: 'timeout' } });
+  });
+
+  it('hung: alive but the port refuses connections', async () => {
+    const port = await serve(200);
+    const s = servers.pop()!;
+    await new Promise((r) => s.close(r));
+    const g = await classify(home(process.pid, port));
+    expect(g).toMatchObject({ state: 'hung', ready: { error: 'refused' } });
+  });
+
+  it('down: no PID file, or a PID file whose process is gone', async () => {
+    expect(await classify(home(null, 1))).toMatchObject({ state: 'down', pid_file: 'absent', alive: false, ready: null });
+    expect(await classify(home(4_194_303, 1))).toMatchObject({ state: 'down', pid_file: 'present', pid: 4_194_303, alive: false, ready: null });
+  });
+});
