@@ -1,0 +1,101 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildSampleHome } from '../../src/sample/builder.js';
+import { runCli } from '../support/cli.js';
+import { tempDir } from '../support/tmp.js';
+
+/**
+ * Canary values in every secret-looking place of config.json and in the PID file's
+ * token: no command, in any mode, may print or log one (stdout, stderr, reports,
+ * archives' names, the state folder).
+ */
+const CANARIES = {
+  providerKey: 'sk-CANARY-provider-7f3a9e',
+  modelKey: 'CANARY-model-list-key-44aa',
+  telegramToken: '123456:CANARY-telegram-bot-token',
+  discordToken: 'CANARY.discord.token.zz',
+  password: 'CANARY-hunter2-password',
+  webhookSecret: 'CANARY-webhook-secret-9911',
+  bearer: 'CANARY-gateway-bearer',
+  pidToken: 'ca7a11e5ca7a11e5ca7a11e5ca7a11e5',
+};
+
+function plant(home: string): void {
+  const cfgPath = join(home, 'config.json');
+  const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
+  cfg.providers = { openai: { api_key: CANARIES.providerKey, api_base: 'https://example.invalid' } };
+  cfg.model_list = [{ model_name: 'llama3', model: 'ollama/llama3', api_key: CANARIES.modelKey }];
+  cfg.channels = {
+    telegram: { enabled: true, token: CANARIES.telegramToken, allow_from: ['1'] },
+    discord: { enabled: false, token: CANARIES.discordToken },
+    line: { channel_secret: CANARIES.webhookSecret },
+  };
+  cfg.tools = { web: { search: { api_key: CANARIES.providerKey } } };
+  cfg.gateway.token = CANARIES.bearer;
+  cfg.auth = { password: CANARIES.password };
+  writeFileSync(cfgPath, JSON.stringify(cfg, null, 2));
+  const pid = JSON.parse(readFileSync(join(home, '.picoclaw.pid'), 'utf8'));
+  pid.token = CANARIES.pidToken;
+  writeFileSync(join(home, '.picoclaw.pid'), JSON.stringify(pid, null, 2));
+}
+
+function allText(dir: string): string {
+  let out = '';
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      out += p + '\n';
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out += readFileSync(p).toString('latin1');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function expectClean(text: string, what: string): void {
+  for (const [name, value] of Object.entries(CANARIES)) {
+    expect(text.includes(value), `${name} leaked in ${what}`).toBe(false);
+  }
+}
+
+describe('secrets never reach output, logs, reports or metrics', () => {
+  it('every command and mode, and a broken config.json', () => {
+    const root = tempDir();
+    const home = join(root, '.picoclaw');
+    buildSampleHome({ dir: home, seed: 9, sessions: 40, now: Date.now() });
+    plant(home);
+    const state = join(root, 'state');
+    const archive = join(root, 'archive');
+    const runs: string[][] = [
+      ['sessions'],
+      ['sessions', '--json'],
+      ['prune'],
+      ['prune', '--json'],
+      ['prune', '--apply', '--state-dir', state, '--archive', archive, '--max-age-days', '20'],
+      ['prune', '--apply', '--json', '--state-dir', state, '--max-age-days', '10'],
+      ['health', '--state-dir', state],
+      ['health', '--json', '--state-dir', state],
+      ['startup'],
+      ['startup', '--json'],
+      ['restore', archive, '--list'],
+      ['restore', archive, '--list', '--json'],
+      ['install-units', '--dry-run'],
+    ];
+    for (const args of runs) {
+      const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
+      expectClean(r.stdout + r.stderr, args.join(' '));
+    }
+    expectClean(allText(state), 'the state folder');
+    expectClean(allText(archive).replace(/[A-Za-z0-9+/=]{200,}/g, ''), 'archive names');
+
+    // A config.json PicoClaw cannot parse: the error names the file but quotes none of it.
+    const cfgPath = join(home, 'config.json');
+    writeFileSync(cfgPath, readFileSync(cfgPath, 'utf8').replace('"providers"', '"providers" oops'));
+    for (const args of [['sessions'], ['prune'], ['prune', '--apply', '--state-dir', state], ['health', '--json', '--state-dir', state], ['startup']]) {
+      const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
+      expectClean(r.stdout + r.stderr, `${args.join(' ')} (broken config)`);
+    }
+  });
+});
