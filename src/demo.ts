@@ -14,7 +14,7 @@ const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'picoclaw-demo-'));
 const home = join(dir, '.picoclaw');
 const t0 = Date.now();
-const sample = buildSampleHome({ dir: home, seed: 7, sessions: 160, agents: 3, now: Date.now() });
+const sample = buildSampleHome({ dir: home, seed: 7, sessions: 80, agents: 3, now: Date.now() });
 process.stdout.write(
   `Built a sample PicoClaw home in ${home}\n` +
     `  ${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - t0} ms)\n` +
