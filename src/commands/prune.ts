@@ -96,8 +96,13 @@ export function renderPruneText(r: PruneReport): string {
     else if (dry && t.deleted_sessions > 0) out.push('VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)');
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
   for (const w of r.warnings) out.push(`warning: ${w}`);
-  const kept = r.sessions.filter((s) => s.detail);
-  for (const s of kept) out.push(`kept ${s.key}: ${s.detail}`);
+  // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
+  const byDetail = new Map<string, string[]>();
+  for (const s of r.sessions) if (s.detail) byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
+  for (const [detail, keys] of byDetail) {
+    if (keys.length <= 3) for (const k of keys) out.push(`kept ${k}: ${detail}`);
+    else out.push(`kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...): ${detail}`);
+  }
   out.push(`(${r.duration_ms} ms)`);
   return out.join('\n');
 }
@@ -111,7 +116,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     archive_dir: typeof opts.archive === 'string' ? opts.archive : undefined,
   };
   const apply = opts.apply === true;
+  // A deadline keeps a pre-start pass from holding the gateway back: it stops between sessions.
+  const deadline = parseCount(opts.deadline, '--deadline') ?? (opts.preStart ? 120 : undefined);
+  const stopAt = deadline === undefined ? Infinity : Date.now() + deadline * 1000;
   const report = await runPrunePass({
+    shouldStop: () => Date.now() > stopAt,
     home: typeof opts.home === 'string' ? opts.home : undefined,
     configPath: typeof opts.config === 'string' ? opts.config : undefined,
     flags,

@@ -317,7 +317,11 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   }
 
   const deletedAny = res.deletedSessions > 0 || res.deletedConversations > 0;
-  if (db && deletedAny && !vacuumedBySize) {
+  if (db && deletedAny && !vacuumedBySize && stop()) {
+    // Stopped (SIGTERM, a deadline, a lock): no long VACUUM now; the next pass decides again.
+    const b = dbFileBytes(o.dbPath).total;
+    res.vacuum = { ran: false, reason: 'skipped: the pass was stopped before its end; the next pass decides again', estimatedReclaimBytes: null, bytesBefore: b, bytesAfter: b, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
+  } else if (db && deletedAny && !vacuumedBySize) {
     res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace });
   } else if (db && vacuumedBySize) {
     const b = dbFileBytes(o.dbPath).total;
