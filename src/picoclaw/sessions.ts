@@ -145,7 +145,7 @@ export interface LastLine {
  * mid-write) and is skipped; empty lines are skipped as PicoClaw's reader does.
  * Chunks are read backwards and only the last line is ever assembled.
  */
-export function readLastLine(path: string, size: number, firstChunk = 64 * 1024): LastLine {
+export function readLastLine(path: string, size: number, firstChunk = 8 * 1024): LastLine {
   if (size === 0) return { createdAt: null, issue: null };
   const fd = openSync(path, 'r');
   try {
