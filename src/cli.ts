@@ -149,23 +149,50 @@ program
   .description('the sidecar daemon: scheduled prune passes, /health, /metrics, /startup and /prune over HTTP')
   .addOption(homeOpt())
   .option('--config <file>', "the guard's config file")
-  .option('--host <addr>', 'address to serve on (default 127.0.0.1)')
+  .option('--host <addr>', 'address to serve on (default 127.0.0.1; anything else needs a token)')
   .option('--port <n>', 'port to serve on (default 9109)')
   .option('--textfile-dir <dir>', 'also write metrics to this node_exporter textfile collector folder')
   .option('--state-dir <dir>', 'where the last-run marker and latches are kept (default: $STATE_DIRECTORY or ~/.local/state/picoclaw-guard)')
   .option('--sys-root <dir>', 'root of sysfs', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
   .option('--vcgencmd <path>', 'path to vcgencmd')
+  .addHelpText(
+    'after',
+    `
+Endpoints (from a cache refreshed in the background): GET /health (JSON; 503 when CRITICAL),
+/metrics (Prometheus text), /startup (gateway restarts, JSON), /prune (the last pass, JSON).
+Passes run when prune.enabled is true: at start (unless one finished within the interval)
+and every prune.check_interval_minutes. Logs are JSON lines on stdout (journald).
+A non-loopback --host needs a bearer token: $PICOCLAW_GUARD_TOKEN or server.token.
+Signals: SIGTERM/SIGINT stop cleanly (exit 0); SIGHUP re-reads the config file.
+Exit codes: 0 stopped cleanly, 2 bad option or config (or no token for a non-loopback host).
+
+Examples:
+  picoclaw-guard run --home /home/pi/.picoclaw
+  curl -s 127.0.0.1:9109/health | jq .status`,
+  )
   .action(lazy('run'));
 
 program
   .command('install-units')
   .description('write the systemd units for this board (paths of this Node and this install) and print the systemctl commands')
   .option('--dest <dir>', 'where to write the units', '/etc/systemd/system')
-  .option('--user <name>', 'the user the guard runs as (must be able to write the sessions folders)')
+  .option('--user <name>', 'the user the guard runs as (default: the owner of the PicoClaw home; it must write the sessions folders)')
   .option('--gateway-unit <name>', "the gateway's unit name", 'picoclaw.service')
+  .option('--config <file>', "the guard's config file (for server.host, archive and textfile folders)")
   .addOption(homeOpt())
   .option('--dry-run', 'print the units instead of writing them')
+  .addHelpText(
+    'after',
+    `
+Writes picoclaw-guard.service (the daemon), picoclaw-guard-prestart.service (a prune pass
+before each gateway start) and <gateway-unit>.d/picoclaw-guard.conf (pulls the pre-start
+pass in with Wants= + After=, never Requires=). Starts nothing: it prints the commands.
+
+Examples:
+  sudo picoclaw-guard install-units --home /home/pi/.picoclaw --dry-run
+  sudo picoclaw-guard install-units --home /home/pi/.picoclaw`,
+  )
   .action(lazy('install-units'));
 
 function printError(err: GuardError): void {

@@ -1,15 +1,12 @@
 import { existsSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
-import { analyzeStartupLog, markPrunes, settleLatest, summarize, type PruneEffect, type RestartEntry, type Span, type StartupReport } from '../health/startup.js';
+import { analyzeStartupLog, DEFAULT_MAX_RESTARTS, markPrunes, settleLatest, summarize, type PruneEffect, type RestartEntry, type Span, type StartupReport } from '../health/startup.js';
 import { processAlive } from '../io/lock.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { buildInventory } from '../picoclaw/inventory.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { readPidFile } from '../picoclaw/pidfile.js';
-import { readHistory } from '../prune/history.js';
 import { homeFromOpts } from './common.js';
 import { formatBytes, printJson, table } from './format.js';
-import { agentTotals } from './sessions.js';
 
 /**
  * `picoclaw-guard startup [--json] [--log FILE|-] [--last N]`: each gateway restart from
@@ -31,8 +28,10 @@ export interface SessionsNow {
   seahorse_bytes: number | null;
 }
 
-function sessionsNow(home: PicoClawHome): SessionsNow | { error: string } {
+async function sessionsNow(home: PicoClawHome): Promise<SessionsNow | { error: string }> {
   try {
+    // Imported only when there is a home to look at (seahorse.db support loads a native module).
+    const [{ buildInventory }, { agentTotals }] = await Promise.all([import('../picoclaw/inventory.js'), import('./sessions.js')]);
     const inv = buildInventory(home);
     const totals = agentTotals(inv);
     const def = totals.find((t) => t.agent === home.defaultAgent) ?? totals[0]!;
@@ -65,13 +64,18 @@ export function formatSeconds(s: Span | null, none = '-'): string {
   return `${s.lower_bound ? '≥' : ''}${v} s`;
 }
 
+/** At warn level a restart's progress is not logged: no claim about it can be made. */
+const detailed = (r: RestartEntry) => r.level === 'info' || r.level === 'debug';
+
 function noteFor(r: RestartEntry): string {
   const parts: string[] = [];
   if (r.after_prune) parts.push(`after prune (-${r.after_prune.deleted_sessions} sessions)`);
-  if (r.end === 'failed' && r.end_detail) parts.push(r.end_detail.length > 60 ? r.end_detail.slice(0, 57) + '...' : r.end_detail);
-  else if (r.end === 'crashed' && r.reached === 'bootstrap') parts.push('killed during the bootstrap');
-  else if (r.end === 'crashed' && r.end_detail?.startsWith('killed during shutdown')) parts.push('killed during shutdown');
-  else if (r.end === 'running' && r.reached !== 'serving' && r.reached !== 'initialized') parts.push(`still ${r.reached === 'bootstrap' ? 'in the bootstrap' : 'starting'}`);
+  if (r.end === 'failed' && r.end_detail) {
+    if (/already running|singleton/i.test(r.end_detail)) parts.push('refused: another gateway was running');
+    else parts.push(r.end_detail.length > 60 ? r.end_detail.slice(0, 57) + '...' : r.end_detail);
+  } else if (r.end_detail?.startsWith('killed during')) parts.push(r.end_detail.replace(/;.*$/, ''));
+  else if (r.end === 'running' && detailed(r) && r.reached !== 'serving' && r.reached !== 'initialized') parts.push(`still ${r.reached === 'bootstrap' ? 'in the bootstrap' : 'starting'}`);
+  if (!detailed(r) && r.end !== 'failed') parts.push('warn level: progress not logged');
   if (r.gap.database_locked > 0) parts.push(`database is locked ×${r.gap.database_locked}`);
   if (r.seahorse_off) parts.push('seahorse off (no bootstrap)');
   if (r.reloads > 0) parts.push(`${r.reloads} reload${r.reloads > 1 ? 's' : ''}`);
@@ -99,7 +103,7 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
     out.push(`  ${enable.settings[0]!.replace('(in config.json)', `(in ${home?.configPath ?? 'config.json'})`)}`);
     out.push(`  ${enable.settings[1]}`);
     out.push('and, for millisecond figures:');
-    out.push(`  ${enable.settings[2]!.replace('(in config.json;', `(in ${home?.configPath ?? 'config.json'};`)}`);
+    out.push(`  ${enable.settings[2]!.replace('(in config.json)', `(in ${home?.configPath ?? 'config.json'})`)}`);
   }
 
   out.push('');
@@ -115,7 +119,7 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
           String(r.n),
           r.started_at_text,
           r.end,
-          formatSeconds(r.time_to_ready, r.end === 'failed' ? '-' : r.end === 'crashed' ? 'never' : '-'),
+          formatSeconds(r.time_to_ready, r.end === 'crashed' && detailed(r) ? 'never' : '-'),
           formatSeconds(r.bootstrap_gap),
           r.reached === 'starting' && r.gap.ingest_lines === 0 ? '-' : String(r.gap.ingest_lines),
           r.gap.warnings === 0 && r.reached === 'starting' ? '-' : String(r.gap.warnings),
@@ -142,7 +146,8 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
   out.push('');
   out.push('Summary:');
   out.push(`  restarts: ${s.restarts}${s.restarts > 0 ? ` (${s.stopped} stopped, ${s.crashed} crashed, ${s.failed} failed, ${s.running} running)` : ''}${report.reloads > 0 ? `; ${report.reloads} config reload(s), not counted as restarts` : ''}`);
-  if (s.latest_gap) out.push(`  latest bootstrap gap: ${formatSeconds(s.latest_gap)} (restart ${s.latest_gap.restart}${s.latest_gap.started_at ? `, ${s.latest_gap.started_at}` : ''})`);
+  const when = (n: number) => report.restarts.find((r) => r.n === n)?.started_at_text ?? '';
+  if (s.latest_gap) out.push(`  latest bootstrap gap: ${formatSeconds(s.latest_gap)} (restart ${s.latest_gap.restart}, ${when(s.latest_gap.restart)})`);
   if (s.latest_ready) out.push(`  latest time to ready: ${formatSeconds(s.latest_ready)} (restart ${s.latest_ready.restart})`);
   if (s.trend) {
     const t = s.trend;
@@ -184,7 +189,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const home = findHome(opts, logFlag !== undefined);
   const path = logFlag === undefined ? home!.logPath : logFlag === '-' ? null : logFlag;
 
-  const report = await analyzeStartupLog(path === null ? { stream: process.stdin, name: 'stdin' } : { path }, { configLogLevel: home?.gateway.logLevel ?? null });
+  // Standard input is read from fd 0 directly (two reused buffers), not through process.stdin.
+  const report = await analyzeStartupLog(path === null ? { fd: 0 } : { path }, { configLogLevel: home?.gateway.logLevel ?? null, maxRestarts: Math.max(DEFAULT_MAX_RESTARTS, last ?? 0) });
   if (report.source.state === 'missing') {
     throw new GuardError(`no log file at ${path}`, {
       exitCode: ExitCode.DATA,
@@ -204,8 +210,12 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     const pf = readPidFile(home.pidPath);
     settleLatest(report, pf.state === 'present' && processAlive(pf.info.pid));
   }
-  const prunes = home ? markPrunes(report, readHistory(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), home.home)) : [];
-  const now = home ? sessionsNow(home) : null;
+  let prunes: PruneEffect[] = [];
+  if (home) {
+    const { readHistory } = await import('../prune/history.js');
+    prunes = markPrunes(report, readHistory(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), home.home));
+  }
+  const now = home ? await sessionsNow(home) : null;
   const shown = last === undefined ? report.restarts : report.restarts.slice(-last);
   const summary = last === undefined ? report.summary : summarize(shown);
 

@@ -38,6 +38,8 @@ export interface CollectOptions {
   cache?: VcgencmdCache;
   /** The last restart's bootstrap gap, from the startup report (issue 6). */
   lastBootstrapGapSeconds?: number | null;
+  /** Counts one sessions folder (default: a readdir now); the daemon passes its cached counts. */
+  countSessions?: (dir: string) => { sessions: number; jsonl_bytes: number; error: string | null };
 }
 
 export interface HealthReport {
@@ -109,6 +111,7 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
           hungAfterMs: t.gateway_hung_after_seconds * 1000,
           nowMs,
           lastBootstrapGapSeconds: opts.lastBootstrapGapSeconds,
+          countSessions: opts.countSessions,
         })
       : Promise.resolve(noData(opts.homeError ?? 'PicoClaw not checked')),
   ]);

@@ -122,6 +122,8 @@ export interface PicoClawOptions {
   hungAfterMs: number;
   nowMs: () => number;
   lastBootstrapGapSeconds?: number | null;
+  /** How a sessions folder is counted; the daemon passes a cached count refreshed on its own, slower cadence. */
+  countSessions?: (dir: string) => ReturnType<typeof countSessions>;
 }
 
 export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
@@ -142,7 +144,8 @@ export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
     health: probe(g.health),
     health_pid_matches: g.healthPidMatches,
   };
-  const stores: SessionStoreCount[] = home.sessionsDirs.map(({ dir, agents }) => ({ agents, dir, ...countSessions(dir) }));
+  const count = opts.countSessions ?? countSessions;
+  const stores: SessionStoreCount[] = home.sessionsDirs.map(({ dir, agents }) => ({ agents, dir, ...count(dir) }));
   const db = dbFileBytes(home.seahorsePath);
   const history = opts.stateDir ? readHistory(opts.stateDir, home.home) : [];
   const last = history[history.length - 1];

@@ -1,12 +1,14 @@
 import { open, stat } from 'node:fs/promises';
 import { errnoCode } from '../errors.js';
 import {
-  confirmJsonMarker,
   ConsoleClock,
   formatInstant,
-  isJsonAt,
-  jsonLevelAt,
-  MarkerFinder,
+  isJsonLineAt,
+  jsonLevelByte,
+  matchMarkerBytes,
+  jsonMessageStart,
+  LIGHT_MARKERS,
+  parseJsonLight,
   Level,
   LineFormat,
   Marker,
@@ -31,17 +33,17 @@ import {
  * whole-second timestamps, 1 ms for `duration_ms`).
  */
 
-export type LogSource = { path: string } | { stream: AsyncIterable<Buffer | string>; name?: string };
+/**
+ * What to read: a file (read by position, so a truncation under the reader is seen), an open
+ * file descriptor read sequentially (standard input: a pipe or a redirected file), or any
+ * stream of chunks (tests, the daemon).
+ */
+export type LogSource = { path: string } | { fd: number } | { stream: AsyncIterable<Buffer | string>; name?: string };
 
 export interface AnalyzeOptions {
-  /** Restarts kept in the report (the latest ones); the count of all is kept too. Default 5000. */
+  /** Restarts kept in the report (the latest ones); all are counted. Default DEFAULT_MAX_RESTARTS. */
   maxRestarts?: number;
-  /**
-   * Bytes read (and decoded) at a time. Default 512 KiB: Node makes latin1 strings over about
-   * 1 MB "external" (outside the V8 heap), and those pile up to ~64 MB before a collection;
-   * smaller strings live in the heap and are collected as they go (peak RSS 118 → 76 MB on a
-   * 100 MB log, at the same speed).
-   */
+  /** Bytes read at a time (two buffers: one is read while the other is scanned). Default 1 MiB. */
   chunkBytes?: number;
   /**
    * Console lines have no date. With no journald prefix and no dated line to borrow one from,
@@ -215,6 +217,14 @@ export interface StartupReport {
 // ---------------------------------------------------------------------------------------
 
 const MAX_LINE = 1024 * 1024;
+/**
+ * Restarts kept by default. Memory is bounded by it: in a crash loop (a restart every few KB
+ * of log) kept restarts live long enough to be promoted and die in the old generation; with
+ * 300 a 1 GB crash-loop log peaks at ~73 MB RSS, with 1000 at ~100 MB (measured, see report).
+ */
+export const DEFAULT_MAX_RESTARTS = 300;
+/** Reads between two size checks of the file being read (copy-and-truncate detection). */
+const STAT_EVERY = 8;
 const MERGE_WINDOW_MS = 60_000;
 const Phase = { PREAMBLE: 0, REGISTERING: 1, INITIALIZED: 2, SERVING: 3 } as const;
 type PhaseValue = (typeof Phase)[keyof typeof Phase];
@@ -250,7 +260,7 @@ interface RestartState {
   levelMask: number;
   lastT: T | null;
   /** A later line than lastT, kept unparsed (bootstrap progress); parsed only if its time is needed. */
-  lastRaw: string | null;
+  lastRaw: { buf: Buffer; s: number; e: number; copied: boolean } | null;
   lastAgentReg: { t: T | null; name: string } | null;
   shortExpandT: T | null;
   debugGapEnd: { t: T | null; name: string } | null;
@@ -261,7 +271,7 @@ interface RestartState {
   channelsT: T | null;
   shutdownT: T | null;
   gap: GapCounts;
-  warnTexts: Map<string, number>;
+  warnTexts: Map<string, number> | null;
   reloads: number;
   seahorseOff: boolean;
   lines: number;
@@ -291,7 +301,7 @@ function newRestart(n: number): RestartState {
     channelsT: null,
     shutdownT: null,
     gap: { ingest_lines: 0, bootstrap_lines: 0, warnings: 0, bootstrap_failures: 0, database_locked: 0, warning_messages: [] },
-    warnTexts: new Map(),
+    warnTexts: null,
     reloads: 0,
     seahorseOff: false,
     lines: 0,
@@ -314,7 +324,7 @@ function str(v: unknown): string | null {
   return typeof v === 'string' ? v : null;
 }
 
-/** Streams a source as Buffers; reports truncation (the file shrank under the reader). */
+/** What the reader saw of its source: bytes read, and a truncation or rewrite under it. */
 interface ReadState {
   bytesRead: number;
   truncated: { at_byte: number; size_after: number } | null;
@@ -323,6 +333,7 @@ interface ReadState {
 
 async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
   const fh = await open(path, 'r');
+  let next: Promise<{ bytesRead: number }> | null = null;
   try {
     // Two buffers: the next read runs while the caller works on the current chunk.
     const bufs = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
@@ -330,18 +341,22 @@ async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): Asy
     let headLen = 0;
     let which = 0;
     let offset = 0;
+    let reads = 0;
     // pread at our own offset: after a truncation it returns 0 instead of new bytes mid-line.
     const readAt = (buf: Buffer, at: number) => fh.read(buf, 0, chunkBytes, at);
-    let next = readAt(bufs[which]!, offset);
+    next = readAt(bufs[which]!, offset);
     for (;;) {
-      const { bytesRead } = await next;
+      const { bytesRead }: { bytesRead: number } = await next!;
+      next = null;
       if (bytesRead === 0) break;
       const buf = bufs[which]!;
       if (offset === 0) headLen = buf.copy(head, 0, 0, Math.min(64, bytesRead));
       offset += bytesRead;
       rs.bytesRead = offset;
-      const st = await fh.stat();
-      if (st.size < offset) {
+      // Checked every few chunks: after a truncation the reads at our offset return 0 anyway,
+      // and the checks after the last read (size, first bytes) catch what happened in between.
+      const st = ++reads % STAT_EVERY === 0 ? await fh.stat() : null;
+      if (st !== null && st.size < offset) {
         // The file shrank under us: copy-and-truncate rotation. What we read is the old content.
         rs.truncated = { at_byte: offset, size_after: st.size };
         yield buf.subarray(0, bytesRead);
@@ -361,19 +376,46 @@ async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): Asy
       if (bytesRead < headLen || !again.equals(head.subarray(0, headLen))) rs.replaced = true;
     }
   } finally {
+    // A read still in flight (the caller stopped early) must settle before the file is closed.
+    if (next !== null) await next.catch(() => undefined);
     await fh.close();
   }
 }
 
-async function* streamChunks(stream: AsyncIterable<Buffer | string>, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
+/**
+ * A descriptor read in order (no positions: it may be a pipe) into two reused buffers, so
+ * standard input costs no allocation per chunk. A non-blocking pipe that has nothing yet
+ * (EAGAIN) is polled again shortly.
+ */
+async function* fdChunks(fd: number, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
+  const { read } = await import('node:fs');
+  const bufs = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
+  let which = 0;
+  const readOnce = (buf: Buffer) =>
+    new Promise<number>((resolve, reject) => {
+      const attempt = () =>
+        read(fd, buf, 0, chunkBytes, null, (err, n) => {
+          if (err && (err as NodeJS.ErrnoException).code === 'EAGAIN') setTimeout(attempt, 5);
+          else if (err) reject(err);
+          else resolve(n);
+        });
+      attempt();
+    });
+  for (;;) {
+    const buf = bufs[which]!;
+    const n = await readOnce(buf);
+    if (n === 0) return;
+    rs.bytesRead += n;
+    which ^= 1;
+    yield buf.subarray(0, n);
+  }
+}
+
+async function* streamChunks(stream: AsyncIterable<Buffer | string>, rs: ReadState): AsyncGenerator<Buffer> {
   for await (const chunk of stream) {
     const b = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-    // Big pieces are cut to chunkBytes (see AnalyzeOptions.chunkBytes: keep decoded strings in the heap).
-    for (let i = 0; i < b.length; i += chunkBytes) {
-      const piece = b.subarray(i, Math.min(b.length, i + chunkBytes));
-      rs.bytesRead += piece.length;
-      yield piece;
-    }
+    rs.bytesRead += b.length;
+    yield b;
   }
 }
 
@@ -411,9 +453,10 @@ const LEVEL_BIT = (l: LevelValue) => 1 << l;
  * "no data" instead of handling an error.
  */
 export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions = {}): Promise<StartupReport> {
-  const maxRestarts = Math.max(1, opts.maxRestarts ?? 5000);
-  const chunkBytes = Math.max(64, opts.chunkBytes ?? 512 * 1024);
+  const maxRestarts = Math.max(1, opts.maxRestarts ?? DEFAULT_MAX_RESTARTS);
+  const chunkBytes = Math.max(64, opts.chunkBytes ?? 1024 * 1024);
   const path = 'path' in source ? source.path : null;
+  const fd = 'fd' in source ? source.fd : null;
   const rs: ReadState = { bytesRead: 0, truncated: null, replaced: false };
 
   const lines: StartupReport['lines'] = {
@@ -445,7 +488,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
 
   const keep = (r: RestartState) => {
     restarts.push(r);
-    if (restarts.length > maxRestarts + 1000) {
+    if (restarts.length > maxRestarts + Math.ceil(maxRestarts / 4)) {
       // Drop the oldest closed ones; open ones are always among the newest.
       const cut = restarts.length - maxRestarts;
       restarts.splice(0, cut);
@@ -464,7 +507,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
   /** Parse the kept bootstrap progress line, now that its time is needed. */
   const settleLast = (r: RestartState) => {
     if (r.lastRaw === null) return;
-    const p = parseLine(Buffer.from(r.lastRaw, 'latin1').toString('utf8'));
+    const p = parseLine(r.lastRaw.buf.toString('utf8', r.lastRaw.s, r.lastRaw.e));
     r.lastRaw = null;
     if (p?.time?.kind === 'instant') r.lastT = { ms: p.time.ms, floating: false, offsetMin: p.time.offsetMin, precisionMs: p.time.precisionMs };
   };
@@ -581,7 +624,8 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       const text = str(p.fields.error) ?? p.message;
       if (/database is locked/i.test(text)) cur.gap.database_locked++;
       const short = text.length > 160 ? text.slice(0, 157) + '...' : text;
-      if (cur.warnTexts.size < 50 || cur.warnTexts.has(short)) cur.warnTexts.set(short, (cur.warnTexts.get(short) ?? 0) + 1);
+      const texts = (cur.warnTexts ??= new Map());
+      if (texts.size < 50 || texts.has(short)) texts.set(short, (texts.get(short) ?? 0) + 1);
     }
     switch (kind) {
       case Marker.CORE_TOOL: {
@@ -621,7 +665,8 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
           cur.gap.warnings++;
           const text = str(p.fields.error) ?? p.message;
           if (/database is locked/i.test(text)) cur.gap.database_locked++;
-          cur.warnTexts.set(text, (cur.warnTexts.get(text) ?? 0) + 1);
+          const texts = (cur.warnTexts ??= new Map());
+          texts.set(text, (texts.get(text) ?? 0) + 1);
         }
         if (cur.phase === Phase.REGISTERING) cur.gap.bootstrap_failures++;
         break;
@@ -671,7 +716,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
   // ---- the line loop ------------------------------------------------------------------
   const scan = newLineScan();
   /** A line: its counts, and (for markers, and WARNs inside a bootstrap) its meaning. */
-  const onLine = (text: string, s: number, e: number, format: number, level: LevelValue, kind: MarkerValue) => {
+  const onLine = (buf: Buffer, s: number, e: number, format: number, level: LevelValue, kind: MarkerValue, ms = -1) => {
     // A held console event is settled before anything that is not its JSON twin looks at the state.
     if (pending !== null && !(format === LineFormat.JSON && kind !== Marker.NONE)) flushPending();
     lines.total++;
@@ -694,10 +739,18 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       // Bootstrap progress lines are only counted; the last one's time is read when needed.
       if (kind === Marker.INGEST) cur.gap.ingest_lines++;
       else cur.gap.bootstrap_lines++;
-      cur.lastRaw = text.slice(s, e);
+      // Only a reference: copied once at the end of the chunk (the read buffer is reused).
+      if (cur.lastRaw === null || cur.lastRaw.copied) cur.lastRaw = { buf, s, e, copied: false };
+      else {
+        cur.lastRaw.buf = buf;
+        cur.lastRaw.s = s;
+        cur.lastRaw.e = e;
+      }
       return;
     }
-    const p = parseLine(Buffer.from(text.slice(s, e), 'latin1').toString('utf8'));
+    // Most marker lines need only their time and message: read from the bytes; the rest are parsed.
+    const light = ms >= 0 && level < Level.WARN && LIGHT_MARKERS.has(kind) ? parseJsonLight(buf, s, e, ms, level, kind) : null;
+    const p = light ?? parseLine(buf.toString('utf8', s, e));
     if (p === null) {
       lines.unparsable++;
       return;
@@ -705,9 +758,10 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
     dispatch(kind, p, p.level !== Level.UNKNOWN ? p.level : level);
   };
 
-  /** Any line, looked at in full (console, journald, garbage). */
-  const processLine = (text: string, s: number, e: number) => {
-    scanLine(text, s, e, scan);
+  /** Any other line, looked at in full (console, journald, garbage): decoded as latin1 and scanned. */
+  const processOther = (buf: Buffer, s: number, e: number) => {
+    const text = buf.toString('latin1', s, e);
+    scanLine(text, 0, text.length, scan);
     switch (scan.format) {
       case LineFormat.JSON: lines.json++; break;
       case LineFormat.CONSOLE: lines.console++; break;
@@ -717,35 +771,36 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       default: lines.empty++; break;
     }
     if (scan.torn) lines.torn++;
-    onLine(text, s, e, scan.format, scan.level, scan.marker);
+    onLine(buf, s, e, scan.format, scan.level, scan.marker);
   };
 
-  const finder = new MarkerFinder();
-  /** A whole chunk of complete lines: JSON lines take the fast path, the rest a full scan. */
-  const processText = (text: string, start: number, end: number) => {
-    finder.reset(text);
+  /**
+   * The complete lines of a buffer, [start, end] (end: the last newline, or the buffer's end for
+   * a final line without one). zerolog JSON lines take the byte-level path: level and message
+   * are read in place and nothing is decoded unless the message is a marker.
+   */
+  const processBuffer = (buf: Buffer, start: number, end: number) => {
     let pos = start;
-    let cand = finder.next(pos);
-    // Lines are [pos, nl) for each newline up to `end` (the last newline, or the text's end for a final unterminated line).
     while (pos <= end) {
-      let nl = text.indexOf('\n', pos);
+      let nl = buf.indexOf(10, pos);
       if (nl < 0 || nl > end) nl = end;
-      if (isJsonAt(text, pos)) {
-        let e = nl;
-        if (e > pos && text.charCodeAt(e - 1) === 13) e--;
+      let e = nl;
+      if (e > pos && buf[e - 1] === 13) e--;
+      if (isJsonLineAt(buf, pos, e)) {
         lines.json++;
-        if (text.charCodeAt(e - 1) !== 125) {
+        const level = jsonLevelByte(buf, pos);
+        if (buf[e - 1] !== 125) {
           lines.torn++;
-          onLine(text, pos, e, LineFormat.JSON, jsonLevelAt(text, pos), Marker.NONE);
+          onLine(buf, pos, e, LineFormat.JSON, level, Marker.NONE);
         } else {
-          if (cand < pos) cand = finder.next(pos);
+          const ms = jsonMessageStart(buf, pos, e);
           let kind: MarkerValue = Marker.NONE;
-          // Runtime `ingest` lines (one per message, §4) are most of the candidates: outside a bootstrap they are skipped unconfirmed.
-          if (cand < e && (text.charCodeAt(cand) !== 105 || open[open.length - 1]?.phase === Phase.REGISTERING)) kind = confirmJsonMarker(text, pos, e, cand);
-          onLine(text, pos, e, LineFormat.JSON, jsonLevelAt(text, pos), kind);
+          // Runtime `ingest` lines (one per message, §4) are the most common candidates: outside a bootstrap they are not ours.
+          if (ms >= 0 && (buf[ms] !== 105 || open[open.length - 1]?.phase === Phase.REGISTERING)) kind = matchMarkerBytes(buf, ms, e);
+          onLine(buf, pos, e, LineFormat.JSON, level, kind, ms);
         }
       } else {
-        processLine(text, pos, nl);
+        processOther(buf, pos, nl);
       }
       pos = nl + 1;
     }
@@ -758,6 +813,10 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
   };
 
   const dispatch = (kind: MarkerValue, p: ParsedLine, level: LevelValue) => {
+    if (lines.console + lines.journald === 0) {
+      handle(kind, p, level); // a pure JSON log so far: nothing to pair
+      return;
+    }
     const key = dupKey(kind, p);
     if (p.format === LineFormat.JSON) {
       if (pending !== null && pending.key === key) {
@@ -780,40 +839,54 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
     pending = { kind, p, level, key };
   };
 
-  let carry = '';
+  /** The unfinished last line of the previous chunk (a copy: read buffers are reused). */
+  let carry: Buffer | null = null;
   let dropping = false;
   let state: StartupReport['source']['state'] = 'ok';
   let error: string | null = null;
-  const chunks = path !== null ? fileChunks(path, chunkBytes, rs) : streamChunks((source as { stream: AsyncIterable<Buffer | string> }).stream, chunkBytes, rs);
+  const chunks =
+    path !== null ? fileChunks(path, chunkBytes, rs) : fd !== null ? fdChunks(fd, chunkBytes, rs) : streamChunks((source as { stream: AsyncIterable<Buffer | string> }).stream, rs);
+  const feed = (b: Buffer) => {
+    let start = 0;
+    if (dropping) {
+      const nl = b.indexOf(10);
+      if (nl < 0) return;
+      start = nl + 1;
+      dropping = false;
+    }
+    const firstNl = b.indexOf(10, start);
+    if (firstNl < 0) {
+      carry = carry === null ? Buffer.from(b.subarray(start)) : Buffer.concat([carry, b.subarray(start)]);
+    } else {
+      if (carry !== null) {
+        // Only the cut line is joined, never whole chunks.
+        const head = Buffer.concat([carry, b.subarray(start, firstNl + 1)]);
+        carry = null;
+        processBuffer(head, 0, head.length - 1);
+        start = firstNl + 1;
+      }
+      const lastNl = b.lastIndexOf(10);
+      if (lastNl >= start) processBuffer(b, start, lastNl);
+      carry = lastNl + 1 < b.length ? Buffer.from(b.subarray(lastNl + 1)) : null;
+    }
+    if (carry !== null && carry.length > MAX_LINE) {
+      lines.overlong++;
+      lines.total++;
+      carry = null;
+      dropping = true;
+    }
+    for (const r of open) {
+      const raw = r.lastRaw;
+      if (raw !== null && !raw.copied) r.lastRaw = { buf: Buffer.from(raw.buf.subarray(raw.s, raw.e)), s: 0, e: raw.e - raw.s, copied: true };
+    }
+  };
   try {
     for await (const buf of chunks) {
-      let text = buf.toString('latin1');
-      if (dropping) {
-        const nl = text.indexOf('\n');
-        if (nl < 0) continue;
-        text = text.slice(nl + 1);
-        dropping = false;
-      }
-      // The line cut by the previous chunk is finished on its own: no 1 MiB concatenation per chunk.
-      const firstNl = text.indexOf('\n');
-      if (firstNl < 0) {
-        carry += text;
-      } else {
-        const head = carry + text.slice(0, firstNl + 1);
-        processText(head, 0, head.length - 1);
-        const lastNl = text.lastIndexOf('\n');
-        if (lastNl > firstNl) processText(text, firstNl + 1, lastNl);
-        carry = text.slice(lastNl + 1);
-      }
-      if (carry.length > MAX_LINE) {
-        lines.overlong++;
-        lines.total++;
-        carry = '';
-        dropping = true;
-      }
+      feed(buf);
       if (opts.onChunk) await opts.onChunk(rs.bytesRead);
     }
-    if (carry.length > 0) processText(carry, 0, carry.length);
+    const last = carry as Buffer | null;
+    if (last !== null && last.length > 0) processBuffer(last, 0, last.length);
   } catch (err) {
     const code = errnoCode(err);
     if (rs.bytesRead === 0 && code === 'ENOENT') state = 'missing';
@@ -962,7 +1035,7 @@ function toEntry(r: RestartState, fix: (t: T | null) => T | null): RestartEntry 
     const b = spans.to_channels_started;
     ready = a && b ? (a.seconds >= b.seconds ? a : b) : (a ?? b);
   }
-  const warning_messages = [...r.warnTexts.entries()]
+  const warning_messages = [...(r.warnTexts ?? new Map<string, number>()).entries()]
     .sort((x, y) => y[1] - x[1] || x[0].localeCompare(y[0]))
     .slice(0, 5)
     .map(([text, count]) => ({ text, count }));
@@ -1040,7 +1113,7 @@ export function summarize(entries: RestartEntry[]): StartupSummary {
 export const SETTINGS = {
   logLevelConfig: '"gateway": { "log_level": "info" }   (in config.json)',
   logLevelEnv: 'PICOCLAW_LOG_LEVEL=info   (in the gateway\'s environment, e.g. Environment= in its systemd unit)',
-  events: '"events": { "logging": { "include": ["agent.*", "gateway.*"] } }   (in config.json; for millisecond figures)',
+  events: '"events": { "logging": { "include": ["agent.*", "gateway.*"] } }   (in config.json)',
 };
 
 function adviceFor(r: StartupReport, configLevel: string | null): Advice[] {
@@ -1051,10 +1124,9 @@ function adviceFor(r: StartupReport, configLevel: string | null): Advice[] {
       out.push({
         kind: 'enable_info',
         message:
-          (r.content_level === 'none' ? 'gateway.log has no log lines' : 'gateway.log holds only warnings and errors') +
-          ': PicoClaw logs at "warn" by default, and every startup, bootstrap, readiness and shutdown message is INFO or DEBUG, ' +
-          'so there is almost nothing to read (only crashes and failed starts show). Set the gateway\'s log level to info and restart it; ' +
-          'the next restarts will be measured.',
+          (r.content_level === 'none' ? 'gateway.log has no log lines.' : 'gateway.log holds only warnings and errors.') +
+          ' PicoClaw logs at "warn" by default, and every startup, bootstrap, readiness and shutdown message is INFO or DEBUG: ' +
+          'only crashes and failed starts show. Set the gateway\'s log level to info and restart it; the next restarts will be measured.',
         settings: [SETTINGS.logLevelConfig, SETTINGS.logLevelEnv, SETTINGS.events],
       });
     } else {

@@ -13,9 +13,14 @@
  *   `-o short-iso` adds `2026-06-13T18:19:35+0200 host picoclaw[123]: ` in front
  *   (`+02:00` on newer systemd, a fraction with short-iso-precise).
  *
- * Lines are scanned as latin1 strings (one char per byte, so offsets are byte offsets and
- * decoding is a copy); only the few lines whose message is a known marker are decoded as
- * UTF-8 and parsed. Non-ASCII marker text (`✓`, `🔄`) is matched in its latin1 form.
+ * The cheap pre-filter comes in two forms:
+ * - JSON lines are looked at as bytes (isJsonLineAt, jsonLevelByte, jsonMessageStart,
+ *   matchMarkerBytes): the level at a fixed offset, the message from the line's end, the
+ *   marker by a byte compare. Nothing is decoded for the (vast) rest.
+ * - any other line is decoded as latin1 (one char per byte, offsets stay byte offsets) and
+ *   classified by scanLine; non-ASCII marker text (`✓`, `🔄`) is matched in its latin1 form.
+ * Only marker lines are then read: most from their bytes (parseJsonLight), the few that need
+ * fields (duration_ms, error) with JSON.parse or the console field reader (parseLine).
  */
 
 export const LineFormat = { EMPTY: 0, JSON: 1, CONSOLE: 2, JOURNALD: 3, TEXT: 4, BINARY: 5 } as const;
@@ -24,7 +29,6 @@ export type LineFormatValue = (typeof LineFormat)[keyof typeof LineFormat];
 /** Levels in zerolog's order; 0 = unknown. */
 export const Level = { UNKNOWN: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4, FATAL: 5 } as const;
 export type LevelValue = (typeof Level)[keyof typeof Level];
-export const LEVEL_NAMES = ['unknown', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 
 /** The messages the startup report reacts to (§4, §5.2, §5.3). */
 export const Marker = {
@@ -113,11 +117,6 @@ const DEFS: MarkerDef[] = [
   { kind: Marker.CONTEXT_FALLBACK, text: 'Failed to create context manager', exact: false },
 ];
 
-/** Display names for the markers (what a figure "came from"). */
-export const MARKER_NAMES: Record<number, string> = {};
-for (const d of DEFS) if (!(d.kind in MARKER_NAMES)) MARKER_NAMES[d.kind] = d.text.trim();
-MARKER_NAMES[Marker.AGENT_REGISTERED] = 'Registered agent';
-
 const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
 const MESSAGE_KEY_TEXT = '"message":"';
 /** Marker definitions grouped by their first char (latin1), longest text first. */
@@ -170,51 +169,7 @@ export function newLineScan(): LineScan {
 }
 
 const JSON_HEAD = '{"level":"';
-const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/**
- * Finds the JSON lines whose message is a marker, in a whole chunk at once: one native regex
- * pass over `"message":"<marker text>` instead of a look at the end of every line. The
- * caller still confirms a candidate (the key must be the line's last `"message":"`, and
- * exact markers must end there).
- */
-export class MarkerFinder {
-  // The marker text sits in a lookahead, so a match ends where the message starts: test() and
-  // lastIndex give the position without allocating a match array per candidate.
-  private readonly re = new RegExp(
-    escapeRe(MESSAGE_KEY_TEXT) + '(?=' + [...new Set(DEFS.map((d) => latin1(d.text)))].sort((a, b) => b.length - a.length).map(escapeRe).join('|') + ')',
-    'g',
-  );
-  private text = '';
-
-  reset(text: string): void {
-    this.text = text;
-  }
-
-  /** Where the next candidate message starts, at or after `from`; Infinity when there is none. */
-  next(from: number): number {
-    this.re.lastIndex = from;
-    return this.re.test(this.text) ? this.re.lastIndex : Infinity;
-  }
-}
-
-/** A zerolog JSON line starts here (`{"level":"`). */
-export function isJsonAt(str: string, s: number): boolean {
-  return str.charCodeAt(s) === 123 && str.startsWith(JSON_HEAD, s);
-}
-
-/** The level of a JSON line starting at s (the char after `{"level":"`). */
-export function jsonLevelAt(str: string, s: number): LevelValue {
-  return jsonLevel(str.charCodeAt(s + 10));
-}
-
-/** The marker of the JSON line [s, e) whose candidate message starts at `cand` (from MarkerFinder), or NONE. */
-export function confirmJsonMarker(str: string, s: number, e: number, cand: number): MarkerValue {
-  if (cand < s || cand >= e) return Marker.NONE;
-  // Only the top-level message counts: it is the last key of the object.
-  if (str.lastIndexOf(MESSAGE_KEY, e) !== cand - MESSAGE_KEY.length) return Marker.NONE;
-  return matchMarker(str, cand, e, true);
-}
 const MESSAGE_KEY = MESSAGE_KEY_TEXT;
 
 function jsonLevel(c: number): LevelValue {
@@ -344,6 +299,123 @@ export function scanLine(str: string, s: number, e: number, out: LineScan): void
     }
   }
   out.format = isBinary(str, s, e) ? LineFormat.BINARY : LineFormat.TEXT;
+}
+
+// ---------------------------------------------------------------------------------------
+// The same look, on raw bytes: the hot path for JSON lines. Nothing is decoded or allocated
+// per line, so a gigabyte streams through at memory speed with a flat heap.
+
+/** Marker texts as UTF-8 bytes, grouped by their first byte. */
+const BYTES_BY_FIRST = new Map<number, { kind: MarkerValue; bytes: Buffer; exact: boolean }[]>();
+for (const d of DEFS) {
+  const bytes = Buffer.from(d.text, 'utf8');
+  const list = BYTES_BY_FIRST.get(bytes[0]!) ?? [];
+  list.push({ kind: d.kind, bytes, exact: d.exact });
+  list.sort((a, b) => b.bytes.length - a.bytes.length);
+  BYTES_BY_FIRST.set(bytes[0]!, list);
+}
+
+/** The marker whose text starts at byte `ms` of a JSON string value (it ends at `"`), or NONE. */
+export function matchMarkerBytes(buf: Uint8Array, ms: number, e: number): MarkerValue {
+  const list = BYTES_BY_FIRST.get(buf[ms]!);
+  if (list === undefined) return Marker.NONE;
+  next: for (const d of list) {
+    const b = d.bytes;
+    if (ms + b.length > e) continue;
+    for (let i = 1; i < b.length; i++) if (buf[ms + i] !== b[i]) continue next;
+    if (!d.exact || buf[ms + b.length] === 34) return d.kind;
+  }
+  return Marker.NONE;
+}
+
+const JSON_HEAD_BYTES = Buffer.from('{"level":"');
+const MESSAGE_KEY_BYTES = Buffer.from('"message":"');
+
+/** A zerolog JSON line starts at byte s (`{"level":"`). */
+export function isJsonLineAt(buf: Uint8Array, s: number, e: number): boolean {
+  if (e - s < 12 || buf[s] !== 123) return false;
+  for (let i = 1; i < 10; i++) if (buf[s + i] !== JSON_HEAD_BYTES[i]) return false;
+  return true;
+}
+
+/** The level of the JSON line at s (the byte after `{"level":"`). */
+export function jsonLevelByte(buf: Uint8Array, s: number): LevelValue {
+  return jsonLevel(buf[s + 10]!);
+}
+
+/**
+ * Where the message text of the JSON line [s, e) starts, or -1 when it has none. zerolog
+ * writes `message` as the object's last key (§5.1), so the line ends `"message":"<text>"}`:
+ * the text's opening quote is found by stepping back from the end over the text (skipping
+ * escaped quotes), then the key in front of it is checked. A plain byte loop over a few
+ * dozen bytes: cheaper than a native search call per line, and never looks past the line.
+ */
+export function jsonMessageStart(buf: Uint8Array, s: number, e: number): number {
+  const K = MESSAGE_KEY_BYTES.length;
+  if (e - s < K + 3 || buf[e - 1] !== 125 || buf[e - 2] !== 34) return -1;
+  let q = e - 3;
+  for (; q >= s + K - 1; q--) {
+    if (buf[q] !== 34) continue;
+    let bs = 0;
+    while (buf[q - 1 - bs] === 92) bs++;
+    if (bs % 2 === 0) break; // an unescaped quote: the text's opening quote
+  }
+  if (q < s + K - 1) return -1;
+  for (let i = 0; i < K; i++) if (buf[q - K + 1 + i] !== MESSAGE_KEY_BYTES[i]) return -1;
+  return q + 1;
+}
+
+const TIME_KEY_BYTES = Buffer.from('"time":"');
+const NAME_KEY_BYTES = Buffer.from('"name":"');
+
+/**
+ * Markers whose meaning is their time and message alone (plus `name` for core tools): below
+ * WARN they are read straight from the bytes, without JSON.parse. The rest (events with
+ * duration_ms, errors) are parsed in full.
+ */
+export const LIGHT_MARKERS: ReadonlySet<MarkerValue> = new Set<MarkerValue>([
+  Marker.LOG_LEVEL_SET, Marker.LEVEL_CHANGING, Marker.FOUND_PID, Marker.PID_NOT_RUNNING, Marker.WROTE_PID,
+  Marker.CORE_TOOL, Marker.AGENT_REGISTERED, Marker.INGEST, Marker.BOOTSTRAP_INFO, Marker.AGENT_INITIALIZED,
+  Marker.HTTP_LISTENING, Marker.CHANNELS_STARTED, Marker.SHUTTING_DOWN, Marker.GATEWAY_STOPPED, Marker.REMOVE_PID,
+  Marker.RELOAD, Marker.MANUAL_RELOAD,
+]);
+
+/** A string value that starts at byte v (after its opening quote) and ends at the next quote. */
+function rawValue(buf: Buffer, v: number, end: number): string | null {
+  const q = buf.indexOf(34, v);
+  if (q < 0 || q > end) return null;
+  return buf.toString('utf8', v, q);
+}
+
+/**
+ * A zerolog JSON marker line read from its bytes: `time` (the key before `caller` and
+ * `message`, §5.1), the message text (`ms`, from jsonMessageStart), and `name` for core
+ * tools. Returns null when the line is not in that shape; the caller then parses it in full.
+ */
+export function parseJsonLight(buf: Buffer, s: number, e: number, ms: number, level: LevelValue, kind: MarkerValue): ParsedLine | null {
+  const ti = buf.lastIndexOf(TIME_KEY_BYTES, ms);
+  if (ti < s) return null;
+  const time = rawValue(buf, ti + TIME_KEY_BYTES.length, ms);
+  if (time === null) return null;
+  const inst = parseInstant(time);
+  if (inst === null) return null;
+  let message = buf.toString('utf8', ms, e - 2);
+  if (message.includes('\\')) {
+    try {
+      message = JSON.parse('"' + message + '"') as string;
+    } catch {
+      return null;
+    }
+  }
+  const fields: Record<string, unknown> = {};
+  if (kind === Marker.CORE_TOOL) {
+    const ni = buf.lastIndexOf(NAME_KEY_BYTES, ti);
+    if (ni < s) return null;
+    const name = rawValue(buf, ni + NAME_KEY_BYTES.length, ti);
+    if (name === null) return null;
+    fields.name = name;
+  }
+  return { format: LineFormat.JSON, level, message, fields, time: { kind: 'instant', ...inst }, journald: null };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -542,12 +614,6 @@ export function parseLine(text: string): ParsedLine | null {
   JOURNALD_SHORT.lastIndex = 0;
   if (JOURNALD_SHORT.exec(t)) return parseConsoleText(t.slice(JOURNALD_SHORT.lastIndex), LineFormat.JOURNALD, null);
   return null;
-}
-
-/** The marker of a parsed line, from its message (the same rules as the scan). */
-export function markerOf(p: ParsedLine): MarkerValue {
-  const s = latin1(p.message);
-  return matchMarker(s + (p.format === LineFormat.JSON ? '"' : ''), 0, s.length, p.format === LineFormat.JSON);
 }
 
 // ---------------------------------------------------------------------------------------

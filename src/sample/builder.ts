@@ -41,6 +41,13 @@ export interface SampleOptions {
   pidFile?: 'none' | 'stale' | { pid: number; port: number; host?: string };
   /** Extra fields put into config.json (e.g. secret canaries for tests). */
   extraConfig?: Record<string, unknown>;
+  /**
+   * Cap (UTF-8 bytes) on the text each message stores in seahorse.db (messages.content and
+   * the message_parts text). Default: no cap, the whole message, as PicoClaw stores it. The
+   * benchmarks set it to build gigabyte JSONL homes without a database three times larger
+   * (every stored byte is indexed again by the FTS5 trigram table).
+   */
+  seahorseContentBytes?: number;
 }
 
 export interface SampleSession {
@@ -157,6 +164,16 @@ function lineOf(m: Msg): string {
   if (m.tool_calls) o.tool_calls = m.tool_calls;
   if (m.tool_call_id) o.tool_call_id = m.tool_call_id;
   return goJson(o) + '\n';
+}
+
+/** The longest prefix of s that fits in `cap` UTF-8 bytes, cut on a code point boundary. */
+function capUtf8(s: string, cap: number | undefined): string {
+  if (cap === undefined || s.length * 3 <= cap) return s;
+  const buf = Buffer.from(s, 'utf8');
+  if (buf.length <= cap) return s;
+  let end = Math.max(0, cap);
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return buf.toString('utf8', 0, end);
 }
 
 function sanitize(key: string): string {
@@ -297,11 +314,13 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
           let content = m.content;
           if (m.tool_calls) content = `[tool_use: ${m.tool_calls[0]!.function.name}, args: ${m.tool_calls[0]!.function.arguments}]`;
           if (m.tool_call_id) content = `[tool_result for ${m.tool_call_id}: ${m.content}]`;
+          content = capUtf8(content, opts.seahorseContentBytes);
+          const partText = capUtf8(m.content, opts.seahorseContentBytes);
           const id = Number(insMsg.run(convId, m.role, content, Math.ceil(content.length / 4), formatSqliteTime(times[idx]!), m.model_name ?? '', m.reasoning_content ?? '').lastInsertRowid);
           ids.push(id);
           if (m.tool_calls) insPart.run(id, 'tool_use', null, m.tool_calls[0]!.function.name, m.tool_calls[0]!.function.arguments, m.tool_calls[0]!.id, 0);
-          else if (m.tool_call_id) insPart.run(id, 'tool_result', m.content, null, null, m.tool_call_id, 0);
-          else insPart.run(id, 'text', m.content, null, null, null, 0);
+          else if (m.tool_call_id) insPart.run(id, 'tool_result', partText, null, null, m.tool_call_id, 0);
+          else insPart.run(id, 'text', partText, null, null, null, 0);
         });
         let ordinal = 0;
         if (msgs.length >= 8) {
@@ -359,7 +378,7 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     restarts.push({ startMs, sessions: sessionsThen, gapMs, end, stopMs: startMs + gapMs + 5 * DAY });
   }
   void dated;
-  writeFileSync(join(home, 'logs', 'gateway.log'), renderGatewayLog({ restarts, level: opts.logLevel ?? 'info', events: opts.logEvents ?? true, seed: (opts.seed ?? 42) + 1, home, utcOffsetMin: 120 }));
+  writeFileSync(join(home, 'logs', 'gateway.log'), renderGatewayLog({ restarts, level: opts.logLevel ?? 'info', events: opts.logEvents ?? true, seed: (opts.seed ?? 42) + 1, home, utcOffsetMin: 120, agents: agentIds }));
 
   return {
     home,

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { Readable } from 'node:stream';
 import { appendFileSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -213,6 +214,23 @@ describe('robustness', () => {
     expect(rep.restarts).toHaveLength(1);
     expect(rep.restarts[0]!.bootstrap_gap!.seconds).toBe(31);
     expect(rep.restarts[0]!.gap).toMatchObject({ ingest_lines: 1, warnings: 1 });
+  });
+
+  it('property: any bytes, spliced into a real log at any chunk size, never throw and every line is counted', async () => {
+    const real = Buffer.from(readFileSync(join(FIX, 'facts-example.log')));
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 600 }), fc.nat({ max: real.length }), fc.integer({ min: 1, max: 700 }), async (junk, at, chunkBytes) => {
+        const bytes = Buffer.concat([real.subarray(0, at), Buffer.from(junk), real.subarray(at)]);
+        const pieces: Buffer[] = [];
+        for (let i = 0; i < bytes.length; i += chunkBytes) pieces.push(bytes.subarray(i, i + chunkBytes));
+        const rep = await analyzeStartupLog({ stream: Readable.from(pieces) }, { dateAnchor: null });
+        const newlines = bytes.filter((b) => b === 10).length;
+        const expected = newlines + (bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? 1 : 0);
+        expect(rep.lines.total).toBe(expected);
+        expect(rep.restarts.length).toBeLessThanOrEqual(3);
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('a line over 1 MiB is skipped without holding it in memory', async () => {

@@ -4,15 +4,18 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   ConsoleClock,
-  confirmJsonMarker,
   formatInstant,
-  isJsonAt,
+  isJsonLineAt,
+  jsonLevelByte,
   Level,
   LineFormat,
   Marker,
-  MarkerFinder,
+  jsonMessageStart,
+  LIGHT_MARKERS,
+  matchMarkerBytes,
   newLineScan,
   parseInstant,
+  parseJsonLight,
   parseLine,
   scanLine,
   splitConsoleMessage,
@@ -68,12 +71,23 @@ describe('scanLine: the cheap look (JSON)', () => {
   it('only the top-level message counts (a nested "message" key is a field)', () => {
     const line = '{"level":"info","component":"events","payload":{"message":"Agent initialized"},"time":"2026-06-13T18:19:58+02:00","caller":"/src/x.go:1","message":"Runtime event: agent.turn"}';
     expect(scan(line).marker).toBe(Marker.NONE);
-    const s = latin1(line);
-    const f = new MarkerFinder();
-    f.reset(s);
-    const cand = f.next(0);
-    expect(cand).toBeLessThan(s.length); // the nested one is a candidate …
-    expect(confirmJsonMarker(s, 0, s.length, cand)).toBe(Marker.NONE); // … and is refused
+    const b = Buffer.from(line);
+    const ms = jsonMessageStart(b, 0, b.length);
+    expect(b.toString('utf8', ms, ms + 14)).toBe('Runtime event:'); // the last key, not the nested one
+    expect(matchMarkerBytes(b, ms, b.length)).toBe(Marker.NONE);
+  });
+
+  it('jsonMessageStart: the last key only, escaped quotes, no message, not a message', () => {
+    const at = (line: string) => {
+      const b = Buffer.from(line);
+      const ms = jsonMessageStart(b, 0, b.length);
+      return ms < 0 ? null : b.toString('utf8', ms, b.length - 2);
+    };
+    expect(at(FACTS[0]!)).toBe('Log level set to \\"info\\"');
+    expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1","message":"a \\\\"}')).toBe('a \\\\');
+    expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1"}')).toBeNull(); // zerolog omits an empty message
+    expect(at('{"level":"info","component":"x","note":"\\"message\\":\\"Agent initialized"}')).toBeNull();
+    expect(at('{"level":"info","message":"ok","n":1}')).toBeNull(); // message not last: not zerolog's shape
   });
 
   it('torn JSON, NUL holes, binary, empty, CRLF', () => {
@@ -86,26 +100,58 @@ describe('scanLine: the cheap look (JSON)', () => {
     expect(scan('✓ Gateway started on 127.0.0.1:18790').format).toBe(LineFormat.TEXT);
   });
 
-  it('the fast path (MarkerFinder over a whole chunk) agrees with the per-line scan on every sample line', () => {
+  it('the byte-level path agrees with the per-line string scan on every sample line', () => {
     const events = sampleGatewayEvents(scenario('debug', true)).filter((e) => !e.stdoutOnly);
-    const text = latin1(events.map((e) => renderJsonLine(e, 120)).join('\n') + '\n');
-    const finder = new MarkerFinder();
-    finder.reset(text);
+    const buf = Buffer.from(events.map((e) => renderJsonLine(e, 120)).join('\n') + '\n');
+    const text = buf.toString('latin1');
     let pos = 0;
-    let cand = finder.next(0);
     let checked = 0;
-    while (pos < text.length) {
-      const nl = text.indexOf('\n', pos);
-      expect(isJsonAt(text, pos)).toBe(true);
-      if (cand < pos) cand = finder.next(pos);
-      const fast = cand < nl ? confirmJsonMarker(text, pos, nl, cand) : Marker.NONE;
+    const kinds = new Set<number>();
+    while (pos < buf.length) {
+      const nl = buf.indexOf(10, pos);
+      expect(isJsonLineAt(buf, pos, nl)).toBe(true);
+      const ms = jsonMessageStart(buf, pos, nl);
+      const fast = ms >= 0 ? matchMarkerBytes(buf, ms, nl) : Marker.NONE;
       const slow = newLineScan();
       scanLine(text, pos, nl, slow);
       expect(fast).toBe(slow.marker);
+      expect(jsonLevelByte(buf, pos)).toBe(slow.level);
+      kinds.add(fast);
       checked++;
       pos = nl + 1;
     }
     expect(checked).toBe(events.length);
+    expect(kinds.size).toBeGreaterThan(15);
+  });
+});
+
+describe('parseJsonLight: marker lines read from their bytes', () => {
+  it('gives the same time, message and name as a full parse, for every light marker line of a sample', () => {
+    const events = sampleGatewayEvents(scenario('debug', true)).filter((e) => !e.stdoutOnly);
+    let checked = 0;
+    for (const e of [...events.map((x) => renderJsonLine(x, 120)), ...FACTS]) {
+      const b = Buffer.from(e);
+      const ms = jsonMessageStart(b, 0, b.length);
+      if (ms < 0) continue;
+      const kind = matchMarkerBytes(b, ms, b.length);
+      const level = jsonLevelByte(b, 0);
+      if (!LIGHT_MARKERS.has(kind) || level >= Level.WARN) continue;
+      const light = parseJsonLight(b, 0, b.length, ms, level, kind)!;
+      const full = parseLine(e)!;
+      expect(light.message).toBe(full.message);
+      expect(light.time).toEqual(full.time);
+      expect(light.level).toBe(full.level);
+      if (kind === Marker.CORE_TOOL) expect(light.fields.name).toBe(full.fields.name);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(100);
+  });
+
+  it('declines what is not in zerolog\'s shape (the caller then parses in full)', () => {
+    const b = Buffer.from('{"level":"info","component":"agent","message":"Agent initialized"}');
+    expect(parseJsonLight(b, 0, b.length, jsonMessageStart(b, 0, b.length), Level.INFO, Marker.AGENT_INITIALIZED)).toBeNull();
+    const c = Buffer.from('{"level":"debug","component":"tools","time":"2026-06-13T18:19:36+02:00","caller":"/src/pkg/tools/registry.go:88","message":"Registered core tool"}');
+    expect(parseJsonLight(c, 0, c.length, jsonMessageStart(c, 0, c.length), Level.DEBUG, Marker.CORE_TOOL)).toBeNull(); // no name
   });
 });
 

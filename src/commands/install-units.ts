@@ -1,0 +1,146 @@
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExitCode, GuardError, errnoCode } from '../errors.js';
+import { loadGuardConfig } from '../guard-config.js';
+import { findVcgencmd } from '../health/vcgencmd.js';
+import { writeFileAtomic } from '../io/atomic.js';
+import { isLoopback } from '../metrics/server.js';
+import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
+import { GUARD_UNIT, outermost, packageRoot, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
+import { homeFromOpts } from './common.js';
+
+/**
+ * `picoclaw-guard install-units [--dest DIR] [--user NAME] [--gateway-unit NAME] [--home DIR] [--dry-run]`
+ *
+ * Writes the sidecar unit, the pre-start unit and the gateway drop-in with the paths of
+ * this Node (process.execPath) and this install (the CLI's real path), running as the
+ * user that owns the PicoClaw home, then prints the two systemctl commands to run.
+ * --dry-run prints the units instead of writing them. Nothing is started or enabled.
+ * Exit 0 written (or printed), 2 bad option or no PicoClaw home, 1 cannot write.
+ */
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function version(): string {
+  try {
+    return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** The gateway answers on loopback unless its config (or PID file) says otherwise. */
+function gatewayOnLoopback(host: string): boolean {
+  return host === '' || isLoopback(host);
+}
+
+export async function run(opts: Record<string, unknown>): Promise<number> {
+  const home = homeFromOpts(opts);
+  const homeDir = realpathSync(home.home);
+  const passwd = readPasswd();
+  const groups = readGroups();
+
+  let user = str(opts.user);
+  const owner = statSync(homeDir).uid;
+  if (!user) {
+    const entry = passwd.find((p) => p.uid === owner);
+    if (!entry) {
+      throw new GuardError(`the PicoClaw home ${homeDir} belongs to uid ${owner}, which has no name in /etc/passwd`, { exitCode: ExitCode.USAGE, hint: 'pass --user <name> (the user the gateway runs as)' });
+    }
+    if (entry.uid === 0) {
+      throw new GuardError(`the PicoClaw home ${homeDir} belongs to root: the guard should not run as root`, {
+        exitCode: ExitCode.USAGE,
+        hint: 'run the gateway as an unprivileged user and chown its home to it; or pass --user root to accept the risk',
+      });
+    }
+    user = entry.name;
+  }
+  if (user === 'nobody') {
+    // systemd warns "Special user nobody configured, this is not safe!": nobody owns files of other services.
+    throw new GuardError('the guard should not run as nobody (systemd calls it unsafe: it is shared by unrelated services)', { exitCode: ExitCode.USAGE, hint: 'pass --user <the user the gateway runs as>' });
+  }
+  const pw = passwd.find((p) => p.name === user);
+  const group = pw ? (groups.find((g) => g.gid === pw.gid)?.name ?? null) : null;
+  const notes: string[] = [];
+  if (!pw) notes.push(`note: ${user} is not in /etc/passwd (fine if it comes from NSS/LDAP); Group= is left to systemd`);
+  else if (pw.uid !== owner) notes.push(`note: ${homeDir} belongs to uid ${owner}, not to ${user}: ${user} must be able to write the sessions folders`);
+
+  const cfg = loadGuardConfig(str(opts.config));
+  const server = parseServerConfig(cfg.sections.server, cfg.path);
+  const metrics = parseMetricsConfig(cfg.sections.metrics, cfg.path);
+  const archive = cfg.sections.prune?.archive_dir;
+
+  // Writable: the home (sessions, seahorse.db, the lock), agents' sessions folders elsewhere,
+  // the archive folder and the textfile folder. `-`: may not exist yet.
+  const extra = outermost([
+    ...home.sessionsDirs.map((s) => s.dir),
+    ...(typeof archive === 'string' && isAbsolute(archive) ? [archive] : []),
+    ...(metrics.textfile_dir ? [metrics.textfile_dir] : []),
+  ]).filter((p) => !(p === homeDir || p.startsWith(homeDir + '/')));
+
+  const cli = realpathSync(fileURLToPath(new URL('../cli.js', import.meta.url)));
+  const node = process.execPath;
+  const everything = [node, cli, homeDir, ...extra];
+  const videoGroup = groups.some((g) => g.name === 'video') && findVcgencmd() !== null;
+  const gatewayUnit = str(opts.gatewayUnit) ?? 'picoclaw.service';
+
+  const values: UnitValues = {
+    node,
+    cli,
+    user,
+    group,
+    home: homeDir,
+    readWritePaths: extra.map((p) => `-${p}`),
+    protectHome: everything.some(underHomeDirs) ? 'read-only' : 'yes',
+    gatewayUnit,
+    videoGroup,
+    loopbackOnly: isLoopback(server.host) && gatewayOnLoopback(home.gateway.host),
+    version: version(),
+  };
+  const units = renderUnits(values);
+  const dest = resolve(str(opts.dest) ?? '/etc/systemd/system');
+  const sudo = typeof process.getuid === 'function' && process.getuid() === 0 ? '' : 'sudo ';
+  const commands = [`${sudo}systemctl daemon-reload`, `${sudo}systemctl enable --now ${GUARD_UNIT}`];
+
+  const out: string[] = [];
+  if (opts.dryRun) {
+    for (const u of units) {
+      out.push(`# ---- ${join(dest, u.file)} ----`);
+      out.push(u.text.replace(/\n*$/, ''));
+      out.push('');
+    }
+    out.push(`Dry run: nothing was written. Without --dry-run these ${units.length} files are written, then run:`);
+  } else {
+    for (const u of units) {
+      const path = join(dest, u.file);
+      try {
+        mkdirSync(dirname(path), { recursive: true });
+        writeFileAtomic(path, u.text.endsWith('\n') ? u.text : u.text + '\n');
+      } catch (err) {
+        const code = errnoCode(err);
+        throw new GuardError(`cannot write ${path}: ${code ?? String(err)}`, {
+          exitCode: code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? ExitCode.USAGE : ExitCode.FAILURE,
+          path,
+          hint: code === 'EACCES' || code === 'EPERM' ? 'run it with sudo (the units go to /etc/systemd/system), or pass --dest <dir>' : undefined,
+        });
+      }
+      out.push(`wrote ${path}`);
+    }
+    out.push('');
+    out.push(`The guard runs as ${user}${group ? `:${group}` : ''} with ${node} and ${cli}, for ${homeDir}.`);
+    out.push('Now run:');
+  }
+  for (const c of commands) out.push(`  ${c}`);
+  if (!['/etc/systemd/system', '/run/systemd/system', '/usr/lib/systemd/system', '/lib/systemd/system'].includes(dest)) {
+    notes.push(`note: ${dest} is not a folder systemd loads units from; copy the files to /etc/systemd/system first`);
+  }
+  if (!existsSync(join('/etc/systemd/system', gatewayUnit)) && !existsSync(join('/lib/systemd/system', gatewayUnit)) && !existsSync(join('/usr/lib/systemd/system', gatewayUnit)) && !existsSync(join(dest, gatewayUnit))) {
+    notes.push(`note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has that name (--gateway-unit)`);
+  }
+  if (!values.loopbackOnly) notes.push('note: the guard or the gateway uses a non-loopback address, so the loopback-only IP filter was left out');
+  out.push(...notes);
+  process.stdout.write(out.join('\n') + '\n');
+  return ExitCode.OK;
+}

@@ -1,0 +1,143 @@
+import { statSync } from 'node:fs';
+import { errorMessage } from '../errors.js';
+import { freeSpaceFromEnv } from '../io/freespace.js';
+import { processAlive } from '../io/lock.js';
+import { collectHealth, type HealthReport } from '../health/index.js';
+import { countSessions } from '../health/picoclaw.js';
+import { analyzeStartupLog, lastBootstrapGapSeconds, markPrunes, settleLatest, type PruneEffect, type StartupReport } from '../health/startup.js';
+import { newVcgencmdCache } from '../health/vcgencmd.js';
+import { readPidFile } from '../picoclaw/pidfile.js';
+import { readHistory } from '../prune/history.js';
+import { REFRESH_SOURCES, type RefreshSource, type RefreshStat } from '../metrics/guard-metrics.js';
+import type { DaemonSettings } from './settings.js';
+
+/**
+ * The readings the daemon's endpoints answer from, refreshed in the background:
+ * - health (sysfs, procfs, statfs, vcgencmd at most once, two loopback probes of the
+ *   gateway) every `metrics.refresh_seconds`;
+ * - the sessions folders (one readdir each, an lstat per transcript) every
+ *   `metrics.sessions_refresh_seconds` and after each prune pass; health reuses the counts;
+ * - gateway.log only when its size, mtime or inode changed, at most every
+ *   `metrics.startup_refresh_seconds` (a big log costs a full read).
+ * A request reads these objects and nothing else.
+ */
+type Count = ReturnType<typeof countSessions>;
+
+export interface StartupView {
+  report: StartupReport;
+  prunes: PruneEffect[];
+  analyzed_at: string;
+}
+
+export class Readings {
+  health: HealthReport | null = null;
+  startup: StartupView | null = null;
+  /** Why there is no startup report (no gateway.log yet, unreadable). */
+  startupMissing: { error: string; path: string } | null = null;
+  readonly refresh: Record<RefreshSource, RefreshStat> = Object.fromEntries(REFRESH_SOURCES.map((s) => [s, { count: 0, last_duration_seconds: null, last_at_ms: null }])) as Record<RefreshSource, RefreshStat>;
+
+  private counts = new Map<string, Count>();
+  private sessionsAt = -Infinity;
+  private startupAt = -Infinity;
+  private logKey: string | null = null;
+  private readonly vcgencmdCache = newVcgencmdCache();
+  private readonly freeSpace = freeSpaceFromEnv();
+
+  constructor(private settings: DaemonSettings) {}
+
+  /** SIGHUP: new settings; the next refresh re-reads everything. */
+  reconfigure(settings: DaemonSettings): void {
+    this.settings = settings;
+    this.sessionsAt = -Infinity;
+    this.startupAt = -Infinity;
+    this.logKey = null;
+  }
+
+  /** Recount the sessions folders at the next refresh (after a prune pass). */
+  invalidateSessions(): void {
+    this.sessionsAt = -Infinity;
+  }
+
+  private timed<T>(source: RefreshSource, fn: () => T): T {
+    const t0 = performance.now();
+    try {
+      return fn();
+    } finally {
+      this.note(source, t0);
+    }
+  }
+
+  private note(source: RefreshSource, t0: number): void {
+    const st = this.refresh[source];
+    st.count++;
+    st.last_duration_seconds = Math.round(performance.now() - t0) / 1000;
+    st.last_at_ms = Date.now();
+  }
+
+  refreshSessions(nowMs = performance.now()): boolean {
+    if (nowMs - this.sessionsAt < this.settings.metrics.sessions_refresh_seconds * 1000) return false;
+    this.timed('sessions', () => {
+      const next = new Map<string, Count>();
+      for (const { dir } of this.settings.home.sessionsDirs) next.set(dir, countSessions(dir));
+      this.counts = next;
+    });
+    this.sessionsAt = nowMs;
+    return true;
+  }
+
+  /** Re-read gateway.log if it changed and the last read is old enough. */
+  async refreshStartup(nowMs = performance.now()): Promise<boolean> {
+    const path = this.settings.home.logPath;
+    let key: string;
+    try {
+      const st = statSync(path);
+      key = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch (err) {
+      key = `error:${errorMessage(err)}`;
+    }
+    if (key === this.logKey) return false;
+    if (nowMs - this.startupAt < this.settings.metrics.startup_refresh_seconds * 1000) return false;
+    const t0 = performance.now();
+    try {
+      const report = await analyzeStartupLog({ path }, { configLogLevel: this.settings.home.gateway.logLevel, maxRestarts: 200 });
+      if (report.source.state === 'missing' || report.source.state === 'unreadable') {
+        this.startup = null;
+        this.startupMissing = { path, error: report.source.state === 'missing' ? 'no gateway.log yet (the gateway creates it when it starts)' : `cannot read it: ${report.source.error}` };
+      } else {
+        const pf = readPidFile(this.settings.home.pidPath);
+        settleLatest(report, pf.state === 'present' && processAlive(pf.info.pid));
+        const prunes = markPrunes(report, readHistory(this.settings.stateDir, this.settings.home.home));
+        this.startup = { report, prunes, analyzed_at: new Date().toISOString() };
+        this.startupMissing = null;
+      }
+    } finally {
+      this.note('startup', t0);
+    }
+    this.logKey = key;
+    this.startupAt = nowMs;
+    return true;
+  }
+
+  async refreshHealth(): Promise<HealthReport> {
+    const s = this.settings;
+    const t0 = performance.now();
+    try {
+      this.health = await collectHealth({
+        sysRoot: s.sysRoot,
+        procRoot: s.procRoot,
+        vcgencmd: s.vcgencmd,
+        stateDir: s.stateDir,
+        home: s.home,
+        thresholds: s.thresholds,
+        freeSpace: this.freeSpace,
+        cache: this.vcgencmdCache,
+        lastBootstrapGapSeconds: this.startup ? lastBootstrapGapSeconds(this.startup.report) : null,
+        // Counted on their own cadence; a folder not counted yet (SIGHUP added an agent) is counted now.
+        countSessions: (dir) => this.counts.get(dir) ?? countSessions(dir),
+      });
+    } finally {
+      this.note('health', t0);
+    }
+    return this.health;
+  }
+}

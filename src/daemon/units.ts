@@ -1,0 +1,169 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExitCode, GuardError } from '../errors.js';
+
+/**
+ * The systemd units shipped at the package root (picoclaw-guard.service,
+ * picoclaw-guard-prestart.service, picoclaw.service.d/picoclaw-guard.conf) are complete,
+ * working files for the common layout (Node in /usr/bin, a global npm install, user
+ * `picoclaw`). `install-units` rewrites the few lines that depend on the board: the Node
+ * and CLI paths, the user, the PicoClaw home, the writable paths, ProtectHome, the video
+ * group, the loopback-only IP filter, and the gateway unit's name. Everything else,
+ * hardening included, is the shipped text.
+ */
+export const GUARD_UNIT = 'picoclaw-guard.service';
+export const PRESTART_UNIT = 'picoclaw-guard-prestart.service';
+export const DROPIN_NAME = 'picoclaw-guard.conf';
+export const SHIPPED_GATEWAY_UNIT = 'picoclaw.service';
+
+export interface UnitValues {
+  node: string;
+  cli: string;
+  user: string;
+  /** The user's primary group; null leaves Group= out (systemd then uses the user's). */
+  group: string | null;
+  home: string;
+  /** Writable paths beside the home; a `-` prefix tolerates a path that does not exist yet. */
+  readWritePaths: string[];
+  protectHome: 'yes' | 'read-only';
+  gatewayUnit: string;
+  /** Add SupplementaryGroups=video (vcgencmd on a Raspberry Pi). */
+  videoGroup: boolean;
+  /** Keep IPAddressDeny=any + IPAddressAllow=localhost. */
+  loopbackOnly: boolean;
+  version: string;
+}
+
+export interface RenderedUnit {
+  /** Relative to the destination folder. */
+  file: string;
+  text: string;
+}
+
+/** The package root: the folder above this file holding package.json (dist/src/daemon or src/daemon). */
+export function packageRoot(): string {
+  let d = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(d, 'package.json')) && existsSync(join(d, GUARD_UNIT))) return d;
+    const up = dirname(d);
+    if (up === d) throw new GuardError(`cannot find the shipped unit files above ${fileURLToPath(import.meta.url)}`, { exitCode: ExitCode.FAILURE, hint: 'reinstall picoclaw-guard (the package ships picoclaw-guard.service at its root)' });
+    d = up;
+  }
+}
+
+export function readTemplates(root = packageRoot()): { guard: string; prestart: string; dropin: string } {
+  return {
+    guard: readFileSync(join(root, GUARD_UNIT), 'utf8'),
+    prestart: readFileSync(join(root, PRESTART_UNIT), 'utf8'),
+    dropin: readFileSync(join(root, `${SHIPPED_GATEWAY_UNIT}.d`, DROPIN_NAME), 'utf8'),
+  };
+}
+
+/**
+ * A path as a unit file may hold it: absolute, no whitespace, quotes or backslashes
+ * (they would need quoting rules that differ between ExecStart= and ReadWritePaths=),
+ * `%` doubled (systemd specifiers) and `$` doubled in command lines.
+ */
+export function unitPath(p: string, what: string, inCommand = false): string {
+  if (!p.startsWith('/')) throw new GuardError(`${what} must be an absolute path, not ${p}`, { exitCode: ExitCode.USAGE });
+  if (/[\s"'\\]/.test(p)) {
+    throw new GuardError(`${what} (${p}) contains a space, quote or backslash, which the units cannot hold safely`, { exitCode: ExitCode.USAGE, hint: 'move it (or link it) to a path without such characters' });
+  }
+  const s = p.replace(/%/g, '%%');
+  return inCommand ? s.replace(/\$/g, '$$$$') : s;
+}
+
+export function validUnitName(name: string): boolean {
+  return /^[a-zA-Z0-9:_.\\@-]+\.service$/.test(name) && name.length <= 255;
+}
+
+function header(file: string, v: UnitValues): string {
+  return `# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${v.version}) from the shipped ${file}.\n`;
+}
+
+function rewrite(text: string, v: UnitValues): string {
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([A-Za-z]+)=(.*)$/.exec(line);
+    const key = m?.[1];
+    const value = m?.[2] ?? '';
+    if (key === 'ExecStart') {
+      const parts = /^(\S+)\s+(\S+)(.*)$/.exec(value);
+      if (!parts) throw new Error(`unexpected ExecStart= in a shipped unit: ${value}`);
+      out.push(`ExecStart=${unitPath(v.node, 'the Node.js binary', true)} ${unitPath(v.cli, 'the picoclaw-guard CLI', true)}${parts[3]}`);
+    } else if (key === 'User') out.push(`User=${v.user}`);
+    else if (key === 'Group') {
+      if (v.group) out.push(`Group=${v.group}`);
+    } else if (key === 'Environment' && value.startsWith('PICOCLAW_HOME=')) out.push(`Environment=PICOCLAW_HOME=${unitPath(v.home, 'the PicoClaw home')}`);
+    else if (key === 'ReadWritePaths') out.push(`ReadWritePaths=${[v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path'))).join(' ')}`);
+    else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
+    else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;
+    else if ((key === 'PartOf' || key === 'After' || key === 'WantedBy') && value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)) {
+      out.push(`${key}=${value.split(/\s+/).map((u) => (u === SHIPPED_GATEWAY_UNIT ? v.gatewayUnit : u)).join(' ')}`);
+    } else if (line === '#SupplementaryGroups=video') out.push(v.videoGroup ? 'SupplementaryGroups=video' : line);
+    else out.push(line);
+  }
+  return out.join('\n');
+}
+
+export function renderUnits(v: UnitValues, t = readTemplates()): RenderedUnit[] {
+  if (!validUnitName(v.gatewayUnit)) throw new GuardError(`"${v.gatewayUnit}" is not a service unit name`, { exitCode: ExitCode.USAGE, hint: 'e.g. --gateway-unit picoclaw.service' });
+  if (!/^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/.test(v.user) || (v.group !== null && !/^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/.test(v.group))) {
+    throw new GuardError(`"${v.user}" is not a user name systemd accepts`, { exitCode: ExitCode.USAGE });
+  }
+  return [
+    { file: GUARD_UNIT, text: header(GUARD_UNIT, v) + rewrite(t.guard, v) },
+    { file: PRESTART_UNIT, text: header(PRESTART_UNIT, v) + rewrite(t.prestart, v) },
+    { file: `${v.gatewayUnit}.d/${DROPIN_NAME}`, text: header(`${SHIPPED_GATEWAY_UNIT}.d/${DROPIN_NAME}`, v) + rewrite(t.dropin, v) },
+  ];
+}
+
+// --- facts about this board, for the values ----------------------------------------------
+
+export interface PasswdEntry {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+export function readPasswd(path = '/etc/passwd'): PasswdEntry[] {
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .map((l) => l.split(':'))
+    .filter((f) => f.length >= 4 && /^\d+$/.test(f[2]!) && /^\d+$/.test(f[3]!))
+    .map((f) => ({ name: f[0]!, uid: Number(f[2]), gid: Number(f[3]) }));
+}
+
+export function readGroups(path = '/etc/group'): { name: string; gid: number }[] {
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .map((l) => l.split(':'))
+    .filter((f) => f.length >= 3 && /^\d+$/.test(f[2]!))
+    .map((f) => ({ name: f[0]!, gid: Number(f[2]) }));
+}
+
+/** Paths under these are hidden or read-only with ProtectHome=. */
+export function underHomeDirs(p: string): boolean {
+  return ['/home', '/root', '/run/user'].some((d) => p === d || p.startsWith(d + '/'));
+}
+
+/** Keep only paths not already inside another one (ReadWritePaths of a parent covers its children). */
+export function outermost(paths: string[]): string[] {
+  const clean = [...new Set(paths.map((p) => p.replace(/\/+$/, '') || '/'))].sort((a, b) => a.length - b.length);
+  const out: string[] = [];
+  for (const p of clean) if (!out.some((o) => p === o || p.startsWith(o === '/' ? '/' : o + '/'))) out.push(p);
+  return out;
+}
