@@ -37,10 +37,15 @@ function gatewayOnLoopback(host: string): boolean {
 }
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
-  const home = homeFromOpts(opts);
-  const homeDir = realpathSync(home.home);
   const passwd = readPasswd();
   const groups = readGroups();
+  // Under sudo, ~ is root's: without --home or $PICOCLAW_HOME, look in the home folder of
+  // --user (else of the user who ran sudo), where PicoClaw keeps ~/.picoclaw.
+  const owner0 = str(opts.user) ?? str(process.env.SUDO_USER);
+  const ownerDir = owner0 ? passwd.find((p) => p.name === owner0)?.dir : undefined;
+  const homeGuess = !str(opts.home) && !process.env.PICOCLAW_HOME && ownerDir ? join(ownerDir, '.picoclaw') : undefined;
+  const home = homeFromOpts(homeGuess ? { ...opts, home: homeGuess } : opts);
+  const homeDir = realpathSync(home.home);
 
   let user = str(opts.user);
   const owner = statSync(homeDir).uid;

@@ -10,12 +10,12 @@ import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
 import { PassRunner } from './pass-runner.js';
 import { Readings } from './readings.js';
 import { resolveSettings, type DaemonSettings, type RunFlags } from './settings.js';
-import type { WorkerOutput } from './prune-worker.js';
+import type { PassOutput } from './prune-child.js';
 
 /**
  * `picoclaw-guard run`: the sidecar. One process that
  * - prunes on a schedule (croner, `protect`: never two passes at once; a last-run marker
- *   so a restart does not repeat a pass that just finished), each pass in a worker thread;
+ *   so a restart does not repeat a pass that just finished), each pass in a child process;
  * - keeps a cache of readings refreshed in the background (src/daemon/readings.ts);
  * - serves /health, /metrics, /startup and /prune from that cache, and optionally
  *   mirrors /metrics into a node_exporter textfile folder;
@@ -33,7 +33,7 @@ export const STOP_GRACE_MS = 4000;
 /** A pass that could not run (gateway starting, lock held, a store not writable) is retried this soon. */
 export const RETRY_SECONDS = 300;
 
-export function outcomeOf(out: WorkerOutput): PruneOutcome {
+export function outcomeOf(out: PassOutput): PruneOutcome {
   if (!out.ok) return 'failed';
   const r = out.report;
   switch (r.exit_code) {
@@ -351,7 +351,7 @@ export class Daemon {
     const t0 = Date.now();
     this.stats.running = true;
     this.stats.next_run_at_ms = null;
-    let out: WorkerOutput;
+    let out: PassOutput;
     try {
       out = await this.runner.run({
         home: s.home,

@@ -125,6 +125,7 @@ export interface PasswdEntry {
   name: string;
   uid: number;
   gid: number;
+  dir: string;
 }
 
 export function readPasswd(path = '/etc/passwd'): PasswdEntry[] {
@@ -138,7 +139,7 @@ export function readPasswd(path = '/etc/passwd'): PasswdEntry[] {
     .split('\n')
     .map((l) => l.split(':'))
     .filter((f) => f.length >= 4 && /^\d+$/.test(f[2]!) && /^\d+$/.test(f[3]!))
-    .map((f) => ({ name: f[0]!, uid: Number(f[2]), gid: Number(f[3]) }));
+    .map((f) => ({ name: f[0]!, uid: Number(f[2]), gid: Number(f[3]), dir: f[5] ?? '' }));
 }
 
 export function readGroups(path = '/etc/group'): { name: string; gid: number }[] {

@@ -110,6 +110,8 @@ export interface StableHomeOptions {
   pidFile?: 'none' | 'stale';
   /** How long the age policy must plan exactly the same thing. */
   stableForMs: number;
+  /** Where the age cutoff may fall (days back); the older, the fewer sessions it deletes. Default 10 to 60. */
+  cutoffDays?: [number, number];
 }
 
 export interface StableHome {
@@ -142,15 +144,15 @@ export function buildStableHome(o: StableHomeOptions): StableHome {
   for (const x of report.orphans) if (x.last_activity) ages.push(Date.parse(x.last_activity) - n0);
   ages.sort((a, b) => a - b);
   const need = o.stableForMs + 2 * MARGIN_MS;
+  const [lo, hi] = o.cutoffDays ?? [10, 60];
   let best: { a: number; b: number } | null = null;
   for (let i = 0; i + 1 < ages.length; i++) {
     const a = ages[i]!;
     const b = ages[i + 1]!;
-    // Cutoffs 10 to 60 days back delete a good share and keep a good share.
-    if (a < -60 * DAY || b > -10 * DAY || b - a < need) continue;
+    if (a < -hi * DAY || b > -lo * DAY || b - a < need) continue;
     if (!best || b - a > best.b - best.a) best = { a, b };
   }
-  if (!best) throw new Error(`no gap of ${Math.round(need / 60_000)} min between session times 10 to 60 days old: use fewer sessions or a shorter run`);
+  if (!best) throw new Error(`no gap of ${Math.round(need / 60_000)} min between session times ${lo} to ${hi} days old: use fewer sessions or a shorter run`);
   const g = best.a + MARGIN_MS;
   const maxAgeDays = Math.ceil(-g / DAY);
   const t0 = Date.now();
@@ -458,6 +460,15 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
 
 // --- One pass as a subprocess, optionally killed --------------------------------------
 
+/** Passes still running when a run is abandoned (a failed assertion, a test timeout). */
+const passes = new Set<ReturnType<typeof spawn>>();
+
+/** SIGKILL every pass this module started that is still running. */
+export function killRunningPasses(): void {
+  for (const c of passes) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  passes.clear();
+}
+
 export type KillAt = { mode: 'delay'; ms: number } | { mode: 'wal'; nth: number } | { mode: 'unlink'; nth: number };
 
 export interface PassRun {
@@ -504,6 +515,8 @@ export function runApply(fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'
     }
     const t0 = performance.now();
     child = spawn(process.execPath, [CLI_PATH, 'prune', '--apply', '--json', '--home', home, '--state-dir', stateDir, ...fx.policyArgs], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const me = child;
+    passes.add(me);
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -522,6 +535,7 @@ export function runApply(fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'
       reject(err);
     });
     child.on('close', (code, signal) => {
+      passes.delete(me);
       const wallMs = performance.now() - t0;
       for (const t of timers) clearTimeout(t);
       for (const w of watchers) w.close();
@@ -627,12 +641,15 @@ export function inspectAfterKill(fx: CrashFixture, home: string, completed: bool
 export function checkConverged(fx: CrashFixture, home: string): string[] {
   const failures: string[] = [];
   const files = sessionFiles(home, fx.sessionsDirsRel);
+  const fileFailures: string[] = [];
   for (const [rel, h] of fx.expectedFiles) {
     const now = files.get(rel);
-    if (now === undefined) failures.push(`(d) ${rel} is missing after the recovery pass`);
-    else if (now !== h) failures.push(`(d) ${rel} differs after the recovery pass`);
+    if (now === undefined) fileFailures.push(`(d) ${rel} is missing after the recovery pass`);
+    else if (now !== h) fileFailures.push(`(d) ${rel} differs after the recovery pass`);
   }
-  for (const rel of files.keys()) if (!fx.expectedFiles.has(rel)) failures.push(`(d) ${rel} remains after the recovery pass (the uninterrupted pass deleted it)`);
+  for (const rel of files.keys()) if (!fx.expectedFiles.has(rel)) fileFailures.push(`(d) ${rel} remains after the recovery pass (the uninterrupted pass deleted it)`);
+  failures.push(...fileFailures.slice(0, 5));
+  if (fileFailures.length > 5) failures.push(`(d) ... and ${fileFailures.length - 5} more session files differ from the uninterrupted pass's result`);
   const dbPath = join(home, fx.dbRel);
   const integ = integrity(dbPath);
   if (integ.ok !== 'ok' || !integ.ftsMessagesMatch || !integ.ftsSummariesMatch) failures.push(`(d) after the recovery pass: integrity ${integ.ok}, fts messages ${integ.ftsMessagesMatch}, fts summaries ${integ.ftsSummariesMatch}`);

@@ -8,7 +8,7 @@ import { sqlite, type Database } from '../../src/io/sqlite.js';
 import { formatGoTime, formatSqliteTime, parseGoTime } from '../../src/picoclaw/time.js';
 import { buildSampleHome, goJson, type SampleHome } from '../../src/sample/builder.js';
 import { Rng } from '../../src/sample/random.js';
-import { cliEnv, CLI_PATH, danglingRows, dump, repoRoot, type PruneJson } from './crash.js';
+import { cliEnv, CLI_PATH, danglingRows, dump, killRunningPasses, repoRoot, type PruneJson } from './crash.js';
 import { integrity } from './home.js';
 
 /**
@@ -133,7 +133,9 @@ class Simulator {
   private readonly db: Database;
   private readonly logFd: number;
   private readonly recent: SimSession[] = [];
-  private readonly old: SimSession[] = [];
+  private readonly old: (SimSession & { updatedMs: number })[] = [];
+  /** Sessions older than this (epoch ms) are the next pass's victims (told by the harness); old picks go there first. */
+  victimsBefore: number | null = null;
   private seq = 0;
   private stopping = false;
   private readonly q: Record<string, DatabaseT.Statement<unknown[]>>;
@@ -168,7 +170,7 @@ class Simulator {
           const s = { key: meta.key, dir, base: name.slice(0, -'.meta.json'.length) };
           const updated = parseGoTime(meta.updated_at);
           // Undated sessions are never pruned: they count as recent here.
-          if (updated !== null && updated >= Date.UTC(2024, 0, 1) && updated < cutoff) this.old.push(s);
+          if (updated !== null && updated >= Date.UTC(2024, 0, 1) && updated < cutoff) this.old.push({ ...s, updatedMs: updated });
           else this.recent.push(s);
         } catch {
           // unreadable meta: PicoClaw's ListSessions skips it too
@@ -187,13 +189,17 @@ class Simulator {
 
   private pick(): { s: SimSession; old: boolean } | null {
     if (this.old.length > 0 && this.rng.chance(this.cfg.oldShare)) {
-      // An old session a pass may be deleting right now; skip those already gone.
+      // An old session a pass may be deleting right now: one the running pass would delete if
+      // the harness said which, else any old one. Those already gone are dropped.
       for (let tries = 0; tries < 8 && this.old.length > 0; tries++) {
-        const i = this.rng.int(0, this.old.length - 1);
+        const before = this.victimsBefore;
+        const pool = before === null ? this.old.map((_, i) => i) : this.old.flatMap((x, i) => (x.updatedMs < before ? [i] : []));
+        if (pool.length === 0) break;
+        const i = pool[this.rng.int(0, pool.length - 1)]!;
         const s = this.old[i]!;
         this.old.splice(i, 1);
         if (existsSync(join(s.dir, `${s.base}.meta.json`))) {
-          this.recent.push(s);
+          this.recent.push({ key: s.key, dir: s.dir, base: s.base });
           return { s, old: true };
         }
       }
@@ -350,6 +356,11 @@ async function simMain(cfg: SimConfig): Promise<void> {
   const c = sim.counts();
   sim.log({ kind: 'start', t: clock(), pid: process.pid, port, ...c });
   process.on('SIGTERM', () => sim.stop());
+  // The harness says which sessions the next pass deletes; a lost parent stops the simulator.
+  process.on('message', (m: { victimsBefore?: unknown }) => {
+    if (typeof m?.victimsBefore === 'number') sim.victimsBefore = m.victimsBefore;
+  });
+  process.on('disconnect', () => sim.stop());
   process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, port, ...c }) + '\n');
   await sim.run();
   sim.close();
@@ -456,12 +467,13 @@ export function stopChildren(): void {
     if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }
   running.clear();
+  killRunningPasses();
 }
 
 function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }> {
   if (!existsSync(SIM_PATH)) throw new Error(`${SIM_PATH} is missing: run npm run build (tsc compiles it with bench/live-gateway-soak.ts)`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SIM_PATH, JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SIM_PATH, JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let out = '';
     let err = '';
     const timer = setTimeout(() => {
@@ -541,6 +553,8 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
     for (let i = 0; clock() - begin < o.durationMs; i++) {
       const f = Math.min(1, (clock() - begin) / o.durationMs);
       const age = Math.max(o.maxAgeDays[1], Math.round(o.maxAgeDays[0] - (o.maxAgeDays[0] - o.maxAgeDays[1]) * f));
+      // Old turns now go to this pass's victims (sessions older than its cutoff).
+      if (sim.connected) sim.send({ victimsBefore: Date.now() - age * 86_400_000 });
       const start = clock();
       const r = await runPass(home.home, stateDir, age);
       const end = clock();
@@ -610,16 +624,20 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
 
   // Writer failures: any error in any step.
   const writerFailures: Record<string, number> = {};
+  const slowestFailure: Record<string, number> = {};
+  let failedDuringPasses = 0;
   for (const t of turns) {
     for (const step of ['jsonl', 'meta', 'conv', 'msg', 'ctx'] as const) {
       const s = t[step];
       if (s.err) {
         const k = `${step}: ${s.code ?? 'error'}: ${s.err}`;
         writerFailures[k] = (writerFailures[k] ?? 0) + 1;
+        slowestFailure[k] = Math.max(slowestFailure[k] ?? 0, s.ms);
+        if (during(s.t0, s.t0 + s.ms)) failedDuringPasses++;
       }
     }
   }
-  for (const [k, n] of Object.entries(writerFailures)) failures.push(`writer failure x${n}: ${k}`);
+  for (const [k, n] of Object.entries(writerFailures)) failures.push(`writer failure x${n}: ${k} (each after at most ${Math.round(slowestFailure[k]! * 10) / 10} ms; ${failedDuringPasses} of all failures fell inside a pass)`);
 
   // Latency: seahorse writes (conversation, message, context item) and file writes (append, meta).
   const sea = { duringPasses: [] as number[], noPass: [] as number[] };

@@ -1,0 +1,68 @@
+import { existsSync } from 'node:fs';
+import { GuardError, errorMessage } from '../errors.js';
+import { systemClock } from '../io/clock.js';
+import { freeSpaceFromEnv } from '../io/freespace.js';
+import type { PicoClawHome } from '../picoclaw/home.js';
+import { runPrunePass } from '../prune/pass.js';
+import type { PruneReport } from '../prune/report.js';
+
+/**
+ * One daemon prune pass, in a child process of the daemon (src/daemon/pass-runner.ts says
+ * why). Input and report travel over the IPC channel.
+ *
+ * Stopping: applyPlan is synchronous, so neither a signal handler nor an IPC message can
+ * run while it works. `shouldStop` therefore looks for a stop file the daemon creates on
+ * SIGTERM (one stat per session, a microsecond or two): the transaction in progress
+ * finishes, the remaining sessions are kept for the next pass. SIGTERM/SIGINT sent to the
+ * child itself (a terminal's Ctrl-C reaches the whole process group) only set a flag: the
+ * daemon decides when the pass ends, and a killed pass would not finish its transaction.
+ */
+export interface PassInput {
+  home: PicoClawHome;
+  configPath: string | undefined;
+  stateDir: string;
+  /** Created by the daemon when the pass must stop. */
+  stopFile: string;
+  /** Tests only (PICOGUARD_TEST_STEP_DELAY_MS): hold the pass this long after each session. */
+  stepDelayMs: number;
+}
+
+export type PassOutput = { ok: true; report: PruneReport } | { ok: false; message: string; exitCode: number | null };
+
+let signalled = false;
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => (signalled = true));
+
+const nap = new Int32Array(new SharedArrayBuffer(4));
+
+async function pass(input: PassInput): Promise<PassOutput> {
+  const shouldStop = () => signalled || existsSync(input.stopFile);
+  const onProgress =
+    input.stepDelayMs > 0
+      ? () => {
+          // A synchronous pause that still notices the stop file within 20 ms.
+          for (let waited = 0; waited < input.stepDelayMs && !shouldStop(); waited += 20) Atomics.wait(nap, 0, 0, 20);
+        }
+      : undefined;
+  try {
+    const report = await runPrunePass({
+      resolvedHome: input.home,
+      configPath: input.configPath,
+      apply: true,
+      ifEnabled: true,
+      clock: systemClock,
+      freeSpace: freeSpaceFromEnv(),
+      stateDir: input.stateDir,
+      shouldStop,
+      onProgress,
+    });
+    return { ok: true, report };
+  } catch (err) {
+    return { ok: false, message: errorMessage(err), exitCode: err instanceof GuardError ? err.exitCode : null };
+  }
+}
+
+process.once('message', (input: PassInput) => {
+  void pass(input).then((out) => {
+    process.send!(out, () => process.disconnect());
+  });
+});

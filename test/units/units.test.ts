@@ -1,0 +1,193 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { outermost, renderUnits, unitPath, type UnitValues } from '../../src/daemon/units.js';
+import { CLI, runCli } from '../support/cli.js';
+import { tempDir } from '../support/tmp.js';
+
+/**
+ * The systemd units: `install-units` renders them with this machine's Node and this
+ * checkout's CLI, then `systemd-analyze verify` must print nothing at all (it exits 0 on
+ * warnings such as "Unknown key", ops-facts.md §4) and `systemd-analyze security
+ * --offline=true` must stay under THRESHOLD (exposure 2.0 of 10: "OK").
+ */
+const SA = ['/usr/bin/systemd-analyze', '/bin/systemd-analyze'].find((p) => existsSync(p)) ?? null;
+const THRESHOLD = 20;
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI_REAL = realpathSync(CLI);
+
+/** A PicoClaw home and a fake gateway unit beside the rendered ones (verify follows PartOf=/WantedBy=). */
+function setup(gatewayUnit = 'picoclaw.service') {
+  const root = tempDir('pcg-units-');
+  const home = join(root, 'picoclaw-home');
+  mkdirSync(join(home, 'workspace', 'sessions'), { recursive: true });
+  writeFileSync(join(home, 'config.json'), '{}');
+  const dest = join(root, 'units');
+  mkdirSync(dest);
+  writeFileSync(join(dest, gatewayUnit), `[Unit]\nDescription=fake PicoClaw gateway\n\n[Service]\nType=exec\nExecStart=${process.execPath} -e "setInterval(() => {}, 1000)"\n\n[Install]\nWantedBy=multi-user.target\n`);
+  return { root, home, dest };
+}
+
+/** `--user picoclaw`: a name verify accepts whether it exists or not (it warns about `nobody`). */
+function install(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return runCli(['install-units', ...args], env);
+}
+
+function verify(dest: string, files: string[]) {
+  const r = spawnSync(SA!, ['verify', '--man=no', ...files.map((f) => join(dest, f))], { encoding: 'utf8', cwd: dest });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+function security(dest: string, file: string) {
+  const r = spawnSync(SA!, ['security', '--offline=true', `--threshold=${THRESHOLD}`, '--no-pager', join(dest, file)], { encoding: 'utf8', cwd: dest });
+  const level = /Overall exposure level for \S+: (\d+\.\d) (\w+)/.exec(r.stdout);
+  return { code: r.status, exposure: level ? Number(level[1]) : null, level: level?.[2] ?? null, out: r.stdout + r.stderr };
+}
+
+/** Active (uncommented) settings of a unit: key → values. */
+function settings(text: string): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    const kv = /^([A-Za-z]+)=(.*)$/.exec(line);
+    if (kv) m.set(kv[1]!, [...(m.get(kv[1]!) ?? []), kv[2]!]);
+  }
+  return m;
+}
+
+describe('install-units', () => {
+  it('--dry-run prints the three files and the two systemctl commands, and writes nothing', () => {
+    const { home, dest } = setup();
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--dry-run']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service.d/picoclaw-guard.conf']) expect(r.stdout).toContain(`# ---- ${join(dest, f)} ----`);
+    expect(r.stdout).toMatch(/systemctl daemon-reload\n/);
+    expect(r.stdout).toMatch(/systemctl enable --now picoclaw-guard\.service\n/);
+    expect(r.stdout).toContain(`ExecStart=${process.execPath} ${CLI_REAL} run`);
+    expect(readdirSync(dest)).toEqual(['picoclaw.service']);
+  });
+
+  it('writes the units with this Node and this CLI, the home writable, the user unprivileged', () => {
+    const { home, dest } = setup();
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`wrote ${join(dest, 'picoclaw-guard.service')}`);
+    expect(r.stdout.trim().split('\n').filter((l) => l.trim().startsWith('systemctl') || l.trim().startsWith('sudo systemctl'))).toHaveLength(2);
+
+    const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
+    expect(guard.get('Type')).toEqual(['exec']);
+    expect(guard.get('Restart')).toEqual(['on-failure']);
+    expect(guard.get('ExecStart')).toEqual([`${process.execPath} ${CLI_REAL} run`]);
+    expect(guard.get('User')).toEqual(['picoclaw']);
+    expect(guard.get('StateDirectory')).toEqual(['picoclaw-guard']);
+    expect(guard.get('PartOf')).toEqual(['picoclaw.service']);
+    expect(guard.get('After')).toEqual(['picoclaw.service']);
+    expect(guard.get('WantedBy')).toEqual(['picoclaw.service']);
+    expect(guard.get('Environment')).toEqual([`PICOCLAW_HOME=${realpathSync(home)}`]);
+    expect(guard.get('ReadWritePaths')).toEqual([realpathSync(home)]);
+    expect(guard.get('ProtectSystem')).toEqual(['strict']);
+    expect(guard.get('NoNewPrivileges')).toEqual(['yes']);
+    expect(guard.get('RestrictAddressFamilies')).toEqual(['AF_UNIX AF_INET AF_INET6']);
+    expect(guard.get('SystemCallArchitectures')).toEqual(['native']);
+    expect(guard.get('IOSchedulingClass')).toEqual(['idle']);
+    expect(Number(guard.get('Nice')![0])).toBeGreaterThanOrEqual(10);
+    // V8's JIT needs W+X pages: never MemoryDenyWriteExecute for Node.
+    expect(guard.has('MemoryDenyWriteExecute')).toBe(false);
+
+    const pre = settings(readFileSync(join(dest, 'picoclaw-guard-prestart.service'), 'utf8'));
+    expect(pre.get('Type')).toEqual(['oneshot']);
+    expect(pre.get('ExecStart')).toEqual([`${process.execPath} ${CLI_REAL} prune --apply --if-enabled --pre-start`]);
+    expect(pre.get('TimeoutStartSec')).toEqual(['150s']);
+    expect(pre.has('RemainAfterExit')).toBe(false);
+    expect(pre.has('MemoryDenyWriteExecute')).toBe(false);
+
+    const dropin = settings(readFileSync(join(dest, 'picoclaw.service.d', 'picoclaw-guard.conf'), 'utf8'));
+    expect(dropin.get('Wants')).toEqual(['picoclaw-guard-prestart.service']);
+    expect(dropin.get('After')).toEqual(['picoclaw-guard-prestart.service']);
+    for (const hard of ['Requires', 'Requisite', 'BindsTo']) expect(dropin.has(hard)).toBe(false);
+  });
+
+  it.skipIf(!SA)('systemd-analyze verify prints nothing at all for the units and the gateway with its drop-in', () => {
+    const { home, dest } = setup();
+    expect(install(['--dest', dest, '--home', home, '--user', 'picoclaw']).code).toBe(0);
+    expect(verify(dest, ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service'])).toEqual({ code: 0, out: '' });
+  });
+
+  it.skipIf(!SA)(`systemd-analyze security --offline=true: both units under ${THRESHOLD / 10} ("OK")`, () => {
+    const { home, dest } = setup();
+    expect(install(['--dest', dest, '--home', home, '--user', 'picoclaw']).code).toBe(0);
+    for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service']) {
+      const s = security(dest, f);
+      expect(s.code, s.out).toBe(0);
+      expect(s.level).toBe('OK');
+      expect(s.exposure!).toBeLessThanOrEqual(THRESHOLD / 10);
+    }
+  });
+
+  it.skipIf(!SA)('another gateway unit name: the drop-in goes to its .d folder and PartOf= follows; verify stays silent', () => {
+    const { home, dest } = setup('picoclaw-gateway.service');
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--gateway-unit', 'picoclaw-gateway.service']);
+    expect(r.code).toBe(0);
+    expect(existsSync(join(dest, 'picoclaw-gateway.service.d', 'picoclaw-guard.conf'))).toBe(true);
+    expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('PartOf')).toEqual(['picoclaw-gateway.service']);
+    expect(verify(dest, ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw-gateway.service'])).toEqual({ code: 0, out: '' });
+  });
+
+  it('serving a non-loopback address (with a token) drops the loopback-only IP filter; agents elsewhere are writable too', () => {
+    const { root, home, dest } = setup();
+    const other = join(root, 'elsewhere', 'workspace-ops');
+    writeFileSync(join(home, 'config.json'), JSON.stringify({ agents: { list: [{ id: 'main' }, { id: 'ops', workspace: other }] } }));
+    const cfg = join(root, 'guard.json');
+    writeFileSync(cfg, JSON.stringify({ server: { host: '0.0.0.0', token: 'x'.repeat(24) } }));
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--config', cfg]);
+    expect(r.code).toBe(0);
+    const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
+    expect(guard.has('IPAddressDeny')).toBe(false);
+    expect(guard.get('ReadWritePaths')).toEqual([`${realpathSync(home)} -${join(other, 'sessions')}`]);
+    expect(r.stdout).toMatch(/non-loopback address/);
+    expect(r.stdout).not.toContain('x'.repeat(24));
+  });
+
+  it('refuses a root-owned home without --user, and a gateway unit name that is no service', () => {
+    const { home, dest } = setup();
+    const r = install(['--dest', dest, '--home', home]);
+    if (process.getuid?.() === 0) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/belongs to root: the guard should not run as root/);
+    } else {
+      expect(r.code).toBe(0);
+    }
+    const bad = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--gateway-unit', 'picoclaw']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/is not a service unit name/);
+    expect(install(['--dest', dest, '--home', join(home, 'missing'), '--user', 'picoclaw']).code).toBe(2);
+    const nobody = install(['--dest', dest, '--home', home, '--user', 'nobody']);
+    expect(nobody.code).toBe(2);
+    expect(nobody.stderr).toMatch(/should not run as nobody/);
+  });
+});
+
+describe('the shipped units (package root)', () => {
+  const values: UnitValues = { node: '/usr/bin/node', cli: '/opt/pcg/dist/src/cli.js', user: 'pi', group: 'pi', home: '/home/pi/.picoclaw', readWritePaths: [], protectHome: 'read-only', gatewayUnit: 'picoclaw.service', videoGroup: true, loopbackOnly: true, version: 'test' };
+
+  it('are what install-units rewrites: only the board-specific lines change', () => {
+    const shipped = readFileSync(join(ROOT, 'picoclaw-guard.service'), 'utf8').split('\n');
+    const rendered = renderUnits(values)[0]!.text.split('\n').slice(1); // minus the "Written by" header
+    const changed = rendered.filter((l, i) => l !== shipped[i]);
+    expect(changed).toEqual(['ExecStart=/usr/bin/node /opt/pcg/dist/src/cli.js run', 'User=pi', 'Group=pi', 'Environment=PICOCLAW_HOME=/home/pi/.picoclaw', 'ReadWritePaths=/home/pi/.picoclaw', 'SupplementaryGroups=video']);
+    for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service']) {
+      expect(readFileSync(join(ROOT, f), 'utf8')).not.toMatch(/^MemoryDenyWriteExecute=/m);
+    }
+  });
+
+  it('paths are escaped for systemd or refused', () => {
+    expect(unitPath('/opt/100%/x', 'p')).toBe('/opt/100%%/x');
+    expect(unitPath('/opt/$HOME/x', 'p', true)).toBe('/opt/$$HOME/x');
+    expect(() => unitPath('/opt/my dir', 'p')).toThrow(/space, quote or backslash/);
+    expect(() => unitPath('relative', 'p')).toThrow(/absolute/);
+    expect(outermost(['/a/b', '/a', '/c/d/', '/c/de'])).toEqual(['/a', '/c/d', '/c/de']);
+  });
+});
