@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -46,6 +46,8 @@ const run = await runLiveGateway({
     process.stdout.write(`pass ${String(p.i).padStart(3)} max_age_days ${String(p.maxAgeDays).padStart(3)}: ${Math.round(p.end - p.start)} ms, exit ${r?.exit_code ?? p.code}, gateway ${r?.gateway?.state}, deleted ${p.deleted.length}, kept as changed ${p.changed.length}, ${r?.database.transactions ?? 0} txns, longest ${r?.database.longest_write_ms ?? 0} ms\n`);
   },
 });
+// The pass windows and outcomes, beside the simulator's log (kept with --dir or --keep).
+writeFileSync(join(dir, 'passes.json'), JSON.stringify(run.passes.map((p) => ({ i: p.i, max_age_days: p.maxAgeDays, start: p.start, end: p.end, exit: p.report?.exit_code ?? p.code, deleted: p.deleted.length, changed: p.changed, longest_write_ms: p.report?.database.longest_write_ms ?? null, transactions: p.report?.database.transactions ?? null })), null, 1));
 process.stdout.write(JSON.stringify({ sessions: Number(values.sessions), figures: run.figures, failures: run.failures.length }, null, 2) + '\n');
 for (const f of run.failures) process.stdout.write(`FAILURE: ${f}\n`);
 if (!values.keep && !values.dir) rmSync(dir, { recursive: true, force: true });

@@ -322,7 +322,14 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     const b = dbFileBytes(o.dbPath).total;
     res.vacuum = { ran: false, reason: 'skipped: the pass was stopped before its end; the next pass decides again', estimatedReclaimBytes: null, bytesBefore: b, bytesAfter: b, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
   } else if (db && deletedAny && !vacuumedBySize) {
-    res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace });
+    // What the deletions should give back, from each deleted session's estimated share (when known).
+    let estimatedFreed: number | null = null;
+    if (plan.size.method) {
+      estimatedFreed = 0;
+      for (const g of plan.groups) if (res.groups.get(g.id)!.action === 'delete') estimatedFreed += g.estimatedDbBytes;
+      for (const x of plan.orphans) if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
+    }
+    res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace, estimatedFreedBytes: estimatedFreed });
   } else if (db && vacuumedBySize) {
     const b = dbFileBytes(o.dbPath).total;
     res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: 0, walCheckpoint: 'truncate' };

@@ -192,7 +192,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
           return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: 'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted', exitCode: ExitCode.DATA, warnings, dbFacts: null });
         }
         const p = readPages(db);
-        dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: needContent ? readContentBytes(db) : null };
+        // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
+        const wantShares = needContent || (values.vacuum && (!online || !!o.forceVacuum));
+        dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: wantShares ? readContentBytes(db) : null };
       } else {
         const r = openSeahorseRead(inv.seahorse.path);
         if (r.state === 'open') {

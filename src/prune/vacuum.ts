@@ -119,6 +119,12 @@ export interface AfterPassOptions {
   forceVacuum: boolean;
   vacuumAllowed: boolean;
   freeSpace: FreeSpaceReader;
+  /**
+   * The deleted sessions' estimated share of the file. When even that plus today's free
+   * pages falls short of the threshold, the FTS merge and the VACUUM (which together write
+   * several times the file: SD cards wear) are not started at all.
+   */
+  estimatedFreedBytes?: number | null;
 }
 
 /** After a pass that deleted something: VACUUM if it is worth it and fits, else truncate the WAL. */
@@ -133,6 +139,14 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
     return finish({ ...base, reason: 'deferred: the gateway is running (VACUUM would block its writes); it runs at the next pass while the gateway is stopped, or with --force-vacuum', walCheckpoint: checkpoint(db, true) });
   }
   const t0 = performance.now();
+  if (o.estimatedFreedBytes !== undefined && o.estimatedFreedBytes !== null) {
+    const p0 = pageStats(db);
+    const fileBytes0 = p0.pageCount * p0.pageSize;
+    const pre = p0.freelist * p0.pageSize + o.estimatedFreedBytes;
+    if (pre < MIN_RECLAIM_BYTES || pre < fileBytes0 * MIN_RECLAIM_RATIO) {
+      return finish({ ...base, estimatedReclaimBytes: pre, reason: `not worth it: the deleted sessions' share plus free pages is about ${pre} bytes (needs at least 1 MiB and a tenth of the ${fileBytes0}-byte file); no FTS merge, no VACUUM; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+    }
+  }
   foldFtsTombstones(db);
   const p = pageStats(db);
   const fileBytes = p.pageCount * p.pageSize;

@@ -435,6 +435,8 @@ export interface LiveRun {
     oldTurnsDuringPasses: number;
     writerFailures: Record<string, number>;
     seahorseWrite: { duringPasses: LatencyStats; noPass: LatencyStats };
+    /** The slowest seahorse write of the run, and the pass it overlapped (with that pass's longest transaction). */
+    slowestSeahorseWrite: { ms: number; step: string; pass: number | null; passLongestWriteMs: number | null };
     fileWrite: { duringPasses: LatencyStats; noPass: LatencyStats };
     /** Lines appended to a session while a pass deleted it, and lost with it (the accepted race of §9). */
     raceLostLines: number;
@@ -541,6 +543,9 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   };
   const passes: PassLog[] = [];
   const failures: string[] = [];
+  // Each key's conversation before the run, to tell which kept sessions lost theirs.
+  const convAtStart = new Map<string, number>();
+  for (const c of dump(home.seahorsePath!).conversations!) convAtStart.set(String(c.session_key), Number(c.conversation_id));
   const { child: sim } = await startSim(cfg);
   running.add(sim);
   const simExit = new Promise<number | null>((resolve) => sim.on('exit', (code) => resolve(code)));
@@ -641,12 +646,17 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
 
   // Latency: seahorse writes (conversation, message, context item) and file writes (append, meta).
   const sea = { duringPasses: [] as number[], noPass: [] as number[] };
+  let slowest = { ms: 0, step: '', pass: null as number | null, passLongestWriteMs: null as number | null };
   const file = { duringPasses: [] as number[], noPass: [] as number[] };
   for (const t of turns) {
     for (const step of ['conv', 'msg', 'ctx'] as const) {
       const s = t[step];
       if (s.t0 === 0) continue;
       (during(s.t0, s.t0 + s.ms) ? sea.duringPasses : sea.noPass).push(s.ms);
+      if (s.ms > slowest.ms) {
+        const p = passes.find((q) => s.t0 <= q.end && s.t0 + s.ms >= q.start) ?? null;
+        slowest = { ms: Math.round(s.ms * 10) / 10, step, pass: p?.i ?? null, passLongestWriteMs: p?.report?.database.longest_write_ms ?? null };
+      }
     }
     for (const step of ['jsonl', 'meta'] as const) {
       const s = t[step];
@@ -706,11 +716,15 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
     if (p && (deletedBy(p, t) || p.changed.some((c) => c.dir === t.dir && c.base === t.base))) raceLostMsgs++;
     else failures.push(`lost seahorse message ${t.msg.id} (turn ${t.seq}, ${t.key}) outside any pass that touched that session`);
   }
+  // A session kept because it changed mid-pass may have lost its seahorse rows already
+  // (rows go first, the files' re-check comes after): count those whose conversation is gone.
   let keptWithoutConversation = 0;
   for (const p of passes) {
     for (const c of p.changed) {
-      const last = [...turns].reverse().find((t) => t.dir === c.dir && t.base === c.base && t.conv.id !== null);
-      if (last && last.tEnd < p.end && !convIds.has(last.conv.id!)) keptWithoutConversation++;
+      if (c.key === null) continue;
+      const before = turns.filter((t) => t.dir === c.dir && t.base === c.base && t.conv.id !== null && t.conv.t0 < p.end);
+      const conv = before.length ? before[before.length - 1]!.conv.id! : convAtStart.get(c.key);
+      if (conv !== undefined && !convIds.has(conv)) keptWithoutConversation++;
     }
   }
   const integ = integrity(dbPath);
@@ -737,6 +751,7 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
       oldTurnsDuringPasses: turns.filter((t) => t.old && during(t.t, t.tEnd)).length,
       writerFailures,
       seahorseWrite: { duringPasses: stats(sea.duringPasses), noPass: stats(sea.noPass) },
+      slowestSeahorseWrite: slowest,
       fileWrite: { duringPasses: stats(file.duringPasses), noPass: stats(file.noPass) },
       raceLostLines: raceLost,
       raceAppendsIntoUnlinkedFile: raceUnlinked,
