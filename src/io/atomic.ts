@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -8,10 +8,19 @@ import { basename, dirname, join } from 'node:path';
  * The temp name is `.<name>.tmp-<pid>`, never a `*.json`, so that it is never
  * taken for a PicoClaw session (and this is never called on a sessions folder).
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
+export interface AtomicOptions {
+  mode?: number;
+  /** Temp file name; default `.<name>.tmp-<pid>`. In a sessions folder it must start with `.tmp-` (PicoClaw ignores those). */
+  tmpName?: string;
+  /** Refuse (EEXIST) instead of replacing an existing target. */
+  noOverwrite?: boolean;
+}
+
+export function writeFileAtomic(path: string, data: string | Uint8Array, opts: AtomicOptions | number = {}): void {
+  const o: AtomicOptions = typeof opts === 'number' ? { mode: opts } : opts;
   const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}`);
-  const fd = openSync(tmp, 'w', mode);
+  const tmp = join(dir, o.tmpName ?? `.${basename(path)}.tmp-${process.pid}`);
+  const fd = openSync(tmp, 'w', o.mode ?? 0o644);
   try {
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     let off = 0;
@@ -24,7 +33,11 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
   }
   closeSync(fd);
   try {
-    renameSync(tmp, path);
+    if (o.noOverwrite) {
+      // link() fails with EEXIST instead of replacing: nothing that appeared meanwhile is overwritten.
+      linkSync(tmp, path);
+      unlinkSync(tmp);
+    } else renameSync(tmp, path);
   } catch (err) {
     try { unlinkSync(tmp); } catch { /* already gone */ }
     throw err;

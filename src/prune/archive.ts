@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
-import { fsyncDir } from '../io/atomic.js';
+import { writeFileAtomic } from '../io/atomic.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 
@@ -82,26 +82,15 @@ export function archiveSession(dir: string, s: SessionRecord, db: Database | nul
   const gz = gzipSync(Buffer.from(JSON.stringify(archive)));
   const name = `${stamp(nowMs)}_${s.agent}_${s.base}${ARCHIVE_SUFFIX}`;
   const target = join(dir, name);
-  const tmp = join(dir, `.${name}.tmp-${process.pid}`);
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const fd = openSync(tmp, 'w', 0o600);
-    try {
-      let off = 0;
-      while (off < gz.length) off += writeSync(fd, gz, off, gz.length - off);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, target);
-    fsyncDir(dir);
+    writeFileAtomic(target, gz, { mode: 0o600 });
     // Read back what the disk holds and check every file's bytes.
     const back = readArchive(target);
     if (back.files.meta.sha256 !== archive.files.meta.sha256 || sha256(Buffer.from(back.files.meta.data_base64, 'base64')) !== archive.files.meta.sha256) throw new Error('meta checksum mismatch on read-back');
     if (archive.files.jsonl && (back.files.jsonl === null || sha256(Buffer.from(back.files.jsonl.data_base64, 'base64')) !== archive.files.jsonl.sha256)) throw new Error('jsonl checksum mismatch on read-back');
     if (JSON.stringify(back.seahorse) !== JSON.stringify(archive.seahorse)) throw new Error('seahorse rows differ on read-back');
   } catch (err) {
-    try { unlinkSync(tmp); } catch { /* not there */ }
     throw new GuardError(`archiving ${s.key} to ${dir} failed: ${errnoCode(err) ?? (err instanceof Error ? err.message : String(err))}`, {
       exitCode: ExitCode.PARTIAL,
       path: dir,

@@ -1,7 +1,7 @@
-import { closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
-import { fsyncDir } from '../io/atomic.js';
+import { fsyncDir, writeFileAtomic } from '../io/atomic.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { JSONL_SUFFIX, META_SUFFIX } from '../picoclaw/sessions.js';
 import { listArchives, readArchive, type SessionArchive } from './archive.js';
@@ -22,23 +22,15 @@ export interface RestoreEntry {
   files: string[];
 }
 
-/** Write bytes through a `.tmp-` file (a name PicoClaw ignores), fsync, rename. Never a `*.json` temp name. */
+/** Write a new session file through a `.tmp-` file (a name PicoClaw ignores); never over an existing one. */
 function writeNew(dir: string, name: string, data: Buffer): string {
   const target = join(dir, name);
-  const tmp = join(dir, `.tmp-picoclaw-guard-${process.pid}-${Date.now()}`);
-  const fd = openSync(tmp, 'wx', 0o644);
   try {
-    let off = 0;
-    while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    writeFileAtomic(target, data, { tmpName: `.tmp-picoclaw-guard-${process.pid}-${Date.now()}`, noOverwrite: true });
+  } catch (err) {
+    if (errnoCode(err) === 'EEXIST') throw new GuardError(`${target} appeared while restoring; left as it is`, { exitCode: ExitCode.PARTIAL, path: target });
+    throw err;
   }
-  if (existsSync(target)) {
-    unlinkSync(tmp);
-    throw new GuardError(`${target} appeared while restoring; left as it is`);
-  }
-  renameSync(tmp, target);
   return target;
 }
 
