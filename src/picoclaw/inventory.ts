@@ -154,7 +154,10 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
         const owners = byKey.get(c.key);
         const lastMs = usable(parseSqliteTime(c.lastMessageAt));
         if (!owners) {
-          orphanConversations.push({ ...c, lastActivityMs: lastMs });
+          // A bare row (no message, no summary) is what an interrupted delete leaves behind, or a
+          // turn that never stored anything: its insert time is the only activity it has.
+          const bare = c.messages === 0 && c.summaries === 0;
+          orphanConversations.push({ ...c, lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null) });
           continue;
         }
         for (const s of owners) {

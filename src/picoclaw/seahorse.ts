@@ -22,6 +22,8 @@ export interface ConversationStat {
   summaries: number;
   /** MAX(messages.created_at) as stored (`YYYY-MM-DD HH:MM:SS`, UTC), or null. */
   lastMessageAt: string | null;
+  /** conversations.created_at (set once at insert; PicoClaw never updates the row). */
+  createdAt: string | null;
 }
 
 export interface DbFileBytes {
@@ -167,7 +169,7 @@ export function seahorseError(path: string, err: unknown): GuardError {
 export function readConversations(db: Database): ConversationStat[] {
   const rows = db
     .prepare(
-      `SELECT c.conversation_id AS conversationId, c.session_key AS key,
+      `SELECT c.conversation_id AS conversationId, c.session_key AS key, c.created_at AS createdAt,
               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS messages,
               (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageAt,
               (SELECT COUNT(*) FROM summaries s WHERE s.conversation_id = c.conversation_id) AS summaries

@@ -115,7 +115,7 @@ describe('the planner', () => {
   });
 
   it('8. orphan conversations go by the age check alone', () => {
-    const orphan = (key: string, ageDays: number | null): OrphanConversation => ({ conversationId: key.length, key, messages: 3, summaries: 0, lastMessageAt: null, lastActivityMs: ageDays === null ? null : NOW - ageDays * DAY });
+    const orphan = (key: string, ageDays: number | null): OrphanConversation => ({ conversationId: key.length, key, messages: 3, summaries: 0, lastMessageAt: null, createdAt: null, lastActivityMs: ageDays === null ? null : NOW - ageDays * DAY });
     const p = plan([rec('new', 0)], { max_age_days: 30, max_sessions: 0 }, { orphans: [orphan('old', 40), orphan('recent1', 2), orphan('undated', null)] });
     expect(p.orphans.map((o) => `${o.conversation.key}:${o.action}:${o.reason}`)).toEqual(['old:delete:max_age_days', 'recent1:keep:within_policy', 'undated:keep:undated']);
     const p2 = plan([rec('new', 0)], { max_age_days: 0 }, { orphans: [orphan('old', 400)] });
@@ -129,7 +129,7 @@ describe('the planner', () => {
   });
 
   it('6. the size check deletes the oldest sessions with rows until the estimate fits, newest kept', () => {
-    const conv = (id: number) => [{ conversationId: id, key: `k${id}`, messages: 10, summaries: 0, lastMessageAt: null }];
+    const conv = (id: number) => [{ conversationId: id, key: `k${id}`, messages: 10, summaries: 0, lastMessageAt: null, createdAt: null }];
     const s = [rec('s1', 10, { conversations: conv(1) }), rec('s2', 9, { conversations: conv(2) }), rec('nodb', 8), rec('s3', 7, { conversations: conv(3) }), rec('s4', 0, { conversations: conv(4) })];
     const MB = 1024 * 1024;
     const db: DbFacts = { present: true, fileBytes: 40 * MB, usedBytes: 40 * MB, contentBytes: new Map([[1, 100], [2, 100], [3, 100], [4, 100]]) };
@@ -193,7 +193,7 @@ describe('planner invariants (property tests)', () => {
       fc.property(fc.array(fc.record({ age: fc.integer({ min: 0, max: 300 }), bytes: fc.integer({ min: 1, max: 1000 }), inDb: fc.boolean() }), { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 40 }), (specs, limitMb) => {
         const content = new Map<number, number>();
         const sessions = specs.map((s, i) => {
-          const conversations = s.inDb ? [{ conversationId: i + 1, key: `k${i}`, messages: 1, summaries: 0, lastMessageAt: null }] : [];
+          const conversations = s.inDb ? [{ conversationId: i + 1, key: `k${i}`, messages: 1, summaries: 0, lastMessageAt: null, createdAt: null }] : [];
           if (s.inDb) content.set(i + 1, s.bytes);
           return rec(`k${String(i).padStart(3, '0')}`, s.age, { conversations });
         });
