@@ -8,7 +8,7 @@ import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
 import { archiveSession } from './archive.js';
 import type { Plan, PlanGroup, Reason } from './plan.js';
-import { SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
+import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
 import { foldFtsTombstones, pageStats, roomForVacuum, runVacuum, vacuumAfterPass, type VacuumReport } from './vacuum.js';
 
 /**
@@ -58,6 +58,8 @@ export interface ApplyOptions {
   nowMs: number;
   shouldStop?: () => boolean;
   onProgress?: (done: number, total: number, what: string) => void;
+  /** Online: how long the database must be quiet before each write (see SeahorseDeleter). */
+  quietMs?: number;
   /** Test hook: called between the steps of deleting one session. */
   onStep?: (step: 'seahorse' | 'jsonl' | 'meta', s: SessionRecord) => void;
 }
@@ -104,7 +106,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
   for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
 
-  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500 }) : null;
+  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? 100) : 0 }) : null;
   if (deleter) res.seahorse = deleter.stats;
   const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last FROM messages WHERE conversation_id = ?`) : null;
   const convExists = db ? db.prepare(`SELECT 1 FROM conversations WHERE conversation_id = ?`) : null;
@@ -194,7 +196,11 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
         return false;
       }
       const code = errnoCode(err);
-      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') locked = errorMessage(err);
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
+      if (err instanceof GatewayBusy) {
+        res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: err.message });
+        return false;
+      }
       res.groups.set(g.id, { action: 'keep', reason: 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
       return false;
     }
@@ -203,7 +209,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   for (const g of ageCount) {
     if (stop()) {
       res.interrupted = true;
-      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `seahorse.db stayed locked: ${locked}` : 'the pass was stopped' });
+      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `not reached: ${locked}` : 'the pass was stopped' });
       continue;
     }
     deleteGroup(g, g.reason);
@@ -227,7 +233,9 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       if (ok) res.deletedConversations++;
       res.orphans.set(c.conversationId, ok ? { action: 'delete', reason: 'max_age_days' } : { action: 'keep', reason: 'changed_since_plan' });
     } catch (err) {
-      res.orphans.set(c.conversationId, { action: 'keep', reason: 'delete_failed', detail: errorMessage(err) });
+      const code = errnoCode(err);
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
+      res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
     }
     o.onProgress?.(++done, total, c.key);
   }

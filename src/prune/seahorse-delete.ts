@@ -31,8 +31,31 @@ export interface DeleterOptions {
   /** Start size of a message chunk per transaction (adapted to stay under targetTxnMs). */
   chunk?: number;
   targetTxnMs?: number;
+  /**
+   * Online only: before each write transaction, wait until no other connection has
+   * committed for this long. PicoClaw's appendContextItems is a deferred transaction
+   * that reads, then writes; SQLite does not apply busy_timeout to such an upgrade, so
+   * it fails at once if the guard holds the write lock at that moment. A turn writes in
+   * one burst (message, then context item), so writing only after a quiet spell keeps
+   * the guard out of the middle of a burst. 0: do not wait (gateway stopped).
+   */
+  quietMs?: number;
+  /** Give up (GatewayBusy) when the database has not been quiet for this long. */
+  maxQuietWaitMs?: number;
   /** Called after each transaction (progress, crash-test hooks). */
   onTxn?: (ms: number) => void;
+}
+
+/** The gateway kept writing: the rest of an online pass waits for a quieter moment. */
+export class GatewayBusy extends Error {
+  constructor(ms: number) {
+    super(`the gateway wrote to seahorse.db without a ${ms} ms pause for too long; the rest waits for the next pass`);
+    this.name = 'GatewayBusy';
+  }
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 interface TriggerSql {
@@ -62,12 +85,10 @@ export class SeahorseDeleter {
   private readonly opts: Required<Omit<DeleterOptions, 'onTxn'>> & Pick<DeleterOptions, 'onTxn'>;
   private chunk: number;
   readonly stats: DeleteStats = { messages: 0, summaries: 0, parts: 0, transactions: 0, longestTxnMs: 0, totalTxnMs: 0 };
-  private msgRowids = new Map<string, number[]>();
-  private sumRowids = new Map<string, number[]>();
 
   constructor(db: Database, opts: DeleterOptions = {}) {
     this.db = db;
-    this.opts = { chunk: opts.chunk ?? 2000, targetTxnMs: opts.targetTxnMs ?? 100, onTxn: opts.onTxn };
+    this.opts = { chunk: opts.chunk ?? 2000, targetTxnMs: opts.targetTxnMs ?? 100, quietMs: opts.quietMs ?? 0, maxQuietWaitMs: opts.maxQuietWaitMs ?? 60_000, onTxn: opts.onTxn };
     this.chunk = this.opts.chunk;
   }
 
@@ -78,45 +99,66 @@ export class SeahorseDeleter {
   prepare(conversationIds: number[]): void {
     if (conversationIds.length === 0) return;
     const db = this.db;
+    // Everything is kept in temp tables, not in JS: a 200k-message database stays within the memory budget.
     db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_victim_convs (id INTEGER PRIMARY KEY)`);
     db.exec(`DELETE FROM temp.guard_victim_convs`);
     const ins = db.prepare(`INSERT OR IGNORE INTO temp.guard_victim_convs (id) VALUES (?)`);
     db.transaction(() => {
       for (const id of conversationIds) ins.run(id);
     })();
-    const msgIds = new Set<string>();
-    for (const r of db.prepare(`SELECT message_id AS id FROM messages WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs)`).iterate() as Iterable<{ id: number }>) msgIds.add(String(r.id));
-    const sumIds = new Set<string>();
-    for (const r of db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs)`).iterate() as Iterable<{ id: string }>) sumIds.add(String(r.id));
-    this.msgRowids = ftsRowids(db, 'messages_fts', msgIds);
-    this.sumRowids = ftsRowids(db, 'summaries_fts', sumIds);
+    for (const t of ['messages_fts', 'summaries_fts'] as const) {
+      const idCol = t === 'messages_fts' ? 'message_id' : 'summary_id';
+      const source = t === 'messages_fts' ? 'messages' : 'summaries';
+      db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_${t}_rowids (k, fts_rowid INTEGER)`);
+      db.exec(`DELETE FROM temp.guard_${t}_rowids`);
+      // One scan of the FTS content table for all victims (the IN list becomes an index).
+      const from = this.hasContent(t) ? `SELECT c0, id FROM ${t}_content WHERE c0 IN` : `SELECT ${idCol}, rowid FROM ${t} WHERE ${idCol} IN`;
+      db.exec(`INSERT INTO temp.guard_${t}_rowids (k, fts_rowid) ${from} (SELECT ${idCol} FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`);
+      db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_${t}_rowids_k ON guard_${t}_rowids (k)`);
+    }
+    // message_parts has no index on message_id (PicoClaw's schema): find the victims' parts once.
+    db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_victim_parts (part_id INTEGER PRIMARY KEY, message_id INTEGER NOT NULL)`);
+    db.exec(`DELETE FROM temp.guard_victim_parts`);
+    db.exec(`INSERT INTO temp.guard_victim_parts SELECT part_id, message_id FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`);
+    db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_victim_parts_msg ON guard_victim_parts (message_id)`);
+    this.prepared = true;
+  }
+
+  private prepared = false;
+  private contentTables = new Map<string, boolean>();
+
+  private hasContent(table: string): boolean {
+    let v = this.contentTables.get(table);
+    if (v === undefined) {
+      v = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !== undefined;
+      this.contentTables.set(table, v);
+    }
+    return v;
   }
 
   private captureTriggers(): TriggerSql[] {
     return this.db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('messages_ad', 'summaries_ad') ORDER BY name`).all() as TriggerSql[];
   }
 
-  /** Resolve FTS rowids for ids, re-checking the cached ones; fall back to a scan for any that moved. */
+  /** FTS rowids for ids, from prepare()'s map, each re-checked; a scan for any that moved or were not mapped. */
   private rowidsFor(table: 'messages_fts' | 'summaries_fts', ids: string[]): number[] {
-    const cache = table === 'messages_fts' ? this.msgRowids : this.sumRowids;
-    const hasContent = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !== undefined;
-    const check = hasContent ? this.db.prepare(`SELECT c0 AS k FROM ${table}_content WHERE id = ?`) : this.db.prepare(`SELECT ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table} WHERE rowid = ?`);
+    if (ids.length === 0) return [];
+    const check = this.hasContent(table) ? this.db.prepare(`SELECT c0 AS k FROM ${table}_content WHERE id = ?`) : this.db.prepare(`SELECT ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table} WHERE rowid = ?`);
+    const mapped = this.prepared ? this.db.prepare(`SELECT fts_rowid AS r FROM temp.guard_${table}_rowids WHERE k = ?`) : null;
     const out: number[] = [];
     const missing = new Set<string>();
     for (const id of ids) {
-      const cached = cache.get(id);
-      if (!cached) {
-        missing.add(id);
-        continue;
-      }
-      for (const rowid of cached) {
-        const row = check.get(rowid) as { k: unknown } | undefined;
-        if (row && String(row.k) === id) out.push(rowid);
+      const key = table === 'messages_fts' ? Number(id) : id;
+      const cached = mapped ? (mapped.all(key) as { r: number }[]) : [];
+      if (cached.length === 0) missing.add(id);
+      for (const { r } of cached) {
+        const row = check.get(r) as { k: unknown } | undefined;
+        if (row && String(row.k) === id) out.push(r);
         else missing.add(id);
       }
     }
     if (missing.size > 0) {
-      // A row moved since prepare() (an UPDATE re-inserts it): one scan for those ids only.
+      // Not mapped, or moved since prepare() (an UPDATE re-inserts the row): one scan for those ids only.
       for (const [, rowids] of ftsRowids(this.db, table, missing)) out.push(...rowids);
     }
     return [...new Set(out)];
@@ -126,10 +168,48 @@ export class SeahorseDeleter {
    * Run fn in one BEGIN IMMEDIATE transaction with the two delete triggers out of
    * the way; fn returning false rolls the transaction back.
    */
+  private lastVersion: number | null = null;
+  private lastChangeAt = 0;
+
+  /**
+   * Wait until no other connection has committed for quietMs (PRAGMA data_version does not
+   * move). The guard's own commits do not move it, so back-to-back transactions while the
+   * gateway is idle do not wait at all.
+   */
+  private waitForQuiet(): number {
+    const q = this.opts.quietMs;
+    const start = performance.now();
+    const look = () => {
+      const v = this.db.pragma('data_version', { simple: true }) as number;
+      if (v !== this.lastVersion) {
+        this.lastVersion = v;
+        this.lastChangeAt = performance.now();
+      }
+      return v;
+    };
+    let v = look();
+    for (;;) {
+      const quietFor = performance.now() - this.lastChangeAt;
+      if (quietFor >= q) return v;
+      if (performance.now() - start > this.opts.maxQuietWaitMs) throw new GatewayBusy(q);
+      sleepMs(Math.max(2, Math.min(25, q - quietFor)));
+      v = look();
+    }
+  }
+
   private txn(fn: () => boolean | void): number {
-    const t0 = performance.now();
     const db = this.db;
-    db.exec('BEGIN IMMEDIATE');
+    if (this.opts.quietMs > 0) {
+      for (;;) {
+        const quietAt = this.waitForQuiet();
+        db.exec('BEGIN IMMEDIATE');
+        // Someone committed between the last look and our lock: let go at once and wait again.
+        if ((db.pragma('data_version', { simple: true }) as number) === quietAt) break;
+        db.exec('ROLLBACK');
+        this.lastVersion = null;
+      }
+    } else db.exec('BEGIN IMMEDIATE');
+    const t0 = performance.now();
     try {
       const triggers = this.captureTriggers();
       for (const t of triggers) db.exec(`DROP TRIGGER ${t.name}`);
@@ -164,6 +244,22 @@ export class SeahorseDeleter {
   deleteConversation(conversationId: number, guard?: () => boolean): boolean {
     const db = this.db;
     const C = conversationId;
+    const count = (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number }).n;
+    if (count <= this.chunk) {
+      // Small enough for one short transaction: everything at once (fewer commits, fewer chances
+      // to stand in a live gateway's way).
+      let aborted = false;
+      this.txn(() => {
+        if (guard && !guard()) {
+          aborted = true;
+          return false;
+        }
+        this.deleteSummaries(C);
+        while (this.deleteMessageChunk(C, this.chunk) > 0);
+        this.deleteConversationRow(C);
+      });
+      return !aborted;
+    }
     let aborted = false;
     // 1. Summaries and everything hanging off them, plus context items (small).
     this.txn(() => {
@@ -171,43 +267,61 @@ export class SeahorseDeleter {
         aborted = true;
         return false;
       }
-      const sumIds = (db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]).map((r) => String(r.id));
-      db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-      db.prepare(`DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C);
-      db.prepare(`DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C, C);
-      this.deleteByRowids('summaries_fts', this.rowidsFor('summaries_fts', sumIds));
-      this.stats.summaries += db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
+      this.deleteSummaries(C);
     });
     if (aborted) return false;
     // 2. Messages in chunks, each with its parts, summary links and FTS rows.
-    const pick = db.prepare(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`);
     for (;;) {
-      let done = false;
+      let n = 0;
       const ms = this.txn(() => {
-        const ids = (pick.all(C, this.chunk) as { id: number }[]).map((r) => r.id);
-        if (ids.length === 0) {
-          done = true;
-          return;
-        }
-        const lo = ids[0]!;
-        const hi = ids[ids.length - 1]!;
-        this.stats.parts += db.prepare(`DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(C, lo, hi).changes;
-        db.prepare(`DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(C, lo, hi);
-        db.prepare(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
-        this.deleteByRowids('messages_fts', this.rowidsFor('messages_fts', ids.map(String)));
-        this.stats.messages += db.prepare(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi).changes;
+        n = this.deleteMessageChunk(C, this.chunk);
       });
-      if (done) break;
+      if (n === 0) break;
       // Keep each transaction near the target: halve on a slow one, grow on a fast one.
       if (ms > this.opts.targetTxnMs && this.chunk > 50) this.chunk = Math.max(50, Math.floor(this.chunk / 2));
       else if (ms < this.opts.targetTxnMs / 4 && this.chunk < 20_000) this.chunk *= 2;
     }
     // 3. The conversation row (PicoClaw's ClearConversation keeps it; a prune does not).
-    this.txn(() => {
-      db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-      db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
-    });
+    this.txn(() => this.deleteConversationRow(C));
     return true;
+  }
+
+  /** §3.5 steps 1-4: context items, summary links and parents, summaries with their FTS rows. */
+  private deleteSummaries(C: number): void {
+    const db = this.db;
+    const sumIds = (db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]).map((r) => String(r.id));
+    db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
+    db.prepare(`DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C);
+    db.prepare(`DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C, C);
+    this.deleteByRowids('summaries_fts', this.rowidsFor('summaries_fts', sumIds));
+    this.stats.summaries += db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
+  }
+
+  /** §3.5 steps 5-6 for the oldest `limit` messages: parts, links, FTS rows, messages. Returns how many. */
+  private deleteMessageChunk(C: number, limit: number): number {
+    const db = this.db;
+    const ids = (db.prepare(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`).all(C, limit) as { id: number }[]).map((r) => r.id);
+    if (ids.length === 0) return 0;
+    const lo = ids[0]!;
+    const hi = ids[ids.length - 1]!;
+    // Parts by the ids prepare() found: message_parts has no index on message_id, so the plain
+    // delete scans the whole table per chunk. Parts only ever come with a new message, which
+    // the conversation's re-check (count, newest time) catches before anything is deleted.
+    this.stats.parts += this.prepared
+      ? db.prepare(`DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(lo, hi, C, lo, hi).changes
+      : db.prepare(`DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(C, lo, hi).changes;
+    db.prepare(`DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(C, lo, hi);
+    db.prepare(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
+    this.deleteByRowids('messages_fts', this.rowidsFor('messages_fts', ids.map(String)));
+    const n = db.prepare(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi).changes;
+    this.stats.messages += n;
+    return n;
+  }
+
+  /** §3.5 step 7: the conversation row itself, last. */
+  private deleteConversationRow(C: number): void {
+    this.db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
+    this.db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
   }
 }
 

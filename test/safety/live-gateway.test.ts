@@ -23,7 +23,7 @@ describe('a live gateway', () => {
       idleMs: 2_000,
       maxAgeDays: [110, 3],
       passGapMs: [100, 400],
-      turnGapMs: 5,
+      turnGapMs: 120,
       oldShare: 0.05,
     });
     // The figures the issue asks for (longest guard write lock, slowest gateway write with and without a pass).
