@@ -18,7 +18,7 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '4000' },
     agents: { type: 'string', default: '4' },
     seed: { type: 'string', default: '1' },
-    'turn-gap-ms': { type: 'string', default: '5' },
+    'turn-gap-ms': { type: 'string', default: '120' },
     'old-share': { type: 'string', default: '0.1' },
     dir: { type: 'string' },
     keep: { type: 'boolean', default: false },
