@@ -1,4 +1,5 @@
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { writeFileAtomic } from '../io/atomic.js';
 import { join } from 'node:path';
 
 /**
@@ -24,9 +25,24 @@ export interface PruneHistoryEntry {
 export const HISTORY_FILE = 'prune-history.jsonl';
 const MAX_READ = 4 * 1024 * 1024;
 
+/** Past this size the history keeps only its newest half (months of hourly passes either way). */
+export const HISTORY_MAX_BYTES = 1024 * 1024;
+
 export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
   mkdirSync(stateDir, { recursive: true });
-  appendFileSync(join(stateDir, HISTORY_FILE), JSON.stringify(e) + '\n', { mode: 0o644 });
+  const path = join(stateDir, HISTORY_FILE);
+  let size = 0;
+  try {
+    size = statSync(path).size;
+  } catch {
+    size = 0;
+  }
+  if (size > HISTORY_MAX_BYTES) {
+    const text = readFileSync(path, 'utf8');
+    const tail = text.slice(text.length - HISTORY_MAX_BYTES / 2);
+    writeFileAtomic(path, tail.slice(tail.indexOf('\n') + 1));
+  }
+  appendFileSync(path, JSON.stringify(e) + '\n', { mode: 0o644 });
 }
 
 /** Every readable entry (bad lines are skipped), oldest first. Missing file → []. */
