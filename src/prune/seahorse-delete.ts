@@ -245,30 +245,29 @@ export class SeahorseDeleter {
     const db = this.db;
     const C = conversationId;
     const count = (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number }).n;
-    if (count <= this.chunk) {
-      // Small enough for one short transaction: everything at once (fewer commits, fewer chances
-      // to stand in a live gateway's way).
-      let aborted = false;
-      this.txn(() => {
-        if (guard && !guard()) {
-          aborted = true;
-          return false;
-        }
-        this.deleteSummaries(C);
-        while (this.deleteMessageChunk(C, this.chunk) > 0);
-        this.deleteConversationRow(C);
-      });
-      return !aborted;
-    }
     let aborted = false;
-    // 1. Summaries and everything hanging off them, plus context items (small).
-    this.txn(() => {
+    // The caller's re-check runs inside the first transaction: if the conversation changed, nothing goes.
+    const checked = (work: () => void) => () => {
       if (guard && !guard()) {
         aborted = true;
         return false;
       }
-      this.deleteSummaries(C);
-    });
+      work();
+    };
+    if (count <= this.chunk) {
+      // Small enough for one short transaction: everything at once (fewer commits, fewer chances
+      // to stand in a live gateway's way).
+      this.txn(
+        checked(() => {
+          this.deleteSummaries(C);
+          while (this.deleteMessageChunk(C, this.chunk) > 0);
+          this.deleteConversationRow(C);
+        }),
+      );
+      return !aborted;
+    }
+    // 1. Summaries and everything hanging off them, plus context items (small).
+    this.txn(checked(() => this.deleteSummaries(C)));
     if (aborted) return false;
     // 2. Messages in chunks, each with its parts, summary links and FTS rows.
     for (;;) {
