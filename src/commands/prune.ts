@@ -75,7 +75,7 @@ export function renderPruneText(r: PruneReport): string {
   if (r.orphans.length > 0) {
     out.push('');
     out.push(`Orphan seahorse conversations (no session file in any agent's folder): ${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length} by age`);
-    for (const o of r.orphans.slice(0, 20)) out.push(`  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : 'keep  '}  ${shortKey(o.key, 60)}  ${o.last_activity ?? 'undated'}  ${o.messages} messages`);
+    for (const o of r.orphans.slice(0, 20)) out.push(`  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : 'keep  '}  ${shortKey(o.key, 60)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}  ${o.messages} messages`);
     if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
   }
   for (const o of r.orphan_jsonl) out.push(`  kept: ${o.path}: ${o.reason}`);
@@ -92,7 +92,7 @@ export function renderPruneText(r: PruneReport): string {
       out.push(`size check: limit ${formatBytes(d.size_check.limit_bytes)}; ${d.size_check.estimated ? `estimated size after: ${formatBytes(d.size_check.projected_bytes_after ?? 0)} (an estimate: ${d.size_check.method})` : `${d.size_check.steps.length} step(s)`}`);
       if (d.size_check.shortfall) out.push(`size check stopped: ${d.size_check.shortfall}`);
     }
-    if (d.vacuum) out.push(`VACUUM: ${d.vacuum.ran ? `ran, gave back ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)}` : 'not run'}: ${d.vacuum.reason}`);
+    if (d.vacuum) out.push(`VACUUM: ${d.vacuum.ran ? `ran in ${d.vacuum.duration_ms} ms (file + WAL after the deletions shrank by ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)})` : 'not run'}: ${d.vacuum.reason}`);
     else if (dry && t.deleted_sessions > 0) out.push('VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)');
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
   for (const w of r.warnings) out.push(`warning: ${w}`);

@@ -17,6 +17,9 @@ import { dbFileBytes } from '../picoclaw/seahorse.js';
  */
 
 export const MIN_RECLAIM_BYTES = 1024 * 1024;
+
+/** Sizes in reasons read as MiB (the JSON report has the exact byte counts beside them). */
+const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
 export const MIN_RECLAIM_RATIO = 0.1;
 
 export interface VacuumReport {
@@ -67,15 +70,15 @@ export function roomForVacuum(dbPath: string, dbBytes: number, freeSpace: FreeSp
   if (sameFs) {
     const need = Math.ceil(dbBytes * 2 * margin);
     const tmpFree = freeSpace(tmp).availableBytes;
-    if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${need} bytes free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${dbFree} are free` };
-    if (tmpFree < need) return { ok: false, reason: `VACUUM needs about ${need} bytes free in the temp folder ${tmp} (same file system as the database); ${tmpFree} are free` };
-    return { ok: true, reason: `${dbFree} bytes free in ${dbDir} (needs ${need})` };
+    if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${mib(need)} free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${mib(dbFree)} are free` };
+    if (tmpFree < need) return { ok: false, reason: `VACUUM needs about ${mib(need)} free in the temp folder ${tmp} (same file system as the database); ${mib(tmpFree)} are free` };
+    return { ok: true, reason: `${mib(dbFree)} free in ${dbDir} (needs ${mib(need)})` };
   }
   const needDb = Math.ceil(dbBytes * margin);
-  if (dbFree < needDb) return { ok: false, reason: `VACUUM needs about ${needDb} bytes free in ${dbDir} for the WAL; ${dbFree} are free` };
+  if (dbFree < needDb) return { ok: false, reason: `VACUUM needs about ${mib(needDb)} free in ${dbDir} for the WAL; ${mib(dbFree)} are free` };
   const tmpFree = freeSpace(tmp).availableBytes;
-  if (tmpFree < needDb) return { ok: false, reason: `VACUUM needs about ${needDb} bytes free in the temp folder ${tmp}; ${tmpFree} are free (set SQLITE_TMPDIR to a larger folder)` };
-  return { ok: true, reason: `${dbFree} bytes free in ${dbDir} and ${tmpFree} in ${tmp}` };
+  if (tmpFree < needDb) return { ok: false, reason: `VACUUM needs about ${mib(needDb)} free in the temp folder ${tmp}; ${mib(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)` };
+  return { ok: true, reason: `${mib(dbFree)} free in ${dbDir} and ${mib(tmpFree)} in ${tmp}` };
 }
 
 export function pageStats(db: Database): { pageSize: number; pageCount: number; freelist: number } {
@@ -144,7 +147,7 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
     const fileBytes0 = p0.pageCount * p0.pageSize;
     const pre = p0.freelist * p0.pageSize + o.estimatedFreedBytes;
     if (pre < MIN_RECLAIM_BYTES || pre < fileBytes0 * MIN_RECLAIM_RATIO) {
-      return finish({ ...base, estimatedReclaimBytes: pre, reason: `not worth it: the deleted sessions' share plus free pages is about ${pre} bytes (needs at least 1 MiB and a tenth of the ${fileBytes0}-byte file); no FTS merge, no VACUUM; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+      return finish({ ...base, estimatedReclaimBytes: pre, reason: `not worth it: the deleted sessions' share plus free pages is about ${mib(pre)} (needs at least 1 MiB and a tenth of the ${mib(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
     }
   }
   foldFtsTombstones(db);
@@ -153,7 +156,7 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   const est = p.freelist * p.pageSize;
   base.estimatedReclaimBytes = est;
   if (est < MIN_RECLAIM_BYTES || est < fileBytes * MIN_RECLAIM_RATIO) {
-    return finish({ ...base, reason: `not worth it: would give back ${est} bytes (needs at least 1 MiB and a tenth of the ${fileBytes}-byte file); WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+    return finish({ ...base, reason: `not worth it: would give back ${mib(est)} (needs at least 1 MiB and a tenth of the ${mib(fileBytes)} file); WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
   }
   const room = roomForVacuum(o.path, fileBytes, o.freeSpace);
   if (!room.ok) {
@@ -161,5 +164,5 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   }
   const v = runVacuum(db, o.path);
   const after = dbFileBytes(o.path).total;
-  return { ...base, ran: true, reason: `would give back ${est} bytes (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
+  return { ...base, ran: true, reason: `worth it: about ${mib(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
 }
