@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildSampleHome } from '../../src/sample/builder.js';
-import { runCli } from '../support/cli.js';
+import { CLI, runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
@@ -97,5 +99,64 @@ describe('secrets never reach output, logs, reports or metrics', () => {
       const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
       expectClean(r.stdout + r.stderr, `${args.join(' ')} (broken config)`);
     }
+  });
+
+  it('the daemon: its log and /health, /metrics, /startup, /prune', async () => {
+    const root = tempDir();
+    const home = join(root, '.picoclaw');
+    buildSampleHome({ dir: home, seed: 10, sessions: 30, now: Date.now() });
+    plant(home);
+    const cfg = join(root, 'guard.json');
+    writeFileSync(cfg, JSON.stringify({ prune: { enabled: true } }));
+    const child = spawn(process.execPath, [CLI, 'run', '--home', home, '--config', cfg, '--state-dir', join(root, 'state'), '--port', '0'], {
+      env: { PATH: process.env.PATH, HOME: root, PICOGUARD_NO_SYSTEM_STATE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`no listening line: ${out} ${err}`)), 20_000);
+        const look = () => {
+          for (const line of out.split('\n')) {
+            try {
+              const l = JSON.parse(line);
+              if (l.msg === 'listening') {
+                clearTimeout(t);
+                return resolve(l.port);
+              }
+            } catch {
+              // not yet a whole line
+            }
+          }
+          setTimeout(look, 50);
+        };
+        look();
+      });
+      // Wait for the first pass so /prune has a report.
+      for (let i = 0; i < 200 && !out.includes('"prune pass"'); i++) await new Promise((r) => setTimeout(r, 50));
+      const get = (path: string) =>
+        new Promise<string>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve(`${res.statusCode} ${body}`));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      for (const path of ['/health', '/metrics', '/startup', '/prune', '/']) {
+        const body = await get(path);
+        expect(body.length).toBeGreaterThan(10);
+        expectClean(body, `GET ${path}`);
+      }
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    expectClean(out + err, 'the daemon log');
+    expectClean(allText(join(root, 'state')), 'the daemon state folder');
   });
 });
