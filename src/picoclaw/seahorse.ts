@@ -204,12 +204,20 @@ export function readContentBytes(db: Database): Map<number, number> {
     for (const r of rows) out.set(r.id, (out.get(r.id) ?? 0) + (r.b ?? 0));
   };
   add(db.prepare(`SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`).all() as { id: number; b: number }[]);
-  // message_parts has no index on message_id: join in memory (octet_length reads no overflow pages).
-  const convOf = new Map<number, number>();
-  for (const r of db.prepare(`SELECT message_id AS m, conversation_id AS c FROM messages`).iterate() as Iterable<{ m: number; c: number }>) convOf.set(r.m, r.c);
-  for (const r of db.prepare(`SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 AS b FROM message_parts`).iterate() as Iterable<{ m: number; b: number }>) {
-    const c = convOf.get(r.m);
-    if (c !== undefined) out.set(c, (out.get(c) ?? 0) + r.b);
+  // message_parts has no index on message_id: join in memory through the covering index of
+  // messages (a typed array indexed by message_id: 4 bytes a message, no per-row objects kept).
+  const maxId = (db.prepare(`SELECT MAX(message_id) AS m FROM messages`).get() as { m: number | null }).m ?? 0;
+  // Ids are never reused (AUTOINCREMENT): past 16M a Map of the live ones is the smaller of the two.
+  const dense = maxId <= 16_000_000;
+  const arr = dense ? new Int32Array(maxId + 1) : null;
+  const map = dense ? null : new Map<number, number>();
+  for (const r of db.prepare(`SELECT message_id AS m, conversation_id AS c FROM messages`).raw().iterate() as Iterable<[number, number]>) {
+    if (arr) arr[r[0]] = r[1];
+    else map!.set(r[0], r[1]);
+  }
+  for (const r of db.prepare(`SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 AS b FROM message_parts`).raw().iterate() as Iterable<[number, number]>) {
+    const c = arr ? (r[0] <= maxId ? arr[r[0]]! : 0) : (map!.get(r[0]) ?? 0);
+    if (c !== 0) out.set(c, (out.get(c) ?? 0) + r[1]);
   }
   add(db.prepare(`SELECT conversation_id AS id, SUM(octet_length(content) + 96) AS b FROM summaries GROUP BY conversation_id`).all() as { id: number; b: number }[]);
   return out;
