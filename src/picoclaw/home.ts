@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
@@ -189,9 +189,4 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
     gateway: { host, port, logLevel: logLevel.toLowerCase() },
     sessionPrune,
   };
-}
-
-/** Whether a PicoClaw home looks real: it exists and has a config, a workspace or a PID file. */
-export function homeLooksUsed(h: PicoClawHome): boolean {
-  return existsSync(h.home) && (h.configFound || existsSync(h.defaultWorkspace) || existsSync(h.pidPath));
 }

@@ -1,7 +1,7 @@
 import type { PicoClawHome } from './home.js';
 import { dbFileBytes, isMainAlias, openSeahorseRead, readConversations, type ConversationStat, type DbFileBytes } from './seahorse.js';
 import { scanStore, storeTimes, type FileFacts, type IgnoredEntry, type Issue, type StoredSession } from './sessions.js';
-import { parseGoTime, parseSqliteTime, usable } from './time.js';
+import { parseSqliteTime, usable } from './time.js';
 
 /**
  * The inventory: every session of every agent, with every usable timestamp, and
@@ -171,14 +171,4 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
     }
   }
   return { home, sessions, orphanJsonl, orphanConversations, ignored, storeErrors, seahorse };
-}
-
-/** Re-read one session's store-side signals (used just before deleting it). */
-export function lastActivityOfTimes(times: SessionTimes): number | null {
-  return newest(
-    usable(parseGoTime(times.meta_updated_at)),
-    usable(parseGoTime(times.meta_created_at)),
-    usable(parseGoTime(times.jsonl_last_line)),
-    usable(parseSqliteTime(times.seahorse_last_message)),
-  );
 }

@@ -291,8 +291,3 @@ export function planPrune(input: PlanInput): Plan {
 
   return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size };
 }
-
-/** Everything the plan deletes, oldest first. */
-export function victims(plan: Plan): PlanGroup[] {
-  return plan.groups.filter((g) => g.action === 'delete');
-}
