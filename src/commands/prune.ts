@@ -79,6 +79,11 @@ export function renderPruneText(r: PruneReport): string {
     if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
   }
   for (const o of r.orphan_jsonl) out.push(`  kept: ${o.path}: ${o.reason}`);
+  for (const o of r.orphans) if (o.action === 'keep' && o.detail) out.push(`  kept orphan ${shortKey(o.key, 60)}: ${REASON_TEXT[o.reason] ?? o.reason}: ${o.detail}`);
+  for (const c of r.shared_conversations ?? []) {
+    if (c.action === 'delete') out.push(`  deleted shared conversation ${shortKey(c.key, 60)}: ${c.detail ?? ''}`);
+    else out.push(`  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}${c.detail ? `: ${c.detail}` : ''}`);
+  }
   out.push('');
   const t = r.totals;
   out.push(`Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, keep ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`);

@@ -22,6 +22,8 @@ export interface ConversationStat {
   summaries: number;
   /** MAX(messages.created_at) as stored (`YYYY-MM-DD HH:MM:SS`, UTC), or null. */
   lastMessageAt: string | null;
+  /** MAX(messages.message_id): a new message always gets a higher one (null: no message; absent: not read). */
+  lastMessageId?: number | null;
   /** conversations.created_at (set once at insert; PicoClaw never updates the row). */
   createdAt: string | null;
 }
@@ -172,6 +174,7 @@ export function readConversations(db: Database): ConversationStat[] {
       `SELECT c.conversation_id AS conversationId, c.session_key AS key, c.created_at AS createdAt,
               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS messages,
               (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageAt,
+              (SELECT MAX(m.message_id) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageId,
               (SELECT COUNT(*) FROM summaries s WHERE s.conversation_id = c.conversation_id) AS summaries
          FROM conversations c ORDER BY c.conversation_id`,
     )

@@ -1,9 +1,11 @@
 import { accessSync, constants, lstatSync, unlinkSync } from 'node:fs';
+import { basename } from 'node:path';
 import { errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
+import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
 import { archiveSession } from './archive.js';
@@ -24,6 +26,8 @@ export interface Outcome {
   reason: Reason;
   detail?: string;
   archive?: string;
+  /** Kept, but part of it was deleted before a change stopped it: what went. */
+  partial?: string;
 }
 
 export interface SizeLoopReport {
@@ -37,6 +41,8 @@ export interface ApplyResult {
   groups: Map<number, Outcome>;
   /** Outcome per orphan conversation id. */
   orphans: Map<number, Outcome>;
+  /** Outcome per shared conversation id, for those whose every claimant was deleted. */
+  shared: Map<number, Outcome>;
   deletedSessions: number;
   deletedFileBytes: number;
   deletedConversations: number;
@@ -60,6 +66,8 @@ export interface ApplyOptions {
   onProgress?: (done: number, total: number, what: string) => void;
   /** Online: how long the database must be quiet before each write (see SeahorseDeleter). */
   quietMs?: number;
+  /** Test hook: called after each seahorse write transaction commits or rolls back. */
+  onTxn?: () => void;
   /** Test hook: called between the steps of deleting one session. */
   onStep?: (step: 'seahorse' | 'jsonl' | 'meta', s: SessionRecord) => void;
 }
@@ -95,6 +103,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   const res: ApplyResult = {
     groups: new Map(),
     orphans: new Map(),
+    shared: new Map(),
     deletedSessions: 0,
     deletedFileBytes: 0,
     deletedConversations: 0,
@@ -106,9 +115,9 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
   for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
 
-  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? 100) : 0 }) : null;
+  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? 100) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
   if (deleter) res.seahorse = deleter.stats;
-  const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last FROM messages WHERE conversation_id = ?`) : null;
+  const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(message_id) AS lastId FROM messages WHERE conversation_id = ?`) : null;
   const convExists = db ? db.prepare(`SELECT 1 FROM conversations WHERE conversation_id = ?`) : null;
 
   const ageCount = plan.groups.filter((g) => g.action === 'delete' && g.reason !== 'max_db_size_mb');
@@ -131,8 +140,53 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   let done = 0;
   const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
 
-  /** Delete one group; returns false (and records why) if it was kept. */
+  /** Whether conversation c still holds exactly what the plan saw, less the `gone` oldest messages this pass deleted. */
+  const convUnchanged = (c: ConversationStat, gone: number): boolean => {
+    const now = convStat!.get(c.conversationId) as { n: number; last: string | null; lastId: number | null };
+    if (now.n !== c.messages - gone) return false;
+    if (now.n === 0) return true;
+    return now.last === c.lastMessageAt && (c.lastMessageId === undefined || now.lastId === c.lastMessageId);
+  };
+
+  /** Delete one group; returns false (and records why) if it was kept, whole or in part. */
   const deleteGroup = (g: PlanGroup, reason: Reason): boolean => {
+    // What this group has lost so far, so that a stop part-way says exactly what is left.
+    const unlinked = new Set<string>();
+    const convDone = new Set<number>();
+    const convGone = new Map<number, number>();
+    const deletedParts: string[] = [];
+    /**
+     * Every member's files and every own conversation's rows, as planned (less what this
+     * group already deleted). Run before each irreversible step: a change anywhere in the
+     * group stops the whole group, not just the member it touched.
+     */
+    const checkGroup = (): void => {
+      for (const m of g.members) {
+        for (const f of [m.files.meta, m.files.jsonl]) if (f && !unlinked.has(f.path)) sameFile(f, f.path);
+      }
+      if (db) {
+        for (const c of g.ownConversations) {
+          if (convDone.has(c.conversationId) || !convExists!.get(c.conversationId)) continue;
+          if (!convUnchanged(c, convGone.get(c.conversationId) ?? 0)) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
+        }
+      }
+    };
+    const leftOf = (): string => {
+      const left: string[] = [];
+      for (const m of g.members) for (const f of [m.files.jsonl, m.files.meta]) if (f && !unlinked.has(f.path)) left.push(basename(f.path));
+      for (const c of g.ownConversations) {
+        if (convDone.has(c.conversationId)) continue;
+        const gone = convGone.get(c.conversationId) ?? 0;
+        left.push(`seahorse ${c.key} (${c.messages - gone}${gone ? ` of ${c.messages}` : ''} messages)`);
+      }
+      return left.length > 0 ? left.join(', ') : 'nothing';
+    };
+    const keep = (r: Reason, detail: string): false => {
+      if (deletedParts.length > 0) {
+        res.groups.set(g.id, { action: 'keep', reason: r, detail: `${detail}; stopped part-way: deleted ${deletedParts.join(', ')}; left: ${leftOf()}`, partial: deletedParts.join(', ') });
+      } else res.groups.set(g.id, { action: 'keep', reason: r, detail });
+      return false;
+    };
     try {
       for (const m of g.members) {
         sameFile(m.files.meta, m.files.meta?.path ?? 'meta');
@@ -142,18 +196,10 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           checkWritable(m.files.jsonl);
           accessSync(m.dir, constants.W_OK);
         } catch (err) {
-          res.groups.set(g.id, { action: 'keep', reason: 'not_writable', detail: `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions` });
-          return false;
+          return keep('not_writable', `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions`);
         }
       }
-      // Seahorse rows unchanged since planning (a message arrived → keep).
-      if (db) {
-        for (const c of g.ownConversations) {
-          if (!convExists!.get(c.conversationId)) continue;
-          const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
-          if (now.n !== c.messages || now.last !== c.lastMessageAt) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
-        }
-      }
+      checkGroup();
       let archive: string | undefined;
       if (o.archiveDir) {
         const archived = new Set<number>();
@@ -163,27 +209,47 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           try {
             archive = archiveSession(o.archiveDir, m, db, convs, o.nowMs);
           } catch (err) {
-            res.groups.set(g.id, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
-            return false;
+            return keep('archive_failed', errorMessage(err));
           }
         }
       }
       for (const c of g.ownConversations) {
         o.onStep?.('seahorse', g.members[0]!);
-        if (!convExists!.get(c.conversationId)) continue;
-        const ok = deleter!.deleteConversation(c.conversationId, () => {
-          const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
-          return now.n === c.messages && now.last === c.lastMessageAt;
+        if (!convExists!.get(c.conversationId)) {
+          convDone.add(c.conversationId);
+          continue;
+        }
+        let why: string | null = null;
+        const d = deleter!.deleteConversation(c.conversationId, (gone) => {
+          convGone.set(c.conversationId, gone);
+          try {
+            checkGroup();
+            return true;
+          } catch (err) {
+            if (!(err instanceof Changed)) throw err;
+            why = err.message;
+            return false;
+          }
         });
-        if (!ok) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
+        if (d.deletedMessages > 0 || d.touched) convGone.set(c.conversationId, d.deletedMessages);
+        if (!d.complete) {
+          if (d.touched) deletedParts.push(`${d.deletedMessages} of ${c.messages} seahorse messages of ${c.key} (its summaries too)`);
+          throw new Changed(why ?? `seahorse conversation ${c.key} changed since planning`);
+        }
+        convDone.add(c.conversationId);
+        deletedParts.push(`seahorse ${c.key} (${c.messages} messages)`);
         res.deletedConversations++;
       }
       for (const m of g.members) {
-        o.onStep?.('jsonl', m);
-        unlinkExact(m.files.jsonl, m.files.jsonl?.path ?? '');
-        o.onStep?.('meta', m);
-        unlinkExact(m.files.meta, m.files.meta?.path ?? '');
-        res.deletedFileBytes += m.jsonlBytes + m.metaBytes;
+        for (const [step, f] of [['jsonl', m.files.jsonl], ['meta', m.files.meta]] as const) {
+          o.onStep?.(step, m);
+          if (!f) continue;
+          checkGroup();
+          unlinkExact(f, f.path);
+          unlinked.add(f.path);
+          deletedParts.push(basename(f.path));
+          res.deletedFileBytes += f === m.files.jsonl ? m.jsonlBytes : m.metaBytes;
+        }
         res.deletedSessions++;
       }
       const dirs = new Set(g.members.map((m) => m.dir));
@@ -191,18 +257,11 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       res.groups.set(g.id, { action: 'delete', reason, archive });
       return true;
     } catch (err) {
-      if (err instanceof Changed) {
-        res.groups.set(g.id, { action: 'keep', reason: 'changed_since_plan', detail: err.message });
-        return false;
-      }
+      if (err instanceof Changed) return keep('changed_since_plan', err.message);
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
-      if (err instanceof GatewayBusy) {
-        res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: err.message });
-        return false;
-      }
-      res.groups.set(g.id, { action: 'keep', reason: 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
-      return false;
+      if (err instanceof GatewayBusy) return keep('interrupted', err.message);
+      return keep('delete_failed', `${code ?? ''} ${errorMessage(err)}`.trim());
     }
   };
 
@@ -224,14 +283,14 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     }
     const c = or.conversation;
     try {
-      const ok = convExists!.get(c.conversationId)
-        ? deleter.deleteConversation(c.conversationId, () => {
-            const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
-            return now.n === c.messages && now.last === c.lastMessageAt;
-          })
-        : true;
-      if (ok) res.deletedConversations++;
-      res.orphans.set(c.conversationId, ok ? { action: 'delete', reason: 'max_age_days' } : { action: 'keep', reason: 'changed_since_plan' });
+      const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
+      if (d.complete) res.deletedConversations++;
+      res.orphans.set(
+        c.conversationId,
+        d.complete
+          ? { action: 'delete', reason: 'max_age_days' }
+          : { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages (and its summaries) were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) },
+      );
     } catch (err) {
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
@@ -311,16 +370,26 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     }
   }
 
-  // Shared conversations go once every session that claimed them is gone.
-  if (deleter && !res.interrupted) {
-    for (const sh of plan.shared) {
-      if (sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete') && convExists!.get(sh.conversation.conversationId)) {
-        try {
-          if (deleter.deleteConversation(sh.conversation.conversationId)) res.deletedConversations++;
-        } catch {
-          // kept: the next pass retries
-        }
+  // Shared conversations go once every session that claimed them is gone, with the same re-check.
+  for (const sh of plan.shared) {
+    const c = sh.conversation;
+    if (!sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete')) continue;
+    if (!deleter || res.interrupted || stop()) {
+      res.shared.set(c.conversationId, { action: 'keep', reason: 'interrupted', detail: 'not reached: the pass was stopped; the next pass deletes it' });
+      continue;
+    }
+    try {
+      const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
+      if (d.complete) {
+        res.deletedConversations++;
+        res.shared.set(c.conversationId, { action: 'delete', reason: 'max_age_days', detail: `every session that claimed it was deleted` });
+      } else {
+        res.shared.set(c.conversationId, { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) });
       }
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
+      res.shared.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
     }
   }
 

@@ -239,7 +239,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         onProgress: o.onProgress,
       });
     }
-    const partial = result !== null && [...result.groups.values()].some((x) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason));
+    const refused = (x: { action: string; reason: string }) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason);
+    const partial = result !== null && [...result.groups.values(), ...result.orphans.values(), ...result.shared.values()].some(refused);
     const report = buildReport({ ...withGw, inventory: inv, plan, result, skipped: null, exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK, warnings, dbFacts });
     if (o.apply && o.stateDir) {
       try {

@@ -24,6 +24,8 @@ export interface PruneSessionEntry {
   estimated_db_bytes: number | null;
   issues: string[];
   archive: string | null;
+  /** Kept, but part of it was deleted before a change stopped the delete: what went. */
+  partly_deleted: string | null;
 }
 
 export interface PruneReport {
@@ -36,7 +38,9 @@ export interface PruneReport {
   policy: Record<string, { value: unknown; source: string; from: string | null }>;
   age_check: 'applied' | 'disabled' | 'skipped_clock' | null;
   sessions: PruneSessionEntry[];
-  orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null }[];
+  orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
+  /** Conversations claimed by sessions of several groups, once every claimant was deleted (apply only). */
+  shared_conversations: { key: string; conversation_id: number; messages: number; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
   orphan_jsonl: { path: string; bytes: number; action: 'keep'; reason: string }[];
   database: {
     path: string;
@@ -102,6 +106,7 @@ export function buildReport(r: ReportInput): PruneReport {
   for (const k of POLICY_KEYS) policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
   const sessions: PruneSessionEntry[] = [];
   const orphans: PruneReport['orphans'] = [];
+  const shared: PruneReport['shared_conversations'] = [];
   const byReason: Record<string, number> = {};
   let deletedSessions = 0;
   let freed = 0;
@@ -133,6 +138,7 @@ export function buildReport(r: ReportInput): PruneReport {
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
           issues: m.issues,
           archive: 'archive' in outcome && outcome.archive ? outcome.archive : null,
+          partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
         });
       }
     }
@@ -146,7 +152,13 @@ export function buildReport(r: ReportInput): PruneReport {
         action: outcome.action,
         reason: outcome.reason,
         detail: 'detail' in outcome && outcome.detail ? outcome.detail : null,
+        partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
       });
+    }
+    for (const sh of r.plan.shared) {
+      const outcome = r.result?.shared.get(sh.conversation.conversationId);
+      if (!outcome) continue;
+      shared.push({ key: sh.conversation.key, conversation_id: sh.conversation.conversationId, messages: sh.conversation.messages, action: outcome.action, reason: outcome.reason, detail: outcome.detail ?? null, partly_deleted: outcome.partial ?? null });
     }
   }
   const inv = r.inventory;
@@ -164,6 +176,7 @@ export function buildReport(r: ReportInput): PruneReport {
     age_check: r.plan?.ageCheck ?? null,
     sessions,
     orphans,
+    shared_conversations: shared,
     orphan_jsonl: (inv?.orphanJsonl ?? []).map((o) => ({ path: o.file.path, bytes: o.file.bytes, action: 'keep' as const, reason: 'no .meta.json: not a session PicoClaw lists; kept' })),
     database: {
       path: r.home.seahorsePath,
