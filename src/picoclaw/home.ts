@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
@@ -72,6 +72,15 @@ export function normalizeAgentId(id: unknown): string {
   const s = typeof id === 'string' ? id.trim().toLowerCase() : '';
   const cleaned = s.replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64);
   return cleaned === '' ? 'main' : cleaned;
+}
+
+/** A folder's real path when it exists (symlinks resolved), else its resolved path. */
+function realDir(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -160,9 +169,16 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   const defaultAgent = agents.find((a) => a.id === 'main')?.id ?? (flagged ? normalizeAgentId(flagged.a.id) : agents[0]!.id);
   for (const a of agents) a.isDefault = a.id === defaultAgent;
 
-  const byDir = new Map<string, string[]>();
-  for (const a of agents) byDir.set(a.sessionsDir, [...(byDir.get(a.sessionsDir) ?? []), a.id]);
-  const sessionsDirs = [...byDir.entries()].map(([dir, ids]) => ({ dir, agents: ids }));
+  // One entry per folder on disk, not per path: an agent whose workspace is a symlink to another
+  // agent's reaches the same files, and each file must be one session once (counted, deleted once).
+  const byDir = new Map<string, { dir: string; agents: string[] }>();
+  for (const a of agents) {
+    const id = realDir(a.sessionsDir);
+    const e = byDir.get(id);
+    if (e) e.agents.push(a.id);
+    else byDir.set(id, { dir: a.sessionsDir, agents: [a.id] });
+  }
+  const sessionsDirs = [...byDir.values()];
 
   const defaultWs = agents.find((a) => a.id === defaultAgent)!.workspace;
   let host = typeof gatewayRaw.host === 'string' && gatewayRaw.host !== '' ? gatewayRaw.host : DEFAULT_HOST;

@@ -9,9 +9,10 @@ import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
 import { archiveSession } from './archive.js';
-import type { Plan, PlanGroup, Reason } from './plan.js';
+import { sizeHolders, type Plan, type PlanGroup, type Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
-import { foldFtsTombstones, pageStats, roomForVacuum, runVacuum, vacuumAfterPass, type VacuumReport } from './vacuum.js';
+import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, mib, pageStats, roomForVacuum, runVacuum, vacuumAfterPass, type VacuumReport } from './vacuum.js';
+import type { OwedVacuum } from './vacuum-owed.js';
 
 /**
  * The only code that deletes. It executes a plan exactly: nothing the plan did not
@@ -34,6 +35,8 @@ export interface SizeLoopReport {
   ran: boolean;
   steps: { deleted: number; bytesAfter: number; vacuumed: boolean }[];
   stoppedBecause: string | null;
+  /** Set when the limit cannot be met by deleting (protected sessions hold the rows): why, and who. */
+  unmet: string | null;
 }
 
 export interface ApplyResult {
@@ -50,6 +53,8 @@ export interface ApplyResult {
   vacuum: VacuumReport | null;
   size: SizeLoopReport;
   interrupted: boolean;
+  /** The VACUUM owed after this pass (null: none), for the guard's state. */
+  owed: OwedVacuum | null;
 }
 
 export interface ApplyOptions {
@@ -66,6 +71,8 @@ export interface ApplyOptions {
   onProgress?: (done: number, total: number, what: string) => void;
   /** Online: how long the database must be quiet before each write (see SeahorseDeleter). */
   quietMs?: number;
+  /** A VACUUM an earlier online pass deferred (from the guard's state). */
+  vacuumOwed?: OwedVacuum | null;
   /** Test hook: called after each seahorse write transaction commits or rolls back. */
   onTxn?: () => void;
   /** Test hook: called between the steps of deleting one session. */
@@ -109,7 +116,8 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     deletedConversations: 0,
     seahorse: null,
     vacuum: null,
-    size: { ran: false, steps: [], stoppedBecause: null },
+    size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
+    owed: null,
     interrupted: false,
   };
   for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
@@ -302,13 +310,22 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   // The size guard, on measurements: batches that are prefixes of the oldest-first order.
   const limit = plan.size.limitBytes;
   let vacuumedBySize = false;
+  let vacuumMs = 0;
+  /** Online with VACUUM allowed: the file cannot shrink during this pass; deletions are counted against an estimate. */
+  const deferred = plan.policy.vacuum && o.online && !o.forceVacuum;
+  const canVacuum = plan.policy.vacuum && (!o.online || o.forceVacuum);
+  res.owed = o.vacuumOwed ?? null;
   if (db && plan.size.checked && !res.interrupted) {
     res.size.ran = true;
     const queue = plan.groups.filter((g) => g.sizeEligible && res.groups.get(g.id)!.action === 'keep');
-    const canVacuum = plan.policy.vacuum && (!o.online || o.forceVacuum);
     let qi = 0;
-    // The size guard always vacuums first: free pages alone may bring the file under the limit.
-    let deletedSinceVacuum = true;
+    // VACUUM first only when it can give space back: rows deleted (by this pass, or by an online
+    // pass that owed it) or enough free pages. A VACUUM that gives nothing back still rewrites the
+    // whole file (an 830 MB database: 2.5 GB written), on every pass.
+    const p0 = pageStats(db);
+    const free0 = p0.freelist * p0.pageSize;
+    const fileBytes0 = dbFileBytes(o.dbPath).total;
+    let deletedSinceVacuum = res.deletedConversations > 0 || o.vacuumOwed != null || (free0 >= MIN_RECLAIM_BYTES && (free0 >= p0.pageCount * p0.pageSize * MIN_RECLAIM_RATIO || fileBytes0 - free0 <= limit));
     for (;;) {
       if (stop()) {
         res.interrupted = true;
@@ -321,49 +338,99 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           res.size.stoppedBecause = `cannot VACUUM: ${room.reason}`;
           break;
         }
+        const t = performance.now();
         foldFtsTombstones(db);
         runVacuum(db, o.dbPath);
+        vacuumMs += performance.now() - t;
         vacuumedBySize = true;
         deletedSinceVacuum = false;
+        res.owed = null;
       }
       const bytes = dbFileBytes(o.dbPath).total;
       const last = res.size.steps[res.size.steps.length - 1];
       if (last) last.bytesAfter = bytes;
       if (bytes <= limit) break;
-      if (qi >= queue.length) {
-        res.size.stoppedBecause = 'only protected sessions (newest, undated or unreadable) hold the remaining rows';
-        break;
-      }
-      // Choose the smallest prefix of what is left whose estimated share covers the excess.
       const p = pageStats(db);
       const used = (p.pageCount - p.freelist) * p.pageSize;
       const content = readContentBytes(db);
       let totalContent = 0;
       for (const b of content.values()) totalContent += b;
-      const need = (canVacuum ? bytes : Math.min(bytes, used)) - limit;
+      // What the deletions are measured against: after a VACUUM the file itself; before one, what
+      // a VACUUM would leave; while one is owed, the estimate it was owed with, grown with the content since.
+      let basis = canVacuum ? (vacuumedBySize ? bytes : used) : Math.min(bytes, used);
+      const owed = res.owed;
+      if (deferred) {
+        if (owed && owed.estimated_bytes_after !== null) {
+          basis = owed.content_bytes ? Math.round((owed.estimated_bytes_after * totalContent) / owed.content_bytes) : owed.estimated_bytes_after;
+        }
+        if (basis <= limit) {
+          res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: basis, content_bytes: totalContent, reason: 'the size guard deleted while the gateway ran' };
+          res.size.stoppedBecause = `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}: the estimated size after it, ${mib(basis)}, fits the limit; nothing more is deleted for this excess; it runs at the next pass while the gateway is stopped (the pre-start pass)`;
+          break;
+        }
+      }
+      if (qi >= queue.length) {
+        res.size.stoppedBecause = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders(plan, res)}; no VACUUM (it would give nothing back)`;
+        res.size.unmet = res.size.stoppedBecause;
+        break;
+      }
+      // Choose the smallest prefix of what is left whose estimated share covers the excess.
+      const need = basis - limit;
       let covered = 0;
+      let coveredContent = 0;
       let taken = 0;
+      let refused: PlanGroup | null = null;
       const step = { deleted: 0, bytesAfter: bytes, vacuumed: canVacuum };
       while (qi < queue.length && (taken === 0 || covered < need) && !stop()) {
         const g = queue[qi++]!;
-        const share = totalContent === 0 ? 0 : (used * g.ownConversations.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent;
+        const own = g.ownConversations.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0);
+        const share = totalContent === 0 ? 0 : (basis * own) / totalContent;
         if (deleteGroup(g, 'max_db_size_mb')) {
           covered += share;
+          coveredContent += own;
           taken++;
           step.deleted++;
           deletedSinceVacuum = true;
+        } else {
+          refused = g;
         }
         o.onProgress?.(done, total, `size guard: ${g.key}`);
+        if (refused) break;
       }
       res.size.steps.push(step);
+      if (refused) {
+        // A session the guard would not touch still holds its rows; deleting the next one in its
+        // place would make a safety refusal cost another session. The next pass measures again.
+        res.size.stoppedBecause = `${refused.key} was kept (${res.groups.get(refused.id)!.reason}): the size guard stops rather than delete another session in its place; the next pass measures again`;
+        if (canVacuum && deletedSinceVacuum) {
+          const t = performance.now();
+          if (roomForVacuum(o.dbPath, dbFileBytes(o.dbPath).db, o.freeSpace).ok) {
+            foldFtsTombstones(db);
+            runVacuum(db, o.dbPath);
+            vacuumMs += performance.now() - t;
+            vacuumedBySize = true;
+            res.owed = null;
+          }
+          step.bytesAfter = dbFileBytes(o.dbPath).total;
+        }
+        break;
+      }
       if (step.deleted === 0 && qi >= queue.length) {
         res.size.stoppedBecause = 'no remaining session could be deleted';
+        break;
+      }
+      if (deferred) {
+        step.bytesAfter = dbFileBytes(o.dbPath).total;
+        res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: Math.max(0, Math.round(basis - covered)), content_bytes: totalContent - coveredContent, reason: 'the size guard deleted while the gateway ran' };
+        res.size.stoppedBecause = covered >= need
+          ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${mib(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
+          : 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass';
         break;
       }
       if (!canVacuum) {
         step.bytesAfter = dbFileBytes(o.dbPath).total;
         if (step.bytesAfter >= bytes) {
-          res.size.stoppedBecause = o.online && plan.policy.vacuum ? 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass' : 'a step without VACUUM made no progress (vacuum is off)';
+          res.size.stoppedBecause = 'a step without VACUUM made no progress (vacuum is off)';
           break;
         }
       }
@@ -394,22 +461,30 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   }
 
   const deletedAny = res.deletedSessions > 0 || res.deletedConversations > 0;
+  const offline = !o.online || o.forceVacuum;
   if (db && deletedAny && !vacuumedBySize && stop()) {
     // Stopped (SIGTERM, a deadline, a lock): no long VACUUM now; the next pass decides again.
     const b = dbFileBytes(o.dbPath).total;
     res.vacuum = { ran: false, reason: 'skipped: the pass was stopped before its end; the next pass decides again', estimatedReclaimBytes: null, bytesBefore: b, bytesAfter: b, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
-  } else if (db && deletedAny && !vacuumedBySize) {
+    if (plan.policy.vacuum) res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'a pass that deleted rows was stopped before its VACUUM' };
+  } else if (db && (deletedAny || (o.vacuumOwed && offline && plan.policy.vacuum)) && !vacuumedBySize) {
     // What the deletions should give back, from each deleted session's estimated share (when known).
+    // An owed VACUUM was counted on by earlier online passes: measured after the FTS merge, not pre-estimated.
     let estimatedFreed: number | null = null;
-    if (plan.size.method) {
+    if (plan.size.method && !o.vacuumOwed) {
       estimatedFreed = 0;
       for (const g of plan.groups) if (res.groups.get(g.id)!.action === 'delete') estimatedFreed += g.estimatedDbBytes;
       for (const x of plan.orphans) if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
     }
     res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace, estimatedFreedBytes: estimatedFreed });
+    if (o.vacuumOwed && offline) res.vacuum.reason = `owed since ${o.vacuumOwed.since} (${o.vacuumOwed.reason}): ${res.vacuum.reason}`;
+    if (plan.policy.vacuum && !offline) {
+      // Deferred: remembered, so that the next offline pass runs it even if it deletes nothing.
+      res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'rows deleted while the gateway ran' };
+    } else if (offline && !res.vacuum.reason.includes('skipped:')) res.owed = null;
   } else if (db && vacuumedBySize) {
     const b = dbFileBytes(o.dbPath).total;
-    res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: 0, walCheckpoint: 'truncate' };
+    res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: vacuumMs, walCheckpoint: 'truncate' };
   }
   return res;
 }

@@ -20,6 +20,14 @@ export interface PruneHistoryEntry {
   sessions_after: number;
   duration_ms: number;
   reason: string | null;
+  /** Sessions with no usable timestamp (never deleted, yet counted toward max_sessions); absent in older lines. */
+  undated_sessions?: number;
+  /** Dated sessions those undated ones pushed out under max_sessions. */
+  displaced_by_undated?: number;
+  /** Why seahorse.db stays over max_db_size_mb when no deletion can bring it under (which sessions hold the rows). */
+  size_limit_unmet?: string | null;
+  /** Set while a VACUUM deferred by an online pass waits for an offline one. */
+  vacuum_owed_since?: string | null;
 }
 
 export const HISTORY_FILE = 'prune-history.jsonl';

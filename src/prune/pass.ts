@@ -17,6 +17,7 @@ import { appendHistory } from './history.js';
 import { planPrune, type DbFacts, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
+import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from './vacuum-owed.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -224,9 +225,19 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       now: now.getTime(),
       db: dbFacts,
     });
+    if (plan.undated.displaced > 0) {
+      warnings.push(
+        `${plan.undated.groups} undated session(s) (no usable timestamp) count toward max_sessions=${values.max_sessions} and are never deleted (PicoClaw's rule): ` +
+          `they push out ${plan.undated.displaced} dated session(s) that would otherwise be kept; give them a timestamp or remove them by hand (picoclaw-guard sessions lists them)`,
+      );
+    }
     let result: ApplyResult | null = null;
+    // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
+    let owedBefore: OwedVacuum | null = null;
+    if (o.stateDir && db) owedBefore = readOwedVacuum(o.stateDir, inv.seahorse.path);
     if (o.apply) {
       result = applyPlan({
+        vacuumOwed: owedBefore,
         plan,
         db,
         dbPath: inv.seahorse.path,
@@ -242,6 +253,14 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     const refused = (x: { action: string; reason: string }) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason);
     const partial = result !== null && [...result.groups.values(), ...result.orphans.values(), ...result.shared.values()].some(refused);
     const report = buildReport({ ...withGw, inventory: inv, plan, result, skipped: null, exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK, warnings, dbFacts });
+    if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
+      try {
+        writeOwedVacuum(o.stateDir, inv.seahorse.path, result.owed);
+      } catch (err) {
+        report.warnings.push(`could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+      }
+    }
+    if (result?.size.unmet) report.warnings.push(`seahorse.db stays over max_db_size_mb: ${result.size.unmet}`);
     if (o.apply && o.stateDir) {
       try {
         appendHistory(o.stateDir, {
@@ -256,6 +275,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
           sessions_after: report.totals.sessions - report.totals.deleted_sessions,
           duration_ms: report.duration_ms,
           reason: null,
+          undated_sessions: plan.undated.groups,
+          displaced_by_undated: plan.undated.displaced,
+          size_limit_unmet: result?.size.unmet ?? null,
+          vacuum_owed_since: result?.owed?.since ?? null,
         });
       } catch (err) {
         report.warnings.push(`could not record the pass in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);

@@ -84,6 +84,8 @@ export interface Plan {
   /** Conversations claimed by sessions of several groups: deleted only when every one of those groups is. */
   shared: { conversation: ConversationStat; groupIds: number[] }[];
   size: SizePlan;
+  /** Undated groups (no usable timestamp: never deleted, yet counted) and the dated ones they push out. */
+  undated: { groups: number; displaced: number };
 }
 
 export interface PlanInput {
@@ -108,6 +110,8 @@ const UNSAFE_ISSUES: Record<string, KeepReason> = {
   jsonl_not_regular_file: 'not_regular_file',
   jsonl_unreadable: 'not_regular_file',
 };
+
+const UNSAFE_REASONS = new Set<Reason>(Object.values(UNSAFE_ISSUES));
 
 function unsafeReason(s: SessionRecord): KeepReason | null {
   for (const i of s.issues) if (UNSAFE_ISSUES[i]) return UNSAFE_ISSUES[i]!;
@@ -152,6 +156,18 @@ function compareGroups(a: { lastActivityMs: number | null; key: string; tie: str
     return x - y;
   }
   return a.key < b.key ? -1 : a.key > b.key ? 1 : a.tie < b.tie ? -1 : a.tie > b.tie ? 1 : 0;
+}
+
+const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
+
+/** Which kept sessions hold most of seahorse.db (their estimated share), largest first: why a limit cannot be met. */
+export function sizeHolders(plan: Pick<Plan, 'groups'>, outcome: { groups: Map<number, { action: string; reason: Reason }> } | null): string {
+  const kept = plan.groups
+    .filter((g) => (outcome?.groups.get(g.id)?.action ?? g.action) === 'keep' && g.estimatedDbBytes > 0)
+    .sort((a, b) => b.estimatedDbBytes - a.estimatedDbBytes);
+  if (kept.length === 0) return 'no session holds a measurable share';
+  const top = kept.slice(0, 3).map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${mib(g.estimatedDbBytes)}`);
+  return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
 }
 
 export function planPrune(input: PlanInput): Plan {
@@ -214,9 +230,19 @@ export function planPrune(input: PlanInput): Plan {
     }
   }
 
-  // 2. Count: all agents together, undated and protected groups included.
+  // 2. Count: all agents together, undated and protected groups included. Groups kept only
+  // because the guard refuses to touch them (an unreadable meta, a .jsonl that is not a
+  // regular file) do not count: PicoClaw's ListSessions skips an unreadable meta, and a
+  // refusal must never make room by deleting another session.
+  const undatedGroups = groups.filter((g) => g.reason === 'undated').length;
+  let displacedByUndated = 0;
   if (policy.max_sessions > 0) {
-    let remaining = groups.filter((g) => g.action === 'keep').length;
+    const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason);
+    let remaining = groups.filter(counted).length;
+    const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id]).length;
+    const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
+    // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
+    displacedByUndated = over(remaining) - over(remaining - undatedGroups);
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id]) {
@@ -281,7 +307,7 @@ export function planPrune(input: PlanInput): Plan {
         g.reason = 'max_db_size_mb';
         projected -= g.estimatedDbBytes;
       }
-      if (projected > limit) size.shortfall = 'only protected sessions (newest, undated or unreadable) hold the remaining rows';
+      if (projected > limit) size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
   } else if (input.db.present && policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
@@ -289,5 +315,5 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size };
+  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated } };
 }

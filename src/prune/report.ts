@@ -36,7 +36,9 @@ export interface PruneReport {
   home: string;
   gateway: { state: string; reason: string } | null;
   policy: Record<string, { value: unknown; source: string; from: string | null }>;
-  age_check: 'applied' | 'disabled' | 'skipped_clock' | null;
+  age_check: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | null;
+  /** Sessions with no usable timestamp: never deleted, yet counted toward max_sessions; `displaced`: dated sessions they push out. */
+  undated: { sessions: number; displaced: number } | null;
   sessions: PruneSessionEntry[];
   orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
   /** Conversations claimed by sessions of several groups, once every claimant was deleted (apply only). */
@@ -55,8 +57,12 @@ export interface PruneReport {
       projected_bytes_after: number | null;
       method: string | null;
       shortfall: string | null;
+      /** Set when no deletion can bring the database under the limit: why, and which sessions hold the rows. */
+      limit_unmet: string | null;
       steps: { deleted: number; bytes_after: number; vacuumed: boolean }[];
     };
+    /** A VACUUM deferred while the gateway ran, owed to the next offline pass (after this pass). */
+    vacuum_owed: { since: string; estimated_bytes_after: number | null; reason: string } | null;
     vacuum: { ran: boolean; reason: string; estimated_reclaim_bytes: number | null; reclaimed_bytes: number | null; duration_ms: number; wal_checkpoint: string } | null;
     longest_write_ms: number | null;
     transactions: number | null;
@@ -174,6 +180,7 @@ export function buildReport(r: ReportInput): PruneReport {
     gateway: r.gateway ? { state: r.gateway.state, reason: r.gateway.reason } : null,
     policy,
     age_check: r.plan?.ageCheck ?? null,
+    undated: r.plan ? { sessions: r.plan.undated.groups, displaced: r.plan.undated.displaced } : null,
     sessions,
     orphans,
     shared_conversations: shared,
@@ -191,8 +198,10 @@ export function buildReport(r: ReportInput): PruneReport {
         projected_bytes_after: sizePlan?.checked ? sizePlan.projectedBytesAfter : null,
         method: sizePlan?.checked ? (r.mode === 'dry-run' ? `dry-run estimate: ${sizePlan.method}` : sizePlan.method) : null,
         shortfall: r.result ? r.result.size.stoppedBecause : (sizePlan?.shortfall ?? null),
+        limit_unmet: r.result ? r.result.size.unmet : sizePlan?.shortfall?.startsWith('the limit cannot be met') ? sizePlan.shortfall : null,
         steps: (r.result?.size.steps ?? []).map((s) => ({ deleted: s.deleted, bytes_after: s.bytesAfter, vacuumed: s.vacuumed })),
       },
+      vacuum_owed: r.result?.owed ? { since: r.result.owed.since, estimated_bytes_after: r.result.owed.estimated_bytes_after, reason: r.result.owed.reason } : null,
       vacuum: v ? { ran: v.ran, reason: v.reason, estimated_reclaim_bytes: v.estimatedReclaimBytes, reclaimed_bytes: v.reclaimedBytes, duration_ms: Math.round(v.durationMs), wal_checkpoint: v.walCheckpoint } : null,
       longest_write_ms: r.result?.seahorse ? Math.round(r.result.seahorse.longestTxnMs * 10) / 10 : null,
       transactions: r.result?.seahorse?.transactions ?? null,

@@ -19,7 +19,7 @@ import { dbFileBytes } from '../picoclaw/seahorse.js';
 export const MIN_RECLAIM_BYTES = 1024 * 1024;
 
 /** Sizes in reasons read as MiB (the JSON report has the exact byte counts beside them). */
-const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
+export const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
 export const MIN_RECLAIM_RATIO = 0.1;
 
 export interface VacuumReport {
