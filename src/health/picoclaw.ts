@@ -63,6 +63,13 @@ export interface LastPrune {
   sessions_after: number;
   duration_seconds: number;
   reason: string | null;
+  /** Undated sessions (never deleted, yet counted toward max_sessions) and the dated ones they pushed out; absent before they were recorded. */
+  undated_sessions?: number;
+  displaced_by_undated?: number;
+  /** Why seahorse.db cannot be brought under max_db_size_mb by deleting (which sessions hold the rows). */
+  size_limit_unmet?: string | null;
+  /** A VACUUM deferred while the gateway ran, waiting for an offline pass. */
+  vacuum_owed_since?: string | null;
 }
 
 export interface PicoClawReading {
@@ -171,6 +178,10 @@ export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
           sessions_after: last.sessions_after,
           duration_seconds: last.duration_ms / 1000,
           reason: last.reason,
+          undated_sessions: last.undated_sessions,
+          displaced_by_undated: last.displaced_by_undated,
+          size_limit_unmet: last.size_limit_unmet,
+          vacuum_owed_since: last.vacuum_owed_since,
         }
       : null,
     last_bootstrap_gap_seconds: opts.lastBootstrapGapSeconds ?? null,

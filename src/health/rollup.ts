@@ -96,6 +96,11 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
       }
     }
     for (const s of pc.sessions.stores) if (s.error) add('warn', 'sessions_unreadable', `sessions folder ${s.dir}: ${s.error}`);
+    const lp = pc.last_prune;
+    if (lp?.displaced_by_undated) {
+      add('warn', 'undated_sessions_displace', `${lp.undated_sessions ?? '?'} undated session(s) count toward max_sessions and are never deleted: the last prune (${lp.at}) deleted ${lp.displaced_by_undated} dated session(s) in their place`);
+    }
+    if (lp?.size_limit_unmet) add('warn', 'seahorse_limit_unmet', `seahorse.db cannot be brought under max_db_size_mb by pruning (last prune ${lp.at}): ${lp.size_limit_unmet}`);
   }
 
   const status: Status = problems.some((p) => p.level === 'critical') ? 'CRITICAL' : problems.length > 0 ? 'WARN' : 'OK';
