@@ -57,6 +57,7 @@ export function renderPruneText(r: PruneReport): string {
   }
   if (r.age_check === 'skipped_clock') out.push('age check: SKIPPED (the clock reads before 2024; set the time, e.g. NTP, and run again)');
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
+  else if (r.age_check === 'skipped_clock_jump') out.push('age check: SKIPPED this pass (the wall clock jumped since the last pass; see the warning below)');
   out.push('');
   const nowMs = Date.parse(r.now);
   const rows = r.sessions.map((s) => [

@@ -5,6 +5,7 @@ import { renderMetrics, emptyPruneStats, type PruneOutcome, type PruneStats } fr
 import { isLoopback, jsonReply, startServer, METRICS_TYPE, type Reply, type RunningServer } from '../metrics/server.js';
 import { TextfileWriter } from '../metrics/textfile.js';
 import type { PruneReport } from '../prune/report.js';
+import { ClockWatch } from './clock-watch.js';
 import { createLogger, type Logger } from './log.js';
 import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
 import { PassRunner } from './pass-runner.js';
@@ -85,6 +86,8 @@ export class Daemon {
   private readonly stats: PruneStats = emptyPruneStats();
   private readonly version = packageVersion();
   private readonly startedAt = Date.now();
+  /** Wall clock against monotonic between passes: a jump skips that pass's age check. */
+  private readonly clockWatch = new ClockWatch();
   private server: RunningServer | null = null;
   private textfile: TextfileWriter | null = null;
   private job: Cron | null = null;
@@ -351,6 +354,8 @@ export class Daemon {
     const t0 = Date.now();
     this.stats.running = true;
     this.stats.next_run_at_ms = null;
+    const clockJump = this.clockWatch.check();
+    if (clockJump) this.log.warn({ clock_jump: clockJump }, 'the wall clock jumped since the last pass: this pass skips its age check');
     let out: PassOutput;
     try {
       out = await this.runner.run({
@@ -358,6 +363,7 @@ export class Daemon {
         configPath: s.configFlag,
         stateDir: s.stateDir,
         stepDelayMs: Number(this.env.PICOGUARD_TEST_STEP_DELAY_MS ?? 0) || 0,
+        skipAgeCheck: clockJump,
       });
     } catch (err) {
       out = { ok: false, message: errorMessage(err), exitCode: null };
@@ -417,6 +423,9 @@ export class Daemon {
       stopped_early: this.stopping,
       next_run: this.stats.next_run_at_ms ? new Date(this.stats.next_run_at_ms).toISOString() : null,
     };
+    // Each warning in full (a clock that looks wrong, undated sessions pushing dated ones out, a size
+    // limit that cannot be met): the pass line only counts them.
+    if (report && report.warnings.length > 0) this.log.warn({ warnings: report.warnings }, 'prune pass warnings');
     if (outcome === 'failed') this.log.error(line, 'prune pass');
     else if (outcome === 'ok' || outcome === 'partial' || outcome === 'disabled') this.log.info(line, 'prune pass');
     else this.log.warn(line, 'prune pass');

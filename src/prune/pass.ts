@@ -40,6 +40,8 @@ export interface PassOptions {
   probe?: (home: PicoClawHome) => Promise<GatewayState>;
   shouldStop?: () => boolean;
   onProgress?: (done: number, total: number, what: string) => void;
+  /** Why the age check must be skipped this pass (the daemon saw the wall clock jump), or undefined. */
+  skipAgeCheck?: string;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
 }
@@ -224,7 +226,13 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       policy: values,
       now: now.getTime(),
       db: dbFacts,
+      skipAgeCheck: !!o.skipAgeCheck,
     });
+    if (plan.ageCheck === 'skipped_clock_jump') warnings.push(`${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`);
+    if (plan.everyDatedOld) {
+      const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
+      warnings.push(`every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'} by age)`);
+    }
     if (plan.undated.displaced > 0) {
       warnings.push(
         `${plan.undated.groups} undated session(s) (no usable timestamp) count toward max_sessions=${values.max_sessions} and are never deleted (PicoClaw's rule): ` +

@@ -76,7 +76,9 @@ export interface SizePlan {
 export interface Plan {
   now: number;
   policy: Policy;
-  ageCheck: 'applied' | 'disabled' | 'skipped_clock';
+  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump';
+  /** The age check would delete every dated session but the newest: a clock far ahead looks exactly so. */
+  everyDatedOld: boolean;
   newestMs: number | null;
   /** Oldest first by last activity, undated last; ties by key. */
   groups: PlanGroup[];
@@ -95,6 +97,8 @@ export interface PlanInput {
   policy: Policy;
   now: number;
   db: DbFacts;
+  /** The wall clock jumped since the last pass (the daemon measures it): no age deletions this pass. */
+  skipAgeCheck?: boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -218,6 +222,7 @@ export function planPrune(input: PlanInput): Plan {
   let cutoff = -Infinity;
   if (policy.max_age_days > 0) {
     if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
+    else if (input.skipAgeCheck) ageCheck = 'skipped_clock_jump';
     else {
       ageCheck = 'applied';
       cutoff = now - policy.max_age_days * DAY_MS;
@@ -229,6 +234,12 @@ export function planPrune(input: PlanInput): Plan {
       }
     }
   }
+
+  // A wall clock far ahead cannot be told from a long silence in general, but a clock that makes
+  // every dated session but the newest old enough to go is worth a word before it acts.
+  const datedDeletable = groups.filter((g) => g.lastActivityMs !== null && deletable[g.id]).length;
+  const ageVictims = groups.filter((g) => g.reason === 'max_age_days').length;
+  const everyDatedOld = ageCheck === 'applied' && ageVictims > 0 && ageVictims === datedDeletable;
 
   // 2. Count: all agents together, undated and protected groups included. Groups kept only
   // because the guard refuses to touch them (an unreadable meta, a .jsonl that is not a
@@ -315,5 +326,5 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated } };
+  return { now, policy, ageCheck, everyDatedOld, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated } };
 }
