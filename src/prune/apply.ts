@@ -6,7 +6,7 @@ import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
-import { archiveSession } from './archive.js';
+import { PassArchiver, type Pending } from './archive-pass.js';
 import type { Plan, PlanGroup, Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
 import { foldFtsTombstones, pageStats, roomForVacuum, runVacuum, vacuumAfterPass, type VacuumReport } from './vacuum.js';
@@ -55,6 +55,8 @@ export interface ApplyOptions {
   forceVacuum: boolean;
   freeSpace: FreeSpaceReader;
   archiveDir: string | null;
+  /** Real path of the home, recorded in each archive (needed with archiveDir). */
+  archiveHome?: string;
   nowMs: number;
   shouldStop?: () => boolean;
   onProgress?: (done: number, total: number, what: string) => void;
@@ -125,14 +127,22 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     deleter.prepare(ids);
   }
 
+  const archiver = o.archiveDir ? new PassArchiver(o.archiveDir, o.archiveHome ?? o.archiveDir, db, o.nowMs, () => (deleter ? deleter.stats.messages + deleter.stats.parts + deleter.stats.summaries : 0)) : null;
   /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
   let locked: string | null = null;
-  const stop = () => locked !== null || !!o.shouldStop?.();
+  const stop = () => locked !== null || archiver?.failure != null || !!o.shouldStop?.();
   let done = 0;
   const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
 
   /** Delete one group; returns false (and records why) if it was kept. */
   const deleteGroup = (g: PlanGroup, reason: Reason): boolean => {
+    pending = null;
+    const ok = deleteGroupOnce(g, reason);
+    if (!ok) archiver?.kept(pending);
+    return ok;
+  };
+  let pending: Pending | null = null;
+  const deleteGroupOnce = (g: PlanGroup, reason: Reason): boolean => {
     try {
       for (const m of g.members) {
         sameFile(m.files.meta, m.files.meta?.path ?? 'meta');
@@ -154,18 +164,13 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           if (now.n !== c.messages || now.last !== c.lastMessageAt) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
         }
       }
-      let archive: string | undefined;
-      if (o.archiveDir) {
-        const archived = new Set<number>();
-        for (const m of g.members) {
-          const convs = g.ownConversations.filter((c) => m.conversations.some((x) => x.conversationId === c.conversationId) && !archived.has(c.conversationId)).map((c) => c.conversationId);
-          for (const c of convs) archived.add(c);
-          try {
-            archive = archiveSession(o.archiveDir, m, db, convs, o.nowMs);
-          } catch (err) {
-            res.groups.set(g.id, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
-            return false;
-          }
+      // Archived at the moment of deletion, after every re-check; removed again if the group is kept whole.
+      if (archiver) {
+        try {
+          pending = archiver.group(g.members, g.ownConversations.map((c) => c.conversationId));
+        } catch (err) {
+          res.groups.set(g.id, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
+          return false;
         }
       }
       for (const c of g.ownConversations) {
@@ -188,7 +193,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       }
       const dirs = new Set(g.members.map((m) => m.dir));
       for (const d of dirs) fsyncDir(d);
-      res.groups.set(g.id, { action: 'delete', reason, archive });
+      res.groups.set(g.id, { action: 'delete', reason, archive: pending?.paths[pending.paths.length - 1] });
       return true;
     } catch (err) {
       if (err instanceof Changed) {
@@ -223,7 +228,17 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       continue;
     }
     const c = or.conversation;
+    let orphanArchive: Pending | null = null;
     try {
+      if (archiver && convExists!.get(c.conversationId)) {
+        try {
+          orphanArchive = archiver.orphan(c);
+        } catch (err) {
+          res.orphans.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
+          o.onProgress?.(++done, total, c.key);
+          continue;
+        }
+      }
       const ok = convExists!.get(c.conversationId)
         ? deleter.deleteConversation(c.conversationId, () => {
             const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
@@ -231,8 +246,10 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           })
         : true;
       if (ok) res.deletedConversations++;
-      res.orphans.set(c.conversationId, ok ? { action: 'delete', reason: 'max_age_days' } : { action: 'keep', reason: 'changed_since_plan' });
+      res.orphans.set(c.conversationId, ok ? { action: 'delete', reason: 'max_age_days', archive: orphanArchive?.paths[0] } : { action: 'keep', reason: 'changed_since_plan' });
+      if (!ok) archiver?.kept(orphanArchive);
     } catch (err) {
+      archiver?.kept(orphanArchive);
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
       res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
@@ -315,9 +332,13 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   if (deleter && !res.interrupted) {
     for (const sh of plan.shared) {
       if (sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete') && convExists!.get(sh.conversation.conversationId)) {
+        let shArchive: Pending | null = null;
         try {
+          if (archiver) shArchive = archiver.orphan(sh.conversation);
           if (deleter.deleteConversation(sh.conversation.conversationId)) res.deletedConversations++;
+          else archiver?.kept(shArchive);
         } catch {
+          archiver?.kept(shArchive);
           // kept: the next pass retries
         }
       }
