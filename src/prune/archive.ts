@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import { encode as encodeTarHeader, encodePax } from 'tar-stream/headers.js';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
@@ -21,9 +21,11 @@ import type { FileFacts } from '../picoclaw/sessions.js';
  * needs its size up front), and the tar is compressed in independent gzip members of
  * 1 MiB input each (as BGZF does; any gunzip or tar reads them as one stream). The
  * writer is synchronous because it runs inside the deletion loop, between two
- * SQLite transactions. The archive is synced, then read back and checked against
- * the tar bytes that were written; only then does it get its name, by link(), which
- * never replaces an existing archive.
+ * SQLite transactions. Each file is hashed before it is copied and again as it is
+ * copied (a file that changes meanwhile fails the archive); the archive is synced,
+ * read back and compared with the bytes written (not decompressed again: that would
+ * cost a buffer per block); only then does it get its name, by link(), which never
+ * replaces an existing archive.
  */
 export const ARCHIVE_FORMAT = 'picoclaw-guard-session-archive';
 export const ARCHIVE_SUFFIX = '.tar.gz';
@@ -78,12 +80,15 @@ class GzipTarWriter {
   private buf = Buffer.allocUnsafe(GZ_BLOCK);
   private len = 0;
   private offset = 0;
-  readonly tarHash = sha256();
-  readonly members: { offset: number; length: number }[] = [];
+  /** SHA-256 of the compressed bytes, to compare with what the disk gives back. */
+  readonly gzHash = sha256();
   constructor(private readonly fd: number) {}
 
+  get bytesWritten(): number {
+    return this.offset;
+  }
+
   write(data: Buffer): void {
-    this.tarHash.update(data);
     let off = 0;
     while (off < data.length) {
       const n = Math.min(GZ_BLOCK - this.len, data.length - off);
@@ -98,7 +103,7 @@ class GzipTarWriter {
     if (this.len === 0) return;
     const gz = gzipSync(this.buf.subarray(0, this.len));
     writeAll(this.fd, gz);
-    this.members.push({ offset: this.offset, length: gz.length });
+    this.gzHash.update(gz);
     this.offset += gz.length;
     this.len = 0;
   }
@@ -272,15 +277,8 @@ function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<A
     }
     w.end();
     fsyncSync(fd);
-    // Read back what the disk holds, member by member, and compare with the tar that was written.
-    const want = w.tarHash.digest('hex');
-    const back = sha256();
-    for (const m of w.members) {
-      const b = Buffer.allocUnsafe(m.length);
-      if (readSync(fd, b, 0, m.length, m.offset) !== m.length) throw new Error('the archive is shorter than written');
-      back.update(gunzipSync(b));
-    }
-    if (back.digest('hex') !== want) throw new Error('the archive read back differs from what was written');
+    // Read back what the disk holds and compare it with the bytes that were written.
+    if (hashFd(fd, w.bytesWritten) !== w.gzHash.digest('hex')) throw new Error('the archive read back differs from what was written');
     closeSync(fd);
     fd = null;
     const base = `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_${visibleName}`;
