@@ -97,10 +97,13 @@ void prune;
 program
   .command('restore')
   .description('put archived sessions back into their agent\'s sessions folder (PicoClaw re-indexes them at its next start)')
-  .argument('<archive>', 'an archive file written by prune --archive')
+  .argument('[archive]', 'an archive file written by prune --archive, or the folder of them')
   .addOption(homeOpt())
-  .option('--key <key>', 'restore only this session key')
-  .option('--list', 'list what the archive holds and restore nothing')
+  .option('--key <key>', 'restore only this session key (a unique prefix, or the shortened form --list prints)')
+  .option('--list', 'list the archives and restore nothing (no PicoClaw home needed)')
+  .option('--hold-days <n>', 'keep restored sessions out of every prune pass for this many days (0: no hold)', '7')
+  .option('--release <key>', 'end the hold on a restored session (prune decides on it again)')
+  .option('--state-dir <dir>', 'where the holds are kept (as for prune)')
   .addOption(jsonOpt())
   .action(lazy('restore'));
 

@@ -15,6 +15,7 @@ const REASON_TEXT: Record<string, string> = {
   within_policy: 'within policy',
   unreadable_meta: 'meta unreadable: kept',
   not_regular_file: '.jsonl is a symlink or folder: kept',
+  restored_hold: 'restored: held (see below)',
   changed_since_plan: 'changed since planning: kept',
   archive_failed: 'archive failed: kept',
   not_writable: 'not writable: kept',
@@ -135,7 +136,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     ifEnabled: opts.ifEnabled === true,
     clock: systemClock,
     freeSpace: freeSpaceFromEnv(),
-    stateDir: apply ? resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined) : null,
+    // The dry-run reads the state folder too (restore holds), so it shows what apply would do.
+    stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
   });
   if (opts.json) printJson(report);

@@ -1,3 +1,7 @@
+import { realpathSync } from 'node:fs';
+import { errorMessage } from '../errors.js';
+import { resolveStateDir } from '../io/statedir.js';
+import { activeHolds, holdDetail, type Hold } from '../prune/holds.js';
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
@@ -33,7 +37,7 @@ export function byActivity(a: SessionRecord, b: SessionRecord): number {
   return (a.key ?? '').localeCompare(b.key ?? '') || a.id.localeCompare(b.id);
 }
 
-export function inventoryJson(inv: Inventory, now: Date) {
+export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = []) {
   const sessions = [...inv.sessions].sort(byActivity);
   return {
     home: inv.home.home,
@@ -54,6 +58,7 @@ export function inventoryJson(inv: Inventory, now: Date) {
       aliases: s.aliases,
       seahorse: s.conversations.map((c) => ({ conversation_id: c.conversationId, key: c.key, messages: c.messages, summaries: c.summaries, last_message_at: c.lastMessageAt })),
       issues: s.issues,
+      hold: holdOf(holds, s),
     })),
     orphan_jsonl: inv.orphanJsonl.map((o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
     orphan_conversations: inv.orphanConversations.map((c) => ({
@@ -87,12 +92,27 @@ export function inventoryJson(inv: Inventory, now: Date) {
 }
 
 
+function holdOf(holds: Hold[], s: SessionRecord): { restored_at: string; until: string } | null {
+  const h = holds.find((x) => x.agent === s.agent && x.key === s.key);
+  return h ? { restored_at: h.restored_at, until: h.until } : null;
+}
+
+/** Restore holds of this home, from the guard's state folder; a problem is a line of the output, never fatal. */
+function readHomeHolds(opts: Record<string, unknown>, home: string, nowMs: number): { holds: Hold[]; problem: string | null } {
+  try {
+    return { holds: activeHolds(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), realpathSync(home), nowMs), problem: null };
+  } catch (err) {
+    return { holds: [], problem: errorMessage(err) };
+  }
+}
+
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const home = homeFromOpts(opts);
   const now = systemClock();
   const inv = buildInventory(home);
+  const { holds, problem } = readHomeHolds(opts, home.home, now.getTime());
   if (opts.json) {
-    printJson(inventoryJson(inv, now));
+    printJson(inventoryJson(inv, now, holds));
     return 0;
   }
   const rows = [...inv.sessions].sort(byActivity).map((s) => [
@@ -134,6 +154,13 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     for (const s of withIssues) out.push(`  ${s.files.meta?.path ?? s.id}: ${s.issues.map(issueText).join('; ')}`);
     for (const o of inv.orphanJsonl) out.push(`  ${o.file.path}: orphan .jsonl without .meta.json (PicoClaw does not list it)`);
     for (const e of inv.storeErrors) out.push(`  ${e.dir}: ${e.error}`);
+  }
+  const held = inv.sessions.filter((x) => holdOf(holds, x));
+  if (held.length > 0 || problem) {
+    out.push('');
+    out.push('Held after a restore (every prune pass keeps them; restore --release KEY ends a hold):');
+    for (const x of held) out.push(`  ${x.agent}  ${shortKey(x.key)}  keep: ${holdDetail(holdOf(holds, x)!)}`);
+    if (problem) out.push(`  restore holds not read: ${problem}`);
   }
   const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');
   for (const i of symlinks) out.push(`  ${i.dir}/${i.entry.name}: ${i.entry.why}, ignored (never followed)`);

@@ -8,7 +8,7 @@ import type { SessionRecord } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
-import { archiveSession } from './archive.js';
+import { PassArchiver, type Pending } from './archive-pass.js';
 import { sizeHolders, type Plan, type PlanGroup, type Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
 import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, mib, pageStats, roomForVacuum, runVacuum, vacuumAfterPass, type VacuumReport } from './vacuum.js';
@@ -66,6 +66,8 @@ export interface ApplyOptions {
   forceVacuum: boolean;
   freeSpace: FreeSpaceReader;
   archiveDir: string | null;
+  /** Real path of the home, recorded in each archive (needed with archiveDir). */
+  archiveHome?: string;
   nowMs: number;
   shouldStop?: () => boolean;
   onProgress?: (done: number, total: number, what: string) => void;
@@ -142,9 +144,10 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     deleter.prepare(ids);
   }
 
+  const archiver = o.archiveDir ? new PassArchiver(o.archiveDir, o.archiveHome ?? o.archiveDir, db, o.nowMs, () => (deleter ? deleter.stats.messages + deleter.stats.parts + deleter.stats.summaries : 0)) : null;
   /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
   let locked: string | null = null;
-  const stop = () => locked !== null || !!o.shouldStop?.();
+  const stop = () => locked !== null || archiver?.failure != null || !!o.shouldStop?.();
   let done = 0;
   const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
 
@@ -158,6 +161,13 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
 
   /** Delete one group; returns false (and records why) if it was kept, whole or in part. */
   const deleteGroup = (g: PlanGroup, reason: Reason): boolean => {
+    pending = null;
+    const ok = deleteGroupOnce(g, reason);
+    if (!ok) archiver?.kept(pending);
+    return ok;
+  };
+  let pending: Pending | null = null;
+  const deleteGroupOnce = (g: PlanGroup, reason: Reason): boolean => {
     // What this group has lost so far, so that a stop part-way says exactly what is left.
     const unlinked = new Set<string>();
     const convDone = new Set<number>();
@@ -208,17 +218,12 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
         }
       }
       checkGroup();
-      let archive: string | undefined;
-      if (o.archiveDir) {
-        const archived = new Set<number>();
-        for (const m of g.members) {
-          const convs = g.ownConversations.filter((c) => m.conversations.some((x) => x.conversationId === c.conversationId) && !archived.has(c.conversationId)).map((c) => c.conversationId);
-          for (const c of convs) archived.add(c);
-          try {
-            archive = archiveSession(o.archiveDir, m, db, convs, o.nowMs);
-          } catch (err) {
-            return keep('archive_failed', errorMessage(err));
-          }
+      // Archived at the moment of deletion, after every re-check; removed again if the group is kept whole.
+      if (archiver) {
+        try {
+          pending = archiver.group(g.members, g.ownConversations.map((c) => c.conversationId));
+        } catch (err) {
+          return keep('archive_failed', errorMessage(err));
         }
       }
       for (const c of g.ownConversations) {
@@ -262,7 +267,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       }
       const dirs = new Set(g.members.map((m) => m.dir));
       for (const d of dirs) fsyncDir(d);
-      res.groups.set(g.id, { action: 'delete', reason, archive });
+      res.groups.set(g.id, { action: 'delete', reason, archive: pending?.paths[pending.paths.length - 1] });
       return true;
     } catch (err) {
       if (err instanceof Changed) return keep('changed_since_plan', err.message);
@@ -290,16 +295,28 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       continue;
     }
     const c = or.conversation;
+    let orphanArchive: Pending | null = null;
     try {
+      if (archiver && convExists!.get(c.conversationId)) {
+        try {
+          orphanArchive = archiver.orphan(c);
+        } catch (err) {
+          res.orphans.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
+          o.onProgress?.(++done, total, c.key);
+          continue;
+        }
+      }
       const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
       if (d.complete) res.deletedConversations++;
       res.orphans.set(
         c.conversationId,
         d.complete
-          ? { action: 'delete', reason: 'max_age_days' }
+          ? { action: 'delete', reason: 'max_age_days', archive: orphanArchive?.paths[0] }
           : { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages (and its summaries) were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) },
       );
+      if (!d.complete) archiver?.kept(orphanArchive);
     } catch (err) {
+      archiver?.kept(orphanArchive);
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
       res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
@@ -445,15 +462,26 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       res.shared.set(c.conversationId, { action: 'keep', reason: 'interrupted', detail: 'not reached: the pass was stopped; the next pass deletes it' });
       continue;
     }
+    let shArchive: Pending | null = null;
     try {
+      if (archiver && convExists!.get(c.conversationId)) {
+        try {
+          shArchive = archiver.orphan(c);
+        } catch (err) {
+          res.shared.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
+          continue;
+        }
+      }
       const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
       if (d.complete) {
         res.deletedConversations++;
-        res.shared.set(c.conversationId, { action: 'delete', reason: 'max_age_days', detail: `every session that claimed it was deleted` });
+        res.shared.set(c.conversationId, { action: 'delete', reason: 'max_age_days', detail: `every session that claimed it was deleted`, archive: shArchive?.paths[0] });
       } else {
+        archiver?.kept(shArchive);
         res.shared.set(c.conversationId, { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) });
       }
     } catch (err) {
+      archiver?.kept(shArchive);
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
       res.shared.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,8 @@ import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
 import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
+import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
+import { activeHolds, type Hold } from './holds.js';
 import { appendHistory } from './history.js';
 import { planPrune, type DbFacts, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
@@ -142,6 +144,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   if (!existsSync(home.home)) {
     throw new GuardError(`no PicoClaw home at ${home.home}`, { exitCode: ExitCode.USAGE, path: home.home, hint: 'pass --home <dir> or set PICOCLAW_HOME' });
   }
+  if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(base, 'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)', ExitCode.OK);
   }
@@ -219,7 +222,17 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     if (inv.storeErrors.length > 0) for (const e of inv.storeErrors) warnings.push(e.error);
 
+    // Sessions put back by restore are kept until their hold ends.
+    let holds: Hold[] = [];
+    if (o.stateDir) {
+      try {
+        holds = activeHolds(o.stateDir, realpathSync(home.home), now.getTime());
+      } catch (err) {
+        warnings.push(`restore holds not read (${errorMessage(err)}): restored sessions are not protected from this pass`);
+      }
+    }
     const plan: Plan = planPrune({
+      holds,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
       agentIds: home.agents.map((a) => a.id),
@@ -239,6 +252,12 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
           `they push out ${plan.undated.displaced} dated session(s) that would otherwise be kept; give them a timestamp or remove them by hand (picoclaw-guard sessions lists them)`,
       );
     }
+    // The archive folder is checked once, before anything is deleted: one message, not one per session.
+    const archiveProblem = values.archive_dir ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan }) : null;
+    if (archiveProblem && o.apply) {
+      return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+    }
+    if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
     let owedBefore: OwedVacuum | null = null;
@@ -253,6 +272,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         forceVacuum: !!o.forceVacuum,
         freeSpace: o.freeSpace ?? statfsFreeSpace,
         archiveDir: values.archive_dir,
+        archiveHome: realpathSync(home.home),
         nowMs: now.getTime(),
         shouldStop: o.shouldStop,
         onProgress: o.onProgress,

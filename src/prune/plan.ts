@@ -17,6 +17,8 @@ export type KeepReason =
   | 'within_policy'
   | 'unreadable_meta'
   | 'not_regular_file'
+  /** Put back by `restore`: kept until its hold ends. */
+  | 'restored_hold'
   /** Decided at apply time: */
   | 'changed_since_plan'
   | 'archive_failed'
@@ -41,6 +43,16 @@ export interface PlanGroup {
   ownConversations: ConversationStat[];
   /** Estimated bytes of seahorse.db this group accounts for (after VACUUM). */
   estimatedDbBytes: number;
+  /** The restore hold that keeps it, if any. */
+  hold?: PlanHold;
+}
+
+/** A session `restore` put back, kept until `until` (read from the guard's state by the caller). */
+export interface PlanHold {
+  agent: string;
+  key: string;
+  restored_at: string;
+  until: string;
 }
 
 export interface PlanOrphan {
@@ -99,6 +111,8 @@ export interface PlanInput {
   db: DbFacts;
   /** The wall clock jumped since the last pass (the daemon measures it): no age deletions this pass. */
   skipAgeCheck?: boolean;
+  /** Active restore holds of this home. */
+  holds?: PlanHold[];
 }
 
 const DAY_MS = 86_400_000;
@@ -209,9 +223,15 @@ export function planPrune(input: PlanInput): Plan {
     }
   }
   const deletable: boolean[] = [];
+  const holds = new Map((input.holds ?? []).map((h) => [`${h.agent}\0${h.key}`, h]));
   for (const g of groups) {
     const unsafe = g.members.map(unsafeReason).find((r) => r !== null) ?? null;
+    const hold = g.members.map((m) => holds.get(`${m.agent}\0${m.key}`)).find((h) => h !== undefined);
     if (unsafe) g.reason = unsafe;
+    else if (hold) {
+      g.reason = 'restored_hold';
+      g.hold = hold;
+    }
     else if (g.lastActivityMs === null) g.reason = 'undated';
     else if (protectedTimes.has(g.lastActivityMs)) g.reason = 'newest';
     deletable[g.id] = g.reason === 'within_policy';

@@ -1,3 +1,4 @@
+import { holdDetail } from './holds.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
@@ -138,7 +139,7 @@ export function buildReport(r: ReportInput): PruneReport {
           group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
           action: outcome.action,
           reason: outcome.reason,
-          detail: 'detail' in outcome && outcome.detail ? outcome.detail : unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason),
+          detail: 'detail' in outcome && outcome.detail ? outcome.detail : outcome.reason === 'restored_hold' && g.hold ? holdDetail(g.hold) : unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason),
           bytes: m.jsonlBytes + m.metaBytes,
           seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
