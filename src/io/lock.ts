@@ -1,7 +1,8 @@
-import { readFileSync, unlinkSync } from 'node:fs';
+import { unlinkSync } from 'node:fs';
 import { errnoCode } from '../errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { sqlite } from './sqlite.js';
+import { readSmallText } from './smallfile.js';
 
 /**
  * A lock that a dead holder cannot keep.
@@ -64,7 +65,7 @@ export function tryLock(path: string, command: string): LockResult {
 
 function readHolder(path: string): LockHolder | null {
   try {
-    const h = JSON.parse(readFileSync(`${path}.holder`, 'utf8')) as LockHolder;
+    const h = JSON.parse(readSmallText(`${path}.holder`, 'state')) as LockHolder;
     return typeof h.pid === 'number' ? h : null;
   } catch {
     return null;

@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { ExitCode, GuardError, errnoCode } from '../errors.js';
+import { ExitCode, GuardError } from '../errors.js';
+import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
  * Where PicoClaw keeps its things, found the way PicoClaw finds them
@@ -82,13 +83,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function readConfigJson(path: string): Record<string, unknown> | null {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readSmallText(path, 'config');
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw new GuardError(`cannot read PicoClaw's config ${path}: ${errnoCode(err) ?? 'unknown error'}`, {
+    if (err instanceof SmallFileError && err.problem === 'absent') return null;
+    throw new GuardError(`cannot read PicoClaw's config: ${err instanceof SmallFileError ? err.message : String(err)}`, {
       exitCode: ExitCode.USAGE,
       path,
-      hint: 'check that the file is readable by this user, or point --home / PICOCLAW_CONFIG elsewhere',
+      hint: 'config.json must be a readable regular file; check it, or point --home / PICOCLAW_CONFIG elsewhere',
     });
   }
   let parsed: unknown;
