@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,8 +57,15 @@ export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
  * state folder, else the temp folder, holds it under a name derived from the home.
  */
 export function lockPathFor(home: PicoClawHome, stateDir: string | null): string {
-  const tag = createHash('sha256').update(home.home).digest('hex').slice(0, 16);
-  for (const [dir, name] of [[home.home, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
+  // Named from the real path: a symlinked path to the same home must find the same lock.
+  let real = home.home;
+  try {
+    real = realpathSync(home.home);
+  } catch {
+    // a home that does not exist is refused before any lock is taken
+  }
+  const tag = createHash('sha256').update(real).digest('hex').slice(0, 16);
+  for (const [dir, name] of [[real, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
     if (!dir) continue;
     try {
       accessSync(dir, constants.W_OK);
