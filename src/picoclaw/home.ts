@@ -109,6 +109,28 @@ export function readConfigJson(path: string): Record<string, unknown> | null {
   return parsed;
 }
 
+/**
+ * An existing folder that is not a PicoClaw home (no config.json, no workspace/, no
+ * sessions folder: say the user's own home directory, given to --home by mistake):
+ * the reason, else null. A fresh PicoClaw with only workspace/sessions/ is a home.
+ * Checked before anything is written there (the prune lock, the history).
+ */
+export function notAPicoClawHome(h: PicoClawHome): string | null {
+  if (h.configFound) return null;
+  if (existsSync(join(h.home, 'workspace')) || existsSync(h.defaultWorkspace)) return null;
+  if (h.sessionsDirs.some((d) => existsSync(d.dir))) return null;
+  return `${h.home} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions folder`;
+}
+
+/** Throw the usage error for a missing home or a folder that is not one. */
+export function assertPicoClawHome(h: PicoClawHome): void {
+  const how = h.homeSource === 'flag' ? '--home' : h.homeSource === 'env' ? '$PICOCLAW_HOME' : 'the default ~/.picoclaw';
+  const hint = 'pass --home <dir> or set PICOCLAW_HOME to the folder that holds config.json and workspace/';
+  if (!existsSync(h.home)) throw new GuardError(`no PicoClaw home at ${h.home} (from ${how})`, { exitCode: ExitCode.USAGE, path: h.home, hint });
+  const why = notAPicoClawHome(h);
+  if (why) throw new GuardError(`${why} (from ${how}); nothing was read or written`, { exitCode: ExitCode.USAGE, path: h.home, hint });
+}
+
 export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   const env = opts.env ?? process.env;
   let home: string;

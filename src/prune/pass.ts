@@ -9,7 +9,7 @@ import { tryLock } from '../io/lock.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
-import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
 import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
@@ -143,9 +143,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   });
   const values = policyValues(policy);
   const base = { mode, now, home, policy, t0, gateway: null as GatewayState | null } as const;
-  if (!existsSync(home.home)) {
-    throw new GuardError(`no PicoClaw home at ${home.home}`, { exitCode: ExitCode.USAGE, path: home.home, hint: 'pass --home <dir> or set PICOCLAW_HOME' });
-  }
+  assertPicoClawHome(home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(base, 'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)', ExitCode.OK);
   }
