@@ -6,6 +6,7 @@ import { isLoopback, jsonReply, startServer, METRICS_TYPE, type Reply, type Runn
 import { TextfileWriter } from '../metrics/textfile.js';
 import type { PruneReport } from '../prune/report.js';
 import { ClockWatch } from './clock-watch.js';
+import { assertPicoClawHome } from '../picoclaw/home.js';
 import { createLogger, type Logger } from './log.js';
 import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
 import { PassRunner } from './pass-runner.js';
@@ -107,13 +108,7 @@ export class Daemon {
 
   constructor(private readonly opts: DaemonOptions) {
     this.settings = resolveSettings(opts.flags, opts.env ?? process.env);
-    if (!existsSync(this.settings.home.home)) {
-      throw new GuardError(`no PicoClaw home at ${this.settings.home.home}`, {
-        exitCode: ExitCode.USAGE,
-        path: this.settings.home.home,
-        hint: 'pass --home <dir> or set PICOCLAW_HOME to the folder that holds config.json and workspace/',
-      });
-    }
+    assertPicoClawHome(this.settings.home);
     this.log = opts.logger ?? createLogger();
     this.readings = new Readings(this.settings);
     this.done = new Promise((r) => (this.resolveDone = r));

@@ -1,7 +1,8 @@
-import { readFileSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { ExitCode, GuardError, errnoCode } from '../errors.js';
+import { ExitCode, GuardError } from '../errors.js';
+import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
  * Where PicoClaw keeps its things, found the way PicoClaw finds them
@@ -91,13 +92,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function readConfigJson(path: string): Record<string, unknown> | null {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readSmallText(path, 'config');
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw new GuardError(`cannot read PicoClaw's config ${path}: ${errnoCode(err) ?? 'unknown error'}`, {
+    if (err instanceof SmallFileError && err.problem === 'absent') return null;
+    throw new GuardError(`cannot read PicoClaw's config: ${err instanceof SmallFileError ? err.message : String(err)}`, {
       exitCode: ExitCode.USAGE,
       path,
-      hint: 'check that the file is readable by this user, or point --home / PICOCLAW_CONFIG elsewhere',
+      hint: 'config.json must be a readable regular file; check it, or point --home / PICOCLAW_CONFIG elsewhere',
     });
   }
   let parsed: unknown;
@@ -115,6 +116,28 @@ export function readConfigJson(path: string): Record<string, unknown> | null {
     throw new GuardError(`PicoClaw's config ${path} is not a JSON object`, { exitCode: ExitCode.USAGE, path });
   }
   return parsed;
+}
+
+/**
+ * An existing folder that is not a PicoClaw home (no config.json, no workspace/, no
+ * sessions folder: say the user's own home directory, given to --home by mistake):
+ * the reason, else null. A fresh PicoClaw with only workspace/sessions/ is a home.
+ * Checked before anything is written there (the prune lock, the history).
+ */
+export function notAPicoClawHome(h: PicoClawHome): string | null {
+  if (h.configFound) return null;
+  if (existsSync(join(h.home, 'workspace')) || existsSync(h.defaultWorkspace)) return null;
+  if (h.sessionsDirs.some((d) => existsSync(d.dir))) return null;
+  return `${h.home} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions folder`;
+}
+
+/** Throw the usage error for a missing home or a folder that is not one. */
+export function assertPicoClawHome(h: PicoClawHome): void {
+  const how = h.homeSource === 'flag' ? '--home' : h.homeSource === 'env' ? '$PICOCLAW_HOME' : 'the default ~/.picoclaw';
+  const hint = 'pass --home <dir> or set PICOCLAW_HOME to the folder that holds config.json and workspace/';
+  if (!existsSync(h.home)) throw new GuardError(`no PicoClaw home at ${h.home} (from ${how})`, { exitCode: ExitCode.USAGE, path: h.home, hint });
+  const why = notAPicoClawHome(h);
+  if (why) throw new GuardError(`${why} (from ${how}); nothing was read or written`, { exitCode: ExitCode.USAGE, path: h.home, hint });
 }
 
 export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {

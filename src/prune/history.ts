@@ -1,6 +1,7 @@
-import { appendFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { writeFileAtomic } from '../io/atomic.js';
 import { join } from 'node:path';
+import { readSmallText } from '../io/smallfile.js';
 
 /**
  * The guard's prune history: one JSON line per pass that deleted something or
@@ -46,7 +47,7 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
     size = 0;
   }
   if (size > HISTORY_MAX_BYTES) {
-    const text = readFileSync(path, 'utf8');
+    const text = readSmallText(path, 'history');
     const tail = text.slice(text.length - HISTORY_MAX_BYTES / 2);
     writeFileAtomic(path, tail.slice(tail.indexOf('\n') + 1));
   }
@@ -57,7 +58,7 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
 export function readHistory(stateDir: string, home?: string): PruneHistoryEntry[] {
   let text: string;
   try {
-    text = readFileSync(join(stateDir, HISTORY_FILE), 'utf8');
+    text = readSmallText(join(stateDir, HISTORY_FILE), 'history');
   } catch {
     return [];
   }

@@ -9,7 +9,7 @@ import { tryLock } from '../io/lock.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
-import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
 import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
@@ -62,8 +62,15 @@ export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
  * state folder, else the temp folder, holds it under a name derived from the home.
  */
 export function lockPathFor(home: PicoClawHome, stateDir: string | null): string {
-  const tag = createHash('sha256').update(home.home).digest('hex').slice(0, 16);
-  for (const [dir, name] of [[home.home, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
+  // Named from the real path: a symlinked path to the same home must find the same lock.
+  let real = home.home;
+  try {
+    real = realpathSync(home.home);
+  } catch {
+    // a home that does not exist is refused before any lock is taken
+  }
+  const tag = createHash('sha256').update(real).digest('hex').slice(0, 16);
+  for (const [dir, name] of [[real, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
     if (!dir) continue;
     try {
       accessSync(dir, constants.W_OK);
@@ -141,9 +148,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   });
   const values = policyValues(policy);
   const base = { mode, now, home, policy, t0, gateway: null as GatewayState | null } as const;
-  if (!existsSync(home.home)) {
-    throw new GuardError(`no PicoClaw home at ${home.home}`, { exitCode: ExitCode.USAGE, path: home.home, hint: 'pass --home <dir> or set PICOCLAW_HOME' });
-  }
+  assertPicoClawHome(home);
   if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(base, 'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)', ExitCode.OK);

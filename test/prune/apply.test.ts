@@ -13,14 +13,14 @@ import { runPrunePass } from '../../src/prune/pass.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { buildSampleHome } from '../../src/sample/builder.js';
-import { runCli } from '../support/cli.js';
+import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome, integrity, snapshot } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
 const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 
 function hand(home: string, variant: 'current' | 'legacy' = 'current') {
   return handHome(

@@ -11,13 +11,13 @@ import { applyPlan } from '../../src/prune/apply.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
-import { runCli } from '../support/cli.js';
+import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const free = () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null });
 
 function pass(home: string, apply: boolean, extra: Partial<Parameters<typeof runPrunePass>[0]> = {}) {

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
 import { renderPruneText } from '../../src/commands/prune.js';
 import { ClockWatch } from '../../src/daemon/clock-watch.js';
@@ -11,7 +12,7 @@ import { startDaemon, writeConfig } from '../daemon/support.js';
 
 /** A wall clock far ahead, or one that jumps between two passes. */
 const NOW = new Date('2026-11-30T12:00:00Z');
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
 const DAY = 86_400_000;
 

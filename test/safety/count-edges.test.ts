@@ -1,5 +1,6 @@
 import { readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
 import { renderPruneText } from '../../src/commands/prune.js';
 import { fixedClock } from '../../src/io/clock.js';
@@ -11,7 +12,7 @@ import { tempDir } from '../support/tmp.js';
 
 /** max_sessions on homes the ordinary tests do not build: refusals, a folder seen twice, undated sessions. */
 const NOW = new Date('2026-11-30T12:00:00Z');
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
 const pass = (home: string, apply: boolean, flags: Record<string, unknown>) => runPrunePass({ home, env, apply, clock: fixedClock(NOW), stateDir: null, probe: down, flags });
 

@@ -1,5 +1,6 @@
 import { appendFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
 import { sqlite, type Database } from '../../src/io/sqlite.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
@@ -17,7 +18,7 @@ import { tempDir } from '../support/tmp.js';
  * group: a change anywhere stops the group, and a stop part-way says what is left.
  */
 const NOW = Date.parse('2026-11-30T12:00:00Z');
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const roomy = () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null });
 const OLD = '2026-08-01T10:00:00Z';
 const OLD_SQL = '2026-08-01 10:00:00';

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
 import { readPicoClaw } from '../../src/health/picoclaw.js';
 import { fixedClock } from '../../src/io/clock.js';
@@ -14,7 +15,7 @@ import { tempDir } from '../support/tmp.js';
 
 /** The size guard while VACUUM is deferred, and when no deletion can help. */
 const NOW = new Date('2026-11-30T12:00:00Z');
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
 const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
 const MB = 1024 * 1024;
