@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { HealthReport } from '../health/index.js';
 import type { ResolvedValue } from '../prune/policy.js';
 import { downsample, FLAG_FREQ_CAPPED, FLAG_SOFT_TEMP_LIMIT, FLAG_THROTTLED, FLAG_UNDER_VOLTAGE, type GatewaySince, type Sample } from './history.js';
@@ -148,7 +149,7 @@ function boardSection(p: PageInput): string {
     const fs = h.filesystem;
     rows.push(['Disk', fs.available ? `${bytes(fs.free_bytes)} free of ${bytes(fs.size_bytes)} on ${esc(fs.mount_point ?? fs.path)}${fs.read_only ? ' <b class="t-crit">read-only</b>' : ''}` : `<span class="muted">${esc(fs.reason)}</span>`]);
   }
-  const table = rows.length ? `<table class="kv">${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}</table>` : '<p class="muted">No reading yet.</p>';
+  const table = rows.length ? `<table class="kv"><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}</tbody></table>` : '<p class="muted">No reading yet.</p>';
   const diskBar = h?.filesystem.available ? bar('disk used', h.filesystem.size_bytes - h.filesystem.free_bytes, h.filesystem.size_bytes, `disk: ${bytes(h.filesystem.size_bytes - h.filesystem.free_bytes)} used of ${bytes(h.filesystem.size_bytes)}`) : '';
   return `<section id="board"><h2>Board</h2>${table}${diskBar}${boardCharts(p)}</section>`;
 }
@@ -176,7 +177,7 @@ table{border-collapse:collapse;width:100%;font-size:.9em}th,td{text-align:left;p
 .kv th{font-weight:600;width:38%}.small{font-size:.85em}.muted{color:var(--mut)}
 .status{font-size:1.6em;font-weight:700;margin:.2em 0}.s-ok{color:var(--ok)}.s-warn{color:var(--warn)}.s-crit{color:var(--crit)}.s-unknown{color:var(--mut)}
 .t-warn{color:var(--warn)}.t-crit{color:var(--crit)}.problems{padding-left:1.2em;margin:.3em 0}.pill{font-weight:700;text-transform:uppercase}
-.bar{height:12px;border:1px solid var(--line);border-radius:3px;margin:.5em 0 0}.bar span{display:block;height:100%;background:var(--ok)}.bar.warn span{background:var(--warn)}.bar.crit span{background:var(--crit)}
+.bar{display:block;width:100%;height:12px;margin:.5em 0 0}.bar .bg{fill:var(--line)}.bar .fill{fill:var(--ok)}.bar.warn .fill{fill:var(--warn)}.bar.crit .fill{fill:var(--crit)}
 figure{margin:.6em 0}figcaption{font-size:.8em;color:var(--mut)}svg.chart{display:block;width:100%;max-width:640px;height:auto;font-size:10px}
 .chart .grid{stroke:var(--line);stroke-width:.5}.chart .axis{stroke:var(--mut);stroke-width:1}.chart text{fill:var(--fg)}.chart .unit{fill:var(--mut);font-weight:600}
 .chart polyline{fill:none;stroke-width:1.5}.chart .band{fill:var(--warn);opacity:.18}.chart .mark{stroke:var(--crit);stroke-dasharray:3 2;stroke-width:1}
@@ -184,6 +185,16 @@ figure{margin:.6em 0}figcaption{font-size:.8em;color:var(--mut)}svg.chart{displa
 .s-freq polyline{stroke:var(--b)}.s-freq rect,.s-freq circle{fill:var(--b)}.s-mem polyline{stroke:var(--c)}.s-mem rect,.s-mem circle{fill:var(--c)}
 .s-sessions circle,.s-sessions rect{fill:var(--c)}.s-gap_lb circle,.s-gap_lb rect{fill:none;stroke:var(--a)}.s-predicted circle,.s-predicted rect{fill:var(--b)}
 footer{margin-top:2em;font-size:.8em;color:var(--mut)}`;
+
+/** For the Content-Security-Policy: the page's one style sheet, and nothing else, may apply. */
+export const STYLE_HASH = `'sha256-${createHash('sha256').update(CSS).digest('base64')}'`;
+
+/** Escaped and at most `max` characters as written (a tab's title has little room). */
+function shortEsc(s: string, max: number): string {
+  let out = esc(s);
+  for (let n = s.length; out.length > max && n > 0; n--) out = esc(s.slice(0, n - 1)) + '…';
+  return out;
+}
 
 export function renderStatusPage(p: PageInput): string {
   const status = p.health?.status ?? 'NO READING';
@@ -194,7 +205,7 @@ export function renderStatusPage(p: PageInput): string {
     '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
     `<meta http-equiv="refresh" content="${REFRESH_PAGE_SECONDS}">` +
-    `<title>${esc(status)} · picoclaw-guard${model ? ` · ${esc(model)}` : ''}</title>` +
+    `<title>${esc(status)} · picoclaw-guard${model ? ` · ${shortEsc(model, 40)}` : ''}</title>` +
     `<style>${CSS}</style></head><body>` +
     `<header><h1>picoclaw-guard${model ? ` on ${esc(model)}` : ''}</h1></header><main>` +
     statusSection(p) +

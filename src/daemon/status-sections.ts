@@ -18,7 +18,7 @@ export function sessionsSection(p: PageInput): string {
   );
   const cron = pc.sessions.stores.reduce((n, s) => n + s.cron_sessions, 0);
   rows.push(`<tr><th scope="row">all</th><td class="n">${pc.sessions.count - cron}</td><td class="n">${cron}</td><td class="n">${p.undated ? Object.values(p.undated.per_agent).reduce((a, b) => a + b, 0) : '—'}</td><td class="n">${bytes(pc.sessions.jsonl_bytes)}</td></tr>`);
-  const table = `<table><thead><tr><th>Agent</th><th class="n">chats</th><th class="n">cron runs</th><th class="n">undated</th><th class="n">JSONL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  const table = `<table><thead><tr><th scope="col">Agent</th><th scope="col" class="n">chats</th><th scope="col" class="n">cron runs</th><th scope="col" class="n">undated</th><th scope="col" class="n">JSONL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
   const note = p.undated
     ? `Undated: sessions with no usable time, which age rules never delete; as the prune pass of ${when(p.undated.at_ms)} found them.`
     : 'Undated: known after the first prune pass this guard runs (counting them reads every session).';
@@ -49,7 +49,7 @@ export function pruneSection(p: PageInput): string {
   const passes = p.passes.slice(0, 8);
   const rows = passes.map((x) => `<tr><td>${esc(when(x.at_ms))}</td><td class="${x.outcome === 'ok' ? '' : x.outcome === 'failed' ? 't-crit' : 't-warn'}">${esc(x.outcome)}</td><td class="n">${x.deleted_sessions}</td><td class="n">${bytes(x.freed_bytes)}</td></tr>`).join('');
   const table = passes.length
-    ? `<table id="prune-passes"><thead><tr><th>Finished</th><th>Outcome</th><th class="n">deleted</th><th class="n">freed</th></tr></thead><tbody>${rows}</tbody></table>`
+    ? `<table id="prune-passes"><thead><tr><th scope="col">Finished</th><th scope="col">Outcome</th><th scope="col" class="n">deleted</th><th scope="col" class="n">freed</th></tr></thead><tbody>${rows}</tbody></table>`
     : muted('No pass recorded yet.');
   return `<section id="prune"><h2>Prune</h2><p>${esc(next)}</p><h3 class="small">Last passes</h3>${table}<h3 class="small">Policy in force</h3><table id="policy"><tbody>${pol}</tbody></table></section>`;
 }
@@ -102,7 +102,7 @@ export function restartsSection(p: PageInput): string {
   const rows = recent
     .map((x) => `<tr><td>${esc(x.started_at_text)}</td><td>${esc(x.end)}</td><td class="n">${x.bootstrap_gap ? `${x.bootstrap_gap.lower_bound ? '≥' : ''}${esc(seconds(x.bootstrap_gap.seconds))}` : '—'}</td><td class="n">${sessionText.get(x.n) ?? '—'}</td><td class="small">${x.after_prune ? `after prune −${x.after_prune.deleted_sessions}` : ''}</td></tr>`)
     .join('');
-  const table = `<table id="restart-list"><thead><tr><th>Started</th><th>Ended</th><th class="n">gap</th><th class="n">sessions</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
+  const table = `<table id="restart-list"><thead><tr><th scope="col">Started</th><th scope="col">Ended</th><th scope="col" class="n">gap</th><th scope="col" class="n">sessions</th><th scope="col"></th></tr></thead><tbody>${rows}</tbody></table>`;
   const approx = [...sessionText.values()].some((t) => t.startsWith('~')) ? '<p class="small muted">~: the count the prune pass before that restart left (the guard keeps 24 h of its own readings).</p>' : '';
   return `${head}<p class="small">${esc(lines.join(' '))}</p>${predText}${chartHtml}${table}${approx}</section>`;
 }

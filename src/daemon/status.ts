@@ -8,7 +8,7 @@ import type { PruneReport } from '../prune/report.js';
 import { capacityFor, fillSynthetic, GatewayTracker, ReadingHistory, sampleOf } from './history.js';
 import type { Readings, StartupView } from './readings.js';
 import type { DaemonSettings } from './settings.js';
-import { renderStatusPage, type GapPrediction, type PassRow } from './status-page.js';
+import { renderStatusPage, STYLE_HASH, type GapPrediction, type PassRow } from './status-page.js';
 
 /**
  * What the status page needs beyond the readings cache: the history of readings, when the
@@ -21,7 +21,7 @@ export const HTML_TYPE = 'text/html; charset=utf-8';
 export const HISTORY_FILL_ENV = 'PICOGUARD_TEST_HISTORY_FILL';
 
 /** The page can fetch nothing and run nothing: its CSS and SVG are inline. */
-const PAGE_HEADERS = { 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'", 'referrer-policy': 'no-referrer' };
+const PAGE_HEADERS = { 'content-security-policy': `default-src 'none'; style-src ${STYLE_HASH}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`, 'referrer-policy': 'no-referrer' };
 
 const OWN_PASSES = 20;
 
