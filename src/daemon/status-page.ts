@@ -70,7 +70,7 @@ function statusSection(p: PageInput): string {
   const problems = h.problems.length
     ? `<ul class="problems">${h.problems.map((x) => `<li class="t-${x.level === 'critical' ? 'crit' : 'warn'}"><b>${x.level === 'critical' ? 'CRITICAL' : 'WARN'}</b> ${esc(x.message)}</li>`).join('')}</ul>`
     : '<p>No problem found.</p>';
-  return `<section id="status"><h2>Status</h2><p class="status s-${cls}">${h.status}</p>${problems}<p class="small muted">Checked ${esc(when(Date.parse(h.collected_at)))} (${esc(ago(Date.parse(h.collected_at), p.nowMs))}), every ${p.refreshSeconds} s.</p></section>`;
+  return `<section id="status"><h2>Status</h2><p class="status s-${cls}">${h.status}</p>${problems}<p class="small muted">Checked ${esc(when(Date.parse(h.collected_at)))}, every ${p.refreshSeconds} s.</p></section>`;
 }
 
 function flagText(f: number): string {

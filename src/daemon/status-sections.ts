@@ -14,14 +14,14 @@ export function sessionsSection(p: PageInput): string {
   const undatedOf = (agents: string[]) => (p.undated ? String(agents.reduce((n, a) => n + (p.undated!.per_agent[a] ?? 0), 0)) : '—');
   const rows = pc.sessions.stores.map(
     (s) =>
-      `<tr><td class="any">${esc(s.agents.join(', '))}${s.error ? ` <span class="t-warn">${esc(s.error)}</span>` : ''}</td><td class="n">${s.sessions - s.cron_sessions}</td><td class="n">${s.cron_sessions}</td><td class="n">${undatedOf(s.agents)}</td><td class="n">${bytes(s.jsonl_bytes)}</td></tr>`,
+      `<tr><td class="any">${esc(s.agents.join(', '))}${s.error ? ` <span class="t-warn">${esc(s.error)}</span>` : ''}</td><td class="n">${s.sessions}</td><td class="n">${s.cron_sessions}</td><td class="n">${undatedOf(s.agents)}</td><td class="n">${bytes(s.jsonl_bytes)}</td></tr>`,
   );
   const cron = pc.sessions.stores.reduce((n, s) => n + s.cron_sessions, 0);
-  rows.push(`<tr><th scope="row">all</th><td class="n">${pc.sessions.count - cron}</td><td class="n">${cron}</td><td class="n">${p.undated ? Object.values(p.undated.per_agent).reduce((a, b) => a + b, 0) : '—'}</td><td class="n">${bytes(pc.sessions.jsonl_bytes)}</td></tr>`);
-  const table = `<table><thead><tr><th scope="col">Agent</th><th scope="col" class="n">chats</th><th scope="col" class="n">cron runs</th><th scope="col" class="n">undated</th><th scope="col" class="n">JSONL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  rows.push(`<tr><th scope="row">all</th><td class="n">${pc.sessions.count}</td><td class="n">${cron}</td><td class="n">${p.undated ? Object.values(p.undated.per_agent).reduce((a, b) => a + b, 0) : '—'}</td><td class="n">${bytes(pc.sessions.jsonl_bytes)}</td></tr>`);
+  const table = `<table><thead><tr><th scope="col">Agent</th><th scope="col" class="n">sessions</th><th scope="col" class="n">cron runs</th><th scope="col" class="n">undated</th><th scope="col" class="n">JSONL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
   const note = p.undated
-    ? `Undated: sessions with no usable time, which age rules never delete; as the prune pass of ${when(p.undated.at_ms)} found them.`
-    : 'Undated: known after the first prune pass this guard runs (counting them reads every session).';
+    ? `Of the sessions, cron runs are the ones cron jobs started (one each run). Undated: sessions with no usable time, which age rules never delete; as the prune pass of ${when(p.undated.at_ms)} found them.`
+    : 'Of the sessions, cron runs are the ones cron jobs started (one each run). Undated: known after the first prune pass this guard runs (counting them reads every session).';
   const sh = pc.seahorse;
   let db: string;
   if (!sh.present) db = muted(`No seahorse.db at ${sh.path}.`);
