@@ -12,6 +12,7 @@ import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
 import { PassRunner } from './pass-runner.js';
 import { Readings } from './readings.js';
 import { resolveSettings, type DaemonSettings, type RunFlags } from './settings.js';
+import { StatusState } from './status.js';
 import type { PassOutput } from './prune-child.js';
 
 /**
@@ -19,7 +20,7 @@ import type { PassOutput } from './prune-child.js';
  * - prunes on a schedule (croner, `protect`: never two passes at once; a last-run marker
  *   so a restart does not repeat a pass that just finished), each pass in a child process;
  * - keeps a cache of readings refreshed in the background (src/daemon/readings.ts);
- * - serves /health, /metrics, /startup and /prune from that cache, and optionally
+ * - serves the status page (/) and /health, /metrics, /startup and /prune from that cache, and optionally
  *   mirrors /metrics into a node_exporter textfile folder;
  * - on SIGTERM/SIGINT stops the pass between sessions, stops serving and resolves 0;
  *   on SIGHUP re-reads its configuration and reschedules.
@@ -63,14 +64,6 @@ function packageVersion(): string {
   }
 }
 
-const INDEX = Buffer.from(
-  'picoclaw-guard\n\n' +
-    '/health   the health report (JSON; 503 when CRITICAL)\n' +
-    '/metrics  Prometheus metrics\n' +
-    '/startup  gateway restarts from gateway.log (JSON)\n' +
-    '/prune    the last prune pass (JSON)\n',
-);
-
 interface LastPass {
   report: PruneReport | null;
   error: string | null;
@@ -83,6 +76,7 @@ export class Daemon {
   private settings: DaemonSettings;
   private readonly log: Logger;
   private readonly readings: Readings;
+  private readonly status: StatusState;
   private readonly runner = new PassRunner();
   private readonly stats: PruneStats = emptyPruneStats();
   private readonly version = packageVersion();
@@ -111,6 +105,7 @@ export class Daemon {
     assertPicoClawHome(this.settings.home);
     this.log = opts.logger ?? createLogger();
     this.readings = new Readings(this.settings);
+    this.status = new StatusState(this.settings, opts.env ?? process.env, this.version, this.startedAt);
     this.done = new Promise((r) => (this.resolveDone = r));
   }
 
@@ -219,7 +214,13 @@ export class Daemon {
     this.startupReply = st
       ? jsonReply(200, { ...st.report, prunes: st.prunes, analyzed_at: st.analyzed_at })
       : jsonReply(404, { error: this.readings.startupMissing?.error ?? 'gateway.log not read yet', path: this.readings.startupMissing?.path ?? this.settings.home.logPath });
+    this.status.observe(h);
+    this.renderStatus();
     this.writeTextfile();
+  }
+
+  private renderStatus(): void {
+    this.status.render(this.readings, { enabled: this.stats.enabled, running: this.stats.running, next_run_at_ms: this.stats.next_run_at_ms });
   }
 
   private writeTextfile(): void {
@@ -262,7 +263,7 @@ export class Daemon {
   private route(path: string): Reply | null {
     switch (path) {
       case '/':
-        return { status: 200, contentType: 'text/plain; charset=utf-8', body: INDEX };
+        return this.status.reply() ?? { status: 503, contentType: 'text/plain; charset=utf-8', body: Buffer.from('no reading yet\n') };
       case '/health':
         return this.healthReply ?? jsonReply(503, { error: 'no health reading yet' });
       case '/metrics':
@@ -351,6 +352,7 @@ export class Daemon {
     this.stats.next_run_at_ms = null;
     const clockJump = this.clockWatch.check();
     if (clockJump) this.log.warn({ clock_jump: clockJump }, 'the wall clock jumped since the last pass: this pass skips its age check');
+    this.renderStatus();
     let out: PassOutput;
     try {
       out = await this.runner.run({
@@ -399,6 +401,8 @@ export class Daemon {
       const wait = transient ? Math.min(this.settings.intervalSeconds, RETRY_SECONDS) : this.settings.intervalSeconds;
       this.arm(finished + wait * 1000);
     }
+    this.status.notePass(finished, outcome, report);
+    this.renderStatus();
 
     const line = {
       outcome,
@@ -464,6 +468,7 @@ export class Daemon {
     }
     this.settings = { ...next, host: old.host, port: old.port };
     this.readings.reconfigure(this.settings);
+    this.status.reconfigure(this.settings);
     this.schedule('reload');
     this.log.info(
       {

@@ -39,7 +39,7 @@ export interface CollectOptions {
   /** The last restart's bootstrap gap, from the startup report (issue 6). */
   lastBootstrapGapSeconds?: number | null;
   /** Counts one sessions folder (default: a readdir now); the daemon passes its cached counts. */
-  countSessions?: (dir: string) => { sessions: number; jsonl_bytes: number; error: string | null };
+  countSessions?: (dir: string) => { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null };
 }
 
 export interface HealthReport {

@@ -48,6 +48,8 @@ export interface SessionStoreCount {
   agents: string[];
   dir: string;
   sessions: number;
+  /** Of those, agent-turn cron runs (`agent_cron-…`: each run leaves a new session). */
+  cron_sessions: number;
   /** Bytes of the session transcripts (.jsonl); .meta.json files are not measured. */
   jsonl_bytes: number;
   error: string | null;
@@ -92,8 +94,8 @@ export type PicoClaw = Section<PicoClawReading>;
  * Count one sessions folder the way sessions.ts classifies it: a session is a regular
  * `*.meta.json`; `.tmp-*` and `session-*.tmp` files, symlinks and folders never count.
  */
-export function countSessions(dir: string): { sessions: number; jsonl_bytes: number; error: string | null } {
-  const out = { sessions: 0, jsonl_bytes: 0, error: null as string | null };
+export function countSessions(dir: string): { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null } {
+  const out = { sessions: 0, cron_sessions: 0, jsonl_bytes: 0, error: null as string | null };
   let entries: Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
@@ -108,7 +110,11 @@ export function countSessions(dir: string): { sessions: number; jsonl_bytes: num
     const name = e.name;
     if (name.startsWith('.tmp-') || (name.startsWith('session-') && name.endsWith('.tmp'))) continue;
     if (name.endsWith(META_SUFFIX)) {
-      if (name.length > META_SUFFIX.length) out.sessions++;
+      if (name.length > META_SUFFIX.length) {
+        out.sessions++;
+        // The file name is the key with ':' made '_' (agent:cron-<job>-<uuid>, upstream pkg/tools/cron.go): no read needed.
+        if (name.startsWith(CRON_PREFIX)) out.cron_sessions++;
+      }
     } else if (name.endsWith(JSONL_SUFFIX) && name.length > JSONL_SUFFIX.length) {
       // dir + '/' + name, not path.join: this runs once per session (thousands of times).
       const st = lstatSync(dir + '/' + name, { throwIfNoEntry: false });
@@ -117,6 +123,8 @@ export function countSessions(dir: string): { sessions: number; jsonl_bytes: num
   }
   return out;
 }
+
+const CRON_PREFIX = 'agent_cron-';
 
 function probe(p: ProbeResult | null): ProbeReading | null {
   return p === null ? null : { http_status: p.status, error: p.error, duration_seconds: Math.round(p.durationMs) / 1000 };

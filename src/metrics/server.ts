@@ -9,14 +9,16 @@ import { ExitCode, GuardError, errnoCode } from '../errors.js';
  * ahead of time, so a request costs a lookup and a write: it never spawns a process,
  * reads sysfs or lists a sessions folder (issue 7; style.md rule 10).
  *
- * With a token every request needs `Authorization: Bearer <token>`; the token is compared
- * in constant time (of its SHA-256, so lengths do not leak either) and never logged.
+ * With a token every request needs `Authorization: Bearer <token>`, or, for a browser
+ * (which cannot send a bearer header), HTTP Basic authentication with the token as the
+ * password (any user name). The token is compared in constant time (of its SHA-256, so
+ * lengths do not leak either) and never logged; it never travels in a URL.
  */
 export interface Reply {
   status: number;
   contentType: string;
   body: Buffer;
-  headers?: Record<string, string>;
+  headers?: Record<string, string | string[]>;
 }
 
 export interface ServerOptions {
@@ -59,11 +61,23 @@ function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
 }
 
+/** `Bearer <token>`, or `Basic base64(<user>:<token>)`. */
 export function tokenMatches(header: string | undefined, token: string): boolean {
-  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header ?? '');
+  const m = /^(Bearer|Basic)[ ]+(\S+)\s*$/i.exec(header ?? '');
   if (!m) return false;
-  return timingSafeEqual(digest(m[1]!), digest(token));
+  let given = m[2]!;
+  if (m[1]!.toLowerCase() === 'basic') {
+    // RFC 7617: user-id ":" password; the user name is not checked, the password is the token.
+    const pair = Buffer.from(given, 'base64').toString('utf8');
+    const colon = pair.indexOf(':');
+    if (colon < 0) return false;
+    given = pair.slice(colon + 1);
+  }
+  return timingSafeEqual(digest(given), digest(token));
 }
+
+/** Basic first: a browser asks for a password only for a scheme it knows. */
+const CHALLENGES = ['Basic realm="picoclaw-guard", charset="UTF-8"', 'Bearer realm="picoclaw-guard"'];
 
 function send(req: IncomingMessage, res: ServerResponse, r: Reply): void {
   res.writeHead(r.status, {
@@ -191,7 +205,7 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
     } else {
       const token = o.token();
       if (token !== null && !tokenMatches(req.headers.authorization, token)) {
-        reply = { status: 401, contentType: TEXT, body: Buffer.from('a bearer token is required (Authorization: Bearer <token>)\n'), headers: { 'www-authenticate': 'Bearer realm="picoclaw-guard"' } };
+        reply = { status: 401, contentType: TEXT, body: Buffer.from('the token is required: Authorization: Bearer <token>, or in a browser any user name with the token as the password\n'), headers: { 'www-authenticate': CHALLENGES } };
       } else {
         reply = (normal !== null ? o.route(path) : null) ?? { status: 404, contentType: TEXT, body: Buffer.from(`no such endpoint: ${(normal ?? 'that').slice(0, 100)}; try /health, /metrics, /startup or /prune\n`) };
       }
