@@ -81,6 +81,8 @@ describe('install-units', () => {
     const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
     expect(guard.get('Type')).toEqual(['exec']);
     expect(guard.get('Restart')).toEqual(['on-failure']);
+    // No /bin/kill (procps) needed: minimal Debian images do not have it.
+    expect(guard.get('ExecReload')).toEqual([`/bin/sh -c 'kill -HUP "$$MAINPID"'`]);
     expect(guard.get('ExecStart')).toEqual([`${process.execPath} ${CLI_REAL} run`]);
     expect(guard.get('User')).toEqual(['picoclaw']);
     expect(guard.get('StateDirectory')).toEqual(['picoclaw-guard']);
