@@ -9,8 +9,8 @@ import { ExitCode, GuardError } from '../errors.js';
  * working files for the common layout (Node in /usr/bin, a global npm install, user
  * `picoclaw`). `install-units` rewrites the few lines that depend on the board: the Node
  * and CLI paths, the user, the PicoClaw home, the writable paths, ProtectHome, the video
- * group, the loopback-only IP filter, and the gateway unit's name. Everything else,
- * hardening included, is the shipped text.
+ * group, the firmware devices, the loopback-only IP filter, and the gateway unit's name.
+ * Everything else, hardening included, is the shipped text.
  */
 export const GUARD_UNIT = 'picoclaw-guard.service';
 export const PRESTART_UNIT = 'picoclaw-guard-prestart.service';
@@ -30,6 +30,12 @@ export interface UnitValues {
   gatewayUnit: string;
   /** Add SupplementaryGroups=video (vcgencmd on a Raspberry Pi). */
   videoGroup: boolean;
+  /**
+   * The device nodes of the shipped DeviceAllow= lines that exist on this board. The
+   * others are left out: systemd logs "Couldn't stat device" for each missing one at
+   * every start (every board without the Raspberry Pi firmware, every RISC-V board).
+   */
+  devices: string[];
   /** Keep IPAddressDeny=any + IPAddressAllow=localhost. */
   loopbackOnly: boolean;
   version: string;
@@ -98,6 +104,7 @@ function rewrite(text: string, v: UnitValues): string {
     } else if (key === 'Environment' && value.startsWith('PICOCLAW_HOME=')) out.push(`Environment=PICOCLAW_HOME=${unitPath(v.home, 'the PicoClaw home')}`);
     else if (key === 'ReadWritePaths') out.push(`ReadWritePaths=${[v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path'))).join(' ')}`);
     else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
+    else if (key === 'DeviceAllow' && !v.devices.includes(value.split(/\s+/)[0]!)) continue;
     else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;
     else if ((key === 'PartOf' || key === 'After' || key === 'WantedBy') && value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)) {
       out.push(`${key}=${value.split(/\s+/).map((u) => (u === SHIPPED_GATEWAY_UNIT ? v.gatewayUnit : u)).join(' ')}`);
@@ -117,6 +124,13 @@ export function renderUnits(v: UnitValues, t = readTemplates()): RenderedUnit[] 
     { file: PRESTART_UNIT, text: header(PRESTART_UNIT, v) + rewrite(t.prestart, v) },
     { file: `${v.gatewayUnit}.d/${DROPIN_NAME}`, text: header(`${SHIPPED_GATEWAY_UNIT}.d/${DROPIN_NAME}`, v) + rewrite(t.dropin, v) },
   ];
+}
+
+/** The device nodes the shipped units' DeviceAllow= lines name. */
+export function allowedDevices(t = readTemplates()): string[] {
+  const out = new Set<string>();
+  for (const text of [t.guard, t.prestart]) for (const m of text.matchAll(/^DeviceAllow=(\S+)/gm)) out.add(m[1]!);
+  return [...out];
 }
 
 // --- facts about this board, for the values ----------------------------------------------
