@@ -17,6 +17,7 @@ import { appendHistory } from './history.js';
 import { planPrune, type DbFacts, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
+import { bootstrapInput } from './bootstrap-input.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -41,6 +42,8 @@ export interface PassOptions {
   onProgress?: (done: number, total: number, what: string) => void;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
+  /** Where the startup-time model's samples are (max_bootstrap_seconds); default: stateDir. */
+  modelStateDir?: string | null;
 }
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
@@ -216,7 +219,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     if (inv.storeErrors.length > 0) for (const e of inv.storeErrors) warnings.push(e.error);
 
+    const bootstrap = values.max_bootstrap_seconds > 0 ? await bootstrapInput(home, o.modelStateDir ?? o.stateDir, values.max_bootstrap_seconds, now.getTime(), o.apply, warnings) : null;
     const plan: Plan = planPrune({
+      bootstrap,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
       agentIds: home.agents.map((a) => a.id),

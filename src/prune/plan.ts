@@ -3,6 +3,8 @@ import { groupKeys } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
+import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
+import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, groupCronJob, type CronPlan } from './cron.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
@@ -10,7 +12,7 @@ import type { Policy } from './policy.js';
  * exactly what --apply executes, and its invariants are property-tested.
  */
 
-export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb';
+export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
 export type KeepReason =
   | 'newest'
   | 'undated'
@@ -41,6 +43,10 @@ export interface PlanGroup {
   ownConversations: ConversationStat[];
   /** Estimated bytes of seahorse.db this group accounts for (after VACUUM). */
   estimatedDbBytes: number;
+  /** The cron job whose run this group is (src/prune/cron.ts), or null. */
+  cronJob: string | null;
+  /** Why the planner decided so, when the reason alone does not say (the bootstrap prediction). */
+  detail?: string;
 }
 
 export interface PlanOrphan {
@@ -84,6 +90,9 @@ export interface Plan {
   /** Conversations claimed by sessions of several groups: deleted only when every one of those groups is. */
   shared: { conversation: ConversationStat; groupIds: number[] }[];
   size: SizePlan;
+  cron: CronPlan;
+  /** The max_bootstrap_seconds step; null when the key is off. */
+  bootstrap: BootstrapPlan | null;
 }
 
 export interface PlanInput {
@@ -93,6 +102,8 @@ export interface PlanInput {
   policy: Policy;
   now: number;
   db: DbFacts;
+  /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
+  bootstrap?: BootstrapInput | null;
 }
 
 const DAY_MS = 86_400_000;
@@ -175,6 +186,7 @@ export function planPrune(input: PlanInput): Plan {
     sizeEligible: false,
     ownConversations: [],
     estimatedDbBytes: 0,
+    cronJob: groupCronJob(g.members.map((m) => m.key)),
   }));
 
   // Newest: every group sharing the newest time; if that is in the future, also the newest plausible one.
@@ -214,18 +226,23 @@ export function planPrune(input: PlanInput): Plan {
     }
   }
 
-  // 2. Count: all agents together, undated and protected groups included.
+  const cron = applyCronRules(groups, deletable, policy, now);
+
+  // 2. Count: all agents together, undated and protected groups included (cron runs unless max_sessions_counts_cron is false).
   if (policy.max_sessions > 0) {
-    let remaining = groups.filter((g) => g.action === 'keep').length;
+    const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
+    let remaining = groups.filter((g) => g.action === 'keep' && counts(g)).length;
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
-      if (g.action === 'keep' && deletable[g.id]) {
+      if (g.action === 'keep' && deletable[g.id] && counts(g)) {
         g.action = 'delete';
         g.reason = 'max_sessions';
         remaining--;
       }
     }
   }
+
+  const bootstrap = applyBootstrapCap(groups, deletable, input.bootstrap ?? null);
 
   // Conversations go with a group only if no kept session elsewhere also claims them.
   const claimants = new Map<number, Set<number>>();
@@ -252,6 +269,8 @@ export function planPrune(input: PlanInput): Plan {
     if (ageCheck === 'applied' && c.lastActivityMs < cutoff) return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
     return { conversation: c, action: 'keep', reason: 'within_policy', estimatedDbBytes: 0 };
   });
+
+  applyCronAgeToOrphans(orphans, policy, now);
 
   // 3. Size: estimate each group's share of the used bytes from its share of the content.
   const limit = policy.max_db_size_mb * 1024 * 1024;
@@ -289,5 +308,5 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size };
+  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size, cron, bootstrap };
 }
