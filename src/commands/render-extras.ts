@@ -1,5 +1,5 @@
 import type { PruneReport } from '../prune/report.js';
-import type { BootstrapReport } from '../prune/report-extras.js';
+import type { StartupPrediction } from '../startup-model/learn.js';
 import { formatAge, formatBytes, table } from './format.js';
 
 /**
@@ -63,6 +63,18 @@ export function predictionLine(p: { predicted_seconds: number; rmse_seconds: num
   return `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.rmse_seconds))} s) for ${p.sessions} sessions / ${Math.round(p.jsonl_bytes / (1024 * 1024))} MiB; ${target}`;
 }
 
-export function bootstrapSummary(b: BootstrapReport): string {
-  return b.message;
+/** `startup`: the next restart's prediction and the model behind it. */
+export function predictionLines(p: StartupPrediction | { error: string }): string[] {
+  if ('error' in p) return [`  next restart: no prediction (${p.error})`];
+  if (p.state !== 'ok' || !p.model || p.predicted_seconds === null) {
+    return [`  next restart: no prediction yet: ${p.why}` + (p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s) with a measured gap)` : '')];
+  }
+  const m = p.model;
+  const terms = [`${m.a.toFixed(1)} s`, m.kind !== 'mib' ? `${m.b.toFixed(3)} s/session` : '', m.kind !== 'sessions' ? `${m.c.toFixed(2)} s/MiB` : ''].filter(Boolean).join(' + ');
+  const out = [
+    `  ${predictionLine({ predicted_seconds: p.predicted_seconds, rmse_seconds: p.rmse_seconds ?? 0, sessions: p.volume.sessions, jsonl_bytes: p.volume.jsonl_bytes, target_seconds: p.target_seconds, sessions_for_target: p.sessions_for_target })}`,
+    `  model: gap ≈ ${terms} (least squares on ${m.samples} restarts, ${m.distinct_volumes} volumes; error ±${m.rmse_seconds.toFixed(1)} s${m.note ? `; ${m.note}` : ''})`,
+  ];
+  if (!p.trust.trusted) out.push(`  max_bootstrap_seconds would delete nothing yet: ${p.trust.why}${p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s))` : ''}`);
+  return out;
 }

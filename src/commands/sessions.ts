@@ -1,7 +1,9 @@
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
+import { cronJobsOf } from '../prune/cron.js';
 import { homeFromOpts } from './common.js';
+import { cronJobsTable } from './render-extras.js';
 import { formatAge, formatBytes, isoOrDash, printJson, shortKey, table } from './format.js';
 
 export interface AgentTotals {
@@ -83,6 +85,7 @@ export function inventoryJson(inv: Inventory, now: Date) {
       messages: inv.sessions.reduce((n, s) => n + (s.messages ?? 0), 0),
       per_agent: agentTotals(inv),
     },
+    cron_jobs: cronJobsOf(inv.sessions),
   };
 }
 
@@ -119,6 +122,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       ['left', 'right', 'right', 'right', 'left'],
     ),
   );
+  out.push(...cronJobsTable(cronJobsOf(inv.sessions), now.getTime()));
   const sh = inv.seahorse;
   out.push('');
   if (sh.state === 'absent') out.push(`seahorse.db: none at ${sh.path}`);

@@ -109,3 +109,31 @@ export function applyCronAgeToOrphans(orphans: PlanOrphan[], policy: Policy, now
     }
   }
 }
+
+export interface CronJobRuns {
+  job: string;
+  runs: number;
+  /** Last activity of its newest run (ISO), or null when none is dated. */
+  newest: string | null;
+  /** .jsonl + .meta.json bytes of all its runs. */
+  bytes: number;
+  agents: string[];
+}
+
+/** Cron runs grouped by job, newest job first (for `sessions`). */
+export function cronJobsOf(sessions: readonly { key: string | null; agent: string; lastActivityMs: number | null; jsonlBytes: number; metaBytes: number }[]): CronJobRuns[] {
+  const by = new Map<string, { runs: number; newest: number | null; bytes: number; agents: Set<string> }>();
+  for (const s of sessions) {
+    const job = cronJobId(s.key);
+    if (job === null) continue;
+    const j = by.get(job) ?? { runs: 0, newest: null, bytes: 0, agents: new Set<string>() };
+    j.runs++;
+    j.bytes += s.jsonlBytes + s.metaBytes;
+    j.agents.add(s.agent);
+    if (s.lastActivityMs !== null && (j.newest === null || s.lastActivityMs > j.newest)) j.newest = s.lastActivityMs;
+    by.set(job, j);
+  }
+  return [...by.entries()]
+    .sort(([ja, a], [jb, b]) => (b.newest ?? -Infinity) - (a.newest ?? -Infinity) || (ja < jb ? -1 : ja > jb ? 1 : 0))
+    .map(([job, j]) => ({ job, runs: j.runs, newest: j.newest === null ? null : new Date(j.newest).toISOString(), bytes: j.bytes, agents: [...j.agents].sort() }));
+}
