@@ -74,6 +74,10 @@ const prune = program
   .option('--no-vacuum', 'never VACUUM seahorse.db')
   .option('--force-vacuum', 'VACUUM even while the gateway is running (it blocks the gateway\'s writes while it runs)')
   .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
+  .option('--cron-keep-runs <n>', 'keep at most the newest N runs of each cron job (0 disables)')
+  .option('--cron-max-age-days <n>', 'delete cron runs idle longer than this, whatever max_age_days says (0 disables)')
+  .option('--max-sessions-counts-cron <bool>', 'false: cron runs neither count toward nor are deleted by --max-sessions (default true, PicoClaw\'s rule)')
+  .option('--max-bootstrap-seconds <n>', "keep the gateway's predicted startup gap under this: delete the default agent's oldest sessions beyond the cap the startup model derives (0 disables)")
   .option('--pre-start', 'run by the pre-start unit before the gateway starts: implies --deadline 120')
   .option('--deadline <seconds>', 'stop deleting after this many seconds (between sessions; the next pass goes on)')
   .option('--if-enabled', 'do nothing unless the policy key `enabled` is true (for automatic runs)')
@@ -90,6 +94,19 @@ Examples:
   picoclaw-guard prune                           show the plan
   picoclaw-guard prune --max-age-days 14 --json  the plan for a stricter policy, as JSON
   picoclaw-guard prune --apply --archive /var/backups/picoclaw`,
+  )
+  .addHelpText(
+    'after',
+    `
+Beyond PicoClaw's policy (off by default):
+  Cron runs: every agent-turn run of a cron job is a new session agent:cron-<job>-<uuid>.
+  --cron-keep-runs keeps the newest N runs of each job; --cron-max-age-days drops old runs;
+  --max-sessions-counts-cron false makes --max-sessions a cap on chats alone.
+  Startup budget: --max-bootstrap-seconds uses the model \`startup\` shows (learnt from past
+  restarts); until it has at least 5 measured restarts and a small enough error it deletes
+  nothing for this key and says how many more restarts it needs.
+  picoclaw-guard prune --cron-keep-runs 5 --max-sessions-counts-cron false
+  picoclaw-guard prune --max-bootstrap-seconds 30`,
   )
   .action(lazy('prune'));
 void prune;

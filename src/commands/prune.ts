@@ -3,7 +3,9 @@ import { freeSpaceFromEnv } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
+import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { parseCount } from './common.js';
+import { cronRulesOn, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
 import { formatAge, formatBytes, printJson, shortKey, table } from './format.js';
 
 const REASON_TEXT: Record<string, string> = {
@@ -22,6 +24,7 @@ const REASON_TEXT: Record<string, string> = {
   delete_failed: 'delete failed: kept',
   size_limit_reached: 'not needed: db fits',
   interrupted: 'pass stopped: kept',
+  ...EXTRA_REASON_TEXT,
 };
 
 /** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */
@@ -45,7 +48,7 @@ export function renderPruneText(r: PruneReport): string {
   const out: string[] = [];
   const dry = r.mode === 'dry-run';
   const pol = Object.entries(r.policy)
-    .filter(([k]) => k !== 'enabled' && k !== 'check_interval_minutes')
+    .filter(([k, v]) => k !== 'enabled' && k !== 'check_interval_minutes' && !(GUARD_ONLY_KEYS.has(k as PolicyKey) && v.source === 'default'))
     .map(([k, v]) => `${k}=${v.value === null ? '-' : String(v.value)}${v.source === 'default' ? '' : ` (${v.source})`}`)
     .join('  ');
   out.push(`${dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY'}   home: ${r.home}   now: ${r.now}`);
@@ -69,9 +72,10 @@ export function renderPruneText(r: PruneReport): string {
     s.last_activity ? s.last_activity.replace(/\.\d{3}Z$/, 'Z') : '-',
     s.last_activity ? formatAge(nowMs - Date.parse(s.last_activity)) : '-',
     formatBytes(s.bytes),
+    ...(cronRulesOn(r) ? [s.cron_job ?? ''] : []),
   ]);
   if (rows.length === 0) out.push('No sessions.');
-  else out.push(table(['ACTION', 'REASON', 'AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'BYTES'], rows, ['left', 'left', 'left', 'left', 'left', 'right', 'right']));
+  else out.push(table(['ACTION', 'REASON', 'AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'BYTES', ...(cronRulesOn(r) ? ['CRON JOB'] : [])], rows, ['left', 'left', 'left', 'left', 'left', 'right', 'right']));
   if (r.sessions.some((s) => s.group)) out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
@@ -102,10 +106,11 @@ export function renderPruneText(r: PruneReport): string {
     if (d.vacuum) out.push(`VACUUM: ${d.vacuum.ran ? `ran in ${d.vacuum.duration_ms} ms (file + WAL after the deletions shrank by ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)})` : 'not run'}: ${d.vacuum.reason}`);
     else if (dry && t.deleted_sessions > 0) out.push('VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)');
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
+  out.push(...pruneExtraLines(r));
   for (const w of r.warnings) out.push(`warning: ${w}`);
   // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
   const byDetail = new Map<string, string[]>();
-  for (const s of r.sessions) if (s.detail) byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
+  for (const s of r.sessions) if (s.detail && s.action === 'keep') byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
   for (const [detail, keys] of byDetail) {
     if (keys.length <= 3) for (const k of keys) out.push(`kept ${k}: ${detail}`);
     else out.push(`kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...): ${detail}`);
@@ -121,6 +126,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     max_db_size_mb: parseCount(opts.maxDbSizeMb, '--max-db-size-mb'),
     vacuum: opts.vacuum === false ? false : undefined,
     archive_dir: typeof opts.archive === 'string' ? opts.archive : undefined,
+    cron_keep_runs: parseCount(opts.cronKeepRuns, '--cron-keep-runs'),
+    cron_max_age_days: parseCount(opts.cronMaxAgeDays, '--cron-max-age-days'),
+    max_sessions_counts_cron: opts.maxSessionsCountsCron,
+    max_bootstrap_seconds: parseCount(opts.maxBootstrapSeconds, '--max-bootstrap-seconds'),
   };
   const apply = opts.apply === true;
   // A deadline keeps a pre-start pass from holding the gateway back: it stops between sessions.
@@ -136,10 +145,16 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     ifEnabled: opts.ifEnabled === true,
     clock: systemClock,
     freeSpace: freeSpaceFromEnv(),
-    // The dry-run reads the state folder too (restore holds), so it shows what apply would do.
+    // The dry-run reads the state folder too (restore holds, the startup-time model's samples), so it
+    // shows what apply would do; a dry-run never writes there.
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
   });
+  if (apply && opts.preStart === true) {
+    const { recordPreStartSample } = await import('../startup-model/record.js');
+    const w = recordPreStartSample(report, typeof opts.home === 'string' ? opts.home : undefined, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined));
+    if (w) report.warnings.push(w);
+  }
   if (opts.json) printJson(report);
   else process.stdout.write(renderPruneText(report) + '\n');
   return report.exit_code;

@@ -5,7 +5,9 @@ import { activeHolds, holdDetail, type Hold } from '../prune/holds.js';
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
+import { cronJobsOf } from '../prune/cron.js';
 import { homeFromOpts } from './common.js';
+import { cronJobsTable } from './render-extras.js';
 import { formatAge, formatBytes, isoOrDash, printJson, shortKey, table } from './format.js';
 
 export interface AgentTotals {
@@ -88,6 +90,7 @@ export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = []) {
       messages: inv.sessions.reduce((n, s) => n + (s.messages ?? 0), 0),
       per_agent: agentTotals(inv),
     },
+    cron_jobs: cronJobsOf(inv.sessions),
   };
 }
 
@@ -139,6 +142,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       ['left', 'right', 'right', 'right', 'left'],
     ),
   );
+  out.push(...cronJobsTable(cronJobsOf(inv.sessions), now.getTime()));
   const sh = inv.seahorse;
   out.push('');
   if (sh.state === 'absent') out.push(`seahorse.db: none at ${sh.path}`);

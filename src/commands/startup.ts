@@ -7,6 +7,7 @@ import type { PicoClawHome } from '../picoclaw/home.js';
 import { readPidFile } from '../picoclaw/pidfile.js';
 import { homeFromOpts } from './common.js';
 import { formatBytes, printJson, table } from './format.js';
+import { predictionLines } from './render-extras.js';
 
 /**
  * `picoclaw-guard startup [--json] [--log FILE|-] [--last N]`: each gateway restart from
@@ -216,13 +217,14 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     prunes = markPrunes(report, readHistory(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), home.home));
   }
   const now = home ? await sessionsNow(home) : null;
+  const prediction = home ? await (await import('../startup-model/predict.js')).predictNextStart(home, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), report, process.env) : null;
   const shown = last === undefined ? report.restarts : report.restarts.slice(-last);
   const summary = last === undefined ? report.summary : summarize(shown);
 
   if (opts.json) {
-    printJson({ ...report, restarts: shown, summary, shown_last: last ?? null, sessions_now: now, prunes });
+    printJson({ ...report, restarts: shown, summary, shown_last: last ?? null, sessions_now: now, prunes, prediction });
     return 0;
   }
-  process.stdout.write(render({ ...report, summary }, shown, home, now, prunes));
+  process.stdout.write(render({ ...report, summary }, shown, home, now, prunes) + (prediction ? predictionLines(prediction).join('\n') + '\n' : ''));
   return 0;
 }

@@ -212,7 +212,7 @@ export class Daemon {
     this.healthReply = h ? jsonReply(h.status === 'CRITICAL' ? 503 : 200, h) : null;
     const st = this.readings.startup;
     this.startupReply = st
-      ? jsonReply(200, { ...st.report, prunes: st.prunes, analyzed_at: st.analyzed_at })
+      ? jsonReply(200, { ...st.report, prunes: st.prunes, analyzed_at: st.analyzed_at, prediction: this.readings.prediction })
       : jsonReply(404, { error: this.readings.startupMissing?.error ?? 'gateway.log not read yet', path: this.readings.startupMissing?.path ?? this.settings.home.logPath });
     this.status.observe(h);
     this.renderStatus();
@@ -247,6 +247,7 @@ export class Daemon {
       prune: this.stats,
       seahorse_limit_bytes: s.policy.max_db_size_mb > 0 ? s.policy.max_db_size_mb * 1024 * 1024 : null,
       refresh: this.readings.refresh,
+      prediction: this.readings.prediction,
     });
     if (withHttp && this.requests.size > 0) {
       // Only on /metrics (the textfile has no HTTP side): requests served, by endpoint and status.

@@ -10,6 +10,8 @@ import { readPidFile } from '../picoclaw/pidfile.js';
 import { readHistory } from '../prune/history.js';
 import { REFRESH_SOURCES, type RefreshSource, type RefreshStat } from '../metrics/guard-metrics.js';
 import type { DaemonSettings } from './settings.js';
+import { dbFileBytes } from '../picoclaw/seahorse.js';
+import { bootstrapDir, DEFAULT_TARGET_SECONDS, learn, measureVolume, predictionFor, type Learned, type StartupPrediction } from '../startup-model/learn.js';
 
 /**
  * The readings the daemon's endpoints answer from, refreshed in the background:
@@ -34,6 +36,9 @@ export class Readings {
   startup: StartupView | null = null;
   /** Why there is no startup report (no gateway.log yet, unreadable). */
   startupMissing: { error: string; path: string } | null = null;
+  /** The next restart's predicted bootstrap gap (src/startup-model/), at the last counted volume. */
+  prediction: StartupPrediction | null = null;
+  private learned: Learned | null = null;
   readonly refresh: Record<RefreshSource, RefreshStat> = Object.fromEntries(REFRESH_SOURCES.map((s) => [s, { count: 0, last_duration_seconds: null, last_at_ms: null }])) as Record<RefreshSource, RefreshStat>;
 
   private counts = new Map<string, Count>();
@@ -82,6 +87,7 @@ export class Readings {
       this.counts = next;
     });
     this.sessionsAt = nowMs;
+    this.predict(null);
     return true;
   }
 
@@ -109,6 +115,7 @@ export class Readings {
         const prunes = markPrunes(report, readHistory(this.settings.stateDir, this.settings.home.home));
         this.startup = { report, prunes, analyzed_at: new Date().toISOString() };
         this.startupMissing = null;
+        await this.learnFrom(report);
       }
     } finally {
       this.note('startup', t0);
@@ -116,6 +123,29 @@ export class Readings {
     this.logKey = key;
     this.startupAt = nowMs;
     return true;
+  }
+
+  /**
+   * Pair the stored samples with the restarts just read; a restart seen for the first time
+   * (started within the last 10 minutes, no pre-start sample for it) gets the volume now.
+   */
+  private async learnFrom(report: StartupReport): Promise<void> {
+    const volume = measureVolume(this.settings.home);
+    this.learned = await learn(this.settings.home, this.settings.stateDir, { nowMs: Date.now(), write: true, report, observe: volume });
+    this.predict(volume);
+  }
+
+  private predict(volume: ReturnType<typeof measureVolume> | null): void {
+    if (!this.learned) return;
+    const s = this.settings;
+    let v = volume;
+    if (!v) {
+      const c = this.counts.get(bootstrapDir(s.home));
+      if (!c) return;
+      const db = dbFileBytes(s.home.seahorsePath);
+      v = { sessions: c.sessions, jsonl_bytes: c.jsonl_bytes, db_bytes: db.db > 0 ? db.total : null };
+    }
+    this.prediction = predictionFor(this.learned, v, s.policy.max_bootstrap_seconds > 0 ? s.policy.max_bootstrap_seconds : DEFAULT_TARGET_SECONDS);
   }
 
   async refreshHealth(): Promise<HealthReport> {

@@ -20,6 +20,7 @@ import { planPrune, type DbFacts, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from './vacuum-owed.js';
+import { bootstrapInput } from './bootstrap-input.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -46,6 +47,8 @@ export interface PassOptions {
   skipAgeCheck?: string;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
+  /** Where the startup-time model's samples are (max_bootstrap_seconds); default: stateDir. */
+  modelStateDir?: string | null;
 }
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
@@ -236,8 +239,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         warnings.push(`restore holds not read (${errorMessage(err)}): restored sessions are not protected from this pass`);
       }
     }
+    const bootstrap = values.max_bootstrap_seconds > 0 ? await bootstrapInput(home, o.modelStateDir ?? o.stateDir, values.max_bootstrap_seconds, now.getTime(), o.apply, warnings) : null;
     const plan: Plan = planPrune({
       holds,
+      bootstrap,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
       agentIds: home.agents.map((a) => a.id),

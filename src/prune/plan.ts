@@ -3,6 +3,8 @@ import { groupKeys } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
+import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
+import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, groupCronJob, type CronPlan } from './cron.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
@@ -10,7 +12,7 @@ import type { Policy } from './policy.js';
  * exactly what --apply executes, and its invariants are property-tested.
  */
 
-export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb';
+export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
 export type KeepReason =
   | 'newest'
   | 'undated'
@@ -43,6 +45,10 @@ export interface PlanGroup {
   ownConversations: ConversationStat[];
   /** Estimated bytes of seahorse.db this group accounts for (after VACUUM). */
   estimatedDbBytes: number;
+  /** The cron job whose run this group is (src/prune/cron.ts), or null. */
+  cronJob: string | null;
+  /** Why the planner decided so, when the reason alone does not say (the bootstrap prediction). */
+  detail?: string;
   /** The restore hold that keeps it, if any. */
   hold?: PlanHold;
 }
@@ -100,6 +106,9 @@ export interface Plan {
   size: SizePlan;
   /** Undated groups (no usable timestamp: never deleted, yet counted) and the dated ones they push out. */
   undated: { groups: number; displaced: number };
+  cron: CronPlan;
+  /** The max_bootstrap_seconds step; null when the key is off. */
+  bootstrap: BootstrapPlan | null;
 }
 
 export interface PlanInput {
@@ -113,6 +122,8 @@ export interface PlanInput {
   skipAgeCheck?: boolean;
   /** Active restore holds of this home. */
   holds?: PlanHold[];
+  /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
+  bootstrap?: BootstrapInput | null;
 }
 
 const DAY_MS = 86_400_000;
@@ -209,6 +220,7 @@ export function planPrune(input: PlanInput): Plan {
     sizeEligible: false,
     ownConversations: [],
     estimatedDbBytes: 0,
+    cronJob: groupCronJob(g.members.map((m) => m.key)),
   }));
 
   // Newest: every group sharing the newest time; if that is in the future, also the newest plausible one.
@@ -261,28 +273,34 @@ export function planPrune(input: PlanInput): Plan {
   const ageVictims = groups.filter((g) => g.reason === 'max_age_days').length;
   const everyDatedOld = ageCheck === 'applied' && ageVictims > 0 && ageVictims === datedDeletable;
 
-  // 2. Count: all agents together, undated and protected groups included. Groups kept only
-  // because the guard refuses to touch them (an unreadable meta, a .jsonl that is not a
-  // regular file) do not count: PicoClaw's ListSessions skips an unreadable meta, and a
-  // refusal must never make room by deleting another session.
+  const cron = applyCronRules(groups, deletable, policy, now);
+
+  // 2. Count: all agents together, undated and protected groups included (cron runs unless
+  // max_sessions_counts_cron is false). Groups kept only because the guard refuses to touch
+  // them (an unreadable meta, a .jsonl that is not a regular file) do not count: PicoClaw's
+  // ListSessions skips an unreadable meta, and a refusal must never make room by deleting
+  // another session.
+  const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
   const undatedGroups = groups.filter((g) => g.reason === 'undated').length;
   let displacedByUndated = 0;
   if (policy.max_sessions > 0) {
-    const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason);
+    const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
     let remaining = groups.filter(counted).length;
-    const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id]).length;
+    const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id] && counts(g)).length;
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
-    displacedByUndated = over(remaining) - over(remaining - undatedGroups);
+    displacedByUndated = over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
-      if (g.action === 'keep' && deletable[g.id]) {
+      if (g.action === 'keep' && deletable[g.id] && counts(g)) {
         g.action = 'delete';
         g.reason = 'max_sessions';
         remaining--;
       }
     }
   }
+
+  const bootstrap = applyBootstrapCap(groups, deletable, input.bootstrap ?? null);
 
   // Conversations go with a group only if no kept session elsewhere also claims them.
   const claimants = new Map<number, Set<number>>();
@@ -309,6 +327,8 @@ export function planPrune(input: PlanInput): Plan {
     if (ageCheck === 'applied' && c.lastActivityMs < cutoff) return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
     return { conversation: c, action: 'keep', reason: 'within_policy', estimatedDbBytes: 0 };
   });
+
+  applyCronAgeToOrphans(orphans, policy, now);
 
   // 3. Size: estimate each group's share of the used bytes from its share of the content.
   const limit = policy.max_db_size_mb * 1024 * 1024;
@@ -346,5 +366,5 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, everyDatedOld, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated } };
+  return { now, policy, ageCheck, everyDatedOld, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated }, cron, bootstrap };
 }

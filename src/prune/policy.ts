@@ -19,10 +19,30 @@ export interface Policy {
   check_interval_minutes: number;
   vacuum: boolean;
   archive_dir: string | null;
+  /** The guard's own keys beyond PicoClaw's (src/prune/cron.ts, src/startup-model/): 0 / true = PicoClaw's behaviour. */
+  cron_keep_runs: number;
+  cron_max_age_days: number;
+  max_sessions_counts_cron: boolean;
+  max_bootstrap_seconds: number;
 }
 
 export type PolicyKey = keyof Policy;
-export const POLICY_KEYS: PolicyKey[] = ['enabled', 'max_age_days', 'max_sessions', 'max_db_size_mb', 'check_interval_minutes', 'vacuum', 'archive_dir'];
+export const POLICY_KEYS: PolicyKey[] = [
+  'enabled',
+  'max_age_days',
+  'max_sessions',
+  'max_db_size_mb',
+  'check_interval_minutes',
+  'vacuum',
+  'archive_dir',
+  'cron_keep_runs',
+  'cron_max_age_days',
+  'max_sessions_counts_cron',
+  'max_bootstrap_seconds',
+];
+
+/** Keys PicoClaw's policy does not have: at their defaults they change nothing, and the text report leaves them out. */
+export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set(['cron_keep_runs', 'cron_max_age_days', 'max_sessions_counts_cron', 'max_bootstrap_seconds']);
 
 export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
   enabled: false,
@@ -32,6 +52,10 @@ export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
   check_interval_minutes: 60,
   vacuum: true,
   archive_dir: null,
+  cron_keep_runs: 0,
+  cron_max_age_days: 0,
+  max_sessions_counts_cron: true,
+  max_bootstrap_seconds: 0,
 });
 
 export type Source = 'flag' | 'env' | 'guard-config' | 'picoclaw-config' | 'default';
@@ -61,6 +85,10 @@ const KIND: Record<PolicyKey, Kind> = {
   check_interval_minutes: 'count',
   vacuum: 'bool',
   archive_dir: 'path',
+  cron_keep_runs: 'count',
+  cron_max_age_days: 'count',
+  max_sessions_counts_cron: 'bool',
+  max_bootstrap_seconds: 'count',
 };
 
 /** PicoClaw's session.prune has no archive_dir; the guard config and flags do. */

@@ -7,6 +7,8 @@ import type { ApplyResult } from './apply.js';
 import type { DbFacts, Plan } from './plan.js';
 import { issueText, issueTodo } from '../picoclaw/issues.js';
 import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
+import { cronJobId } from './cron.js';
+import { bootstrapReport, cronReport, type BootstrapReport, type CronReport } from './report-extras.js';
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
 export interface PruneSessionEntry {
@@ -27,6 +29,8 @@ export interface PruneSessionEntry {
   archive: string | null;
   /** Kept, but part of it was deleted before a change stopped the delete: what went. */
   partly_deleted: string | null;
+  /** The cron job this session is a run of (`agent:cron-<job>-<uuid>`), or null. */
+  cron_job: string | null;
 }
 
 export interface PruneReport {
@@ -81,6 +85,10 @@ export interface PruneReport {
   };
   warnings: string[];
   duration_ms: number;
+  /** Cron runs by job, and the cron rules' state. */
+  cron: CronReport | null;
+  /** The max_bootstrap_seconds step: the prediction, the cap, or why nothing was deleted for it. */
+  bootstrap: BootstrapReport | null;
 }
 
 export interface ReportInput {
@@ -139,13 +147,14 @@ export function buildReport(r: ReportInput): PruneReport {
           group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
           action: outcome.action,
           reason: outcome.reason,
-          detail: 'detail' in outcome && outcome.detail ? outcome.detail : outcome.reason === 'restored_hold' && g.hold ? holdDetail(g.hold) : unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason),
+          detail: 'detail' in outcome && outcome.detail ? outcome.detail : outcome.reason === 'restored_hold' && g.hold ? holdDetail(g.hold) : ((outcome.reason === g.reason ? g.detail : undefined) ?? unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason)),
           bytes: m.jsonlBytes + m.metaBytes,
           seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
           issues: m.issues,
           archive: 'archive' in outcome && outcome.archive ? outcome.archive : null,
           partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
+          cron_job: cronJobId(m.key),
         });
       }
     }
@@ -220,5 +229,7 @@ export function buildReport(r: ReportInput): PruneReport {
     },
     warnings: r.warnings,
     duration_ms: Math.round(performance.now() - r.t0),
+    cron: r.plan ? cronReport(r.plan, sessions) : null,
+    bootstrap: r.plan?.bootstrap ? bootstrapReport(r.plan.bootstrap) : null,
   };
 }

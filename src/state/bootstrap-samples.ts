@@ -1,0 +1,60 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../io/atomic.js';
+
+/**
+ * The startup-time model's samples: the volume the gateway found at a start (the default
+ * agent's sessions, their JSONL bytes, seahorse.db + WAL), paired with that restart's
+ * bootstrap gap once gateway.log shows it. Kept in the guard's state folder (never a
+ * sessions folder), the newest 50 per PicoClaw home.
+ */
+export interface BootstrapSample {
+  home: string;
+  /** When the volume was measured. */
+  recorded_at: string;
+  /** `pre-start`: measured by the pre-start pass just before the gateway started; `daemon`: when the daemon first saw the restart. */
+  source: 'pre-start' | 'daemon';
+  sessions: number;
+  jsonl_bytes: number;
+  db_bytes: number | null;
+  /** The restart it belongs to (its start time from gateway.log); null until paired. */
+  restart_started_at: string | null;
+  /** That restart's bootstrap gap; null until the log shows a complete one. */
+  gap_seconds: number | null;
+}
+
+export const SAMPLES_FILE = 'bootstrap-samples.json';
+export const MAX_SAMPLES_PER_HOME = 50;
+
+function valid(x: unknown): x is BootstrapSample {
+  const s = x as BootstrapSample;
+  return (
+    typeof s === 'object' && s !== null && typeof s.home === 'string' && typeof s.recorded_at === 'string' && Number.isFinite(Date.parse(s.recorded_at)) &&
+    (s.source === 'pre-start' || s.source === 'daemon') && Number.isInteger(s.sessions) && s.sessions >= 0 && Number.isFinite(s.jsonl_bytes) && s.jsonl_bytes >= 0 &&
+    (s.restart_started_at === null || typeof s.restart_started_at === 'string') && (s.gap_seconds === null || (Number.isFinite(s.gap_seconds) && s.gap_seconds >= 0))
+  );
+}
+
+/** Every readable sample (all homes); a missing or damaged file reads as none (the model then says it has no samples). */
+export function readAllSamples(stateDir: string): BootstrapSample[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(join(stateDir, SAMPLES_FILE), 'utf8'));
+  } catch {
+    return [];
+  }
+  const list = (raw as { samples?: unknown })?.samples;
+  return Array.isArray(list) ? list.filter(valid) : [];
+}
+
+export function readSamples(stateDir: string, home: string): BootstrapSample[] {
+  return readAllSamples(stateDir).filter((s) => s.home === home);
+}
+
+/** Replace this home's samples (the newest 50 are kept), leaving other homes' alone. */
+export function writeSamples(stateDir: string, home: string, samples: BootstrapSample[]): void {
+  const others = readAllSamples(stateDir).filter((s) => s.home !== home);
+  const mine = [...samples].sort((a, b) => Date.parse(a.recorded_at) - Date.parse(b.recorded_at)).slice(-MAX_SAMPLES_PER_HOME);
+  mkdirSync(stateDir, { recursive: true });
+  writeFileAtomic(join(stateDir, SAMPLES_FILE), JSON.stringify({ version: 1, samples: [...others, ...mine] }, null, 1) + '\n');
+}
