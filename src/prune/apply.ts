@@ -486,5 +486,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     const b = dbFileBytes(o.dbPath).total;
     res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: vacuumMs, walCheckpoint: 'truncate' };
   }
+  // vacuum is off in the policy: nothing can be owed any more.
+  if (!plan.policy.vacuum) res.owed = null;
   return res;
 }
