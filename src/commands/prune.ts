@@ -135,7 +135,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     ifEnabled: opts.ifEnabled === true,
     clock: systemClock,
     freeSpace: freeSpaceFromEnv(),
-    stateDir: apply ? resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined) : null,
+    // Read by the dry-run too (an owed VACUUM changes what the size check would delete); only --apply writes there.
+    stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
   });
   if (opts.json) printJson(report);

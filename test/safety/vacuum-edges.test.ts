@@ -58,7 +58,11 @@ describe('VACUUM deferred online: the excess is paid once, the VACUUM is owed to
     expect(p1.database.vacuum_owed).toMatchObject({ since: NOW.toISOString() });
     expect(JSON.parse(readFileSync(join(state, OWED_FILE), 'utf8'))).toHaveLength(1);
 
-    // The file has not shrunk (the VACUUM is owed): the same excess must not cost more sessions.
+    // The file has not shrunk (the VACUUM is owed): the same excess must not cost more sessions,
+    // and the dry-run, reading the same state, says so before an apply does it.
+    const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(NOW), stateDir: state, probe: ready, flags });
+    expect(dry.totals.delete).toBe(0);
+    expect(dry.database.size_check.method).toMatch(/A VACUUM is owed/);
     const p2 = await run(ready);
     expect(p2.totals.deleted_sessions).toBe(0);
     expect(p2.database.size_check.shortfall).toMatch(/owed since .*fits the limit; nothing more is deleted/);
