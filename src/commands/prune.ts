@@ -145,8 +145,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     ifEnabled: opts.ifEnabled === true,
     clock: systemClock,
     freeSpace: freeSpaceFromEnv(),
-    // The dry-run reads the state folder too (restore holds, the startup-time model's samples), so it
-    // shows what apply would do; a dry-run never writes there.
+    // Read by the dry-run too (restore holds, an owed VACUUM, the startup-time model's samples), so it
+    // shows what apply would do; only --apply writes there.
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
   });

@@ -89,6 +89,15 @@ function skipped(base: { mode: 'dry-run' | 'apply'; now: Date; home: PicoClawHom
   return buildReport({ ...base, inventory: null, plan: null, result: null, skipped: reason, exitCode, warnings: [], dbFacts: null });
 }
 
+/** The real path of a file (symlinks resolved), so one database is one record however it is reached. */
+function realPathOf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
 /** Every store must be able to delete, or nothing is deleted anywhere (the seed's rule). */
 function preflight(inv: Inventory, db: Database | null): string | null {
   for (const { dir } of inv.home.sessionsDirs) {
@@ -240,6 +249,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       }
     }
     const bootstrap = values.max_bootstrap_seconds > 0 ? await bootstrapInput(home, o.modelStateDir ?? o.stateDir, values.max_bootstrap_seconds, now.getTime(), o.apply, warnings) : null;
+    // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
+    const dbKey = realPathOf(inv.seahorse.path);
+    let owedBefore: OwedVacuum | null = null;
+    if (o.stateDir && inv.seahorse.state === 'open') owedBefore = readOwedVacuum(o.stateDir, dbKey);
+    if (owedBefore && online && values.vacuum && !o.forceVacuum && owedBefore.estimated_bytes_after !== null && dbFacts.contentBytes) {
+      let content = 0;
+      for (const b of dbFacts.contentBytes.values()) content += b;
+      dbFacts.owedEstimateBytes = owedBefore.content_bytes ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes) : owedBefore.estimated_bytes_after;
+    }
     const plan: Plan = planPrune({
       holds,
       bootstrap,
@@ -269,9 +287,6 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
-    // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
-    let owedBefore: OwedVacuum | null = null;
-    if (o.stateDir && db) owedBefore = readOwedVacuum(o.stateDir, inv.seahorse.path);
     if (o.apply) {
       result = applyPlan({
         vacuumOwed: owedBefore,
@@ -293,7 +308,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     const report = buildReport({ ...withGw, inventory: inv, plan, result, skipped: null, exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK, warnings, dbFacts });
     if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
       try {
-        writeOwedVacuum(o.stateDir, inv.seahorse.path, result.owed);
+        writeOwedVacuum(o.stateDir, dbKey, result.owed);
       } catch (err) {
         report.warnings.push(`could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
       }

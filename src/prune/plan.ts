@@ -76,6 +76,11 @@ export interface DbFacts {
   usedBytes: number;
   /** Content bytes per conversation id (messages, parts, summaries): the basis of each share. */
   contentBytes: Map<number, number> | null;
+  /**
+   * While the gateway runs and a VACUUM is owed (the guard's state): the estimated size after it.
+   * The file has not shrunk yet, so this, not the used pages, is what the size check measures.
+   */
+  owedEstimateBytes?: number | null;
 }
 
 export interface SizePlan {
@@ -337,17 +342,19 @@ export function planPrune(input: PlanInput): Plan {
   if (input.db.present && content) {
     let totalContent = 0;
     for (const b of content.values()) totalContent += b;
+    const basis = input.db.owedEstimateBytes ?? input.db.usedBytes;
     const share = (convs: { conversationId: number }[]) =>
-      totalContent === 0 ? 0 : Math.round((input.db.usedBytes * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
+      totalContent === 0 ? 0 : Math.round((basis * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
     for (const g of groups) g.estimatedDbBytes = share(g.ownConversations);
     for (const o of orphans) o.estimatedDbBytes = share([o.conversation]);
-    let projected = input.db.usedBytes;
+    let projected = basis;
     for (const g of groups) if (g.action === 'delete') projected -= g.estimatedDbBytes;
     for (const o of orphans) if (o.action === 'delete') projected -= o.estimatedDbBytes;
     size.projectedBytesBeforeSize = projected;
     size.method =
       "each session's share of seahorse.db's used pages ((page_count - freelist_count) x page_size) in proportion to its share of the stored message, part and summary text; " +
-      'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.';
+      'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.' +
+      (input.db.owedEstimateBytes != null ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.' : '');
     for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
       size.checked = true;

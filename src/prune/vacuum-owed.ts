@@ -45,7 +45,7 @@ export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | n
 /** Record (or, with null, clear) what is owed for one database. */
 export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null): void {
   const rest = readAll(stateDir).filter((x) => x.db !== dbPath);
-  if (owed) rest.push(owed);
+  if (owed) rest.push({ ...owed, db: dbPath });
   mkdirSync(stateDir, { recursive: true });
   writeFileAtomic(join(stateDir, OWED_FILE), JSON.stringify(rest, null, 2) + '\n');
 }

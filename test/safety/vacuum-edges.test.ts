@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +7,11 @@ import { fixedClock } from '../../src/io/clock.js';
 import { sqlite } from '../../src/io/sqlite.js';
 import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { dbFileBytes } from '../../src/picoclaw/seahorse.js';
+import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { dbFileBytes, openSeahorseWrite, readContentBytes, readPages } from '../../src/picoclaw/seahorse.js';
+import { applyPlan } from '../../src/prune/apply.js';
+import { planPrune, type DbFacts } from '../../src/prune/plan.js';
+import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { OWED_FILE } from '../../src/prune/vacuum-owed.js';
 import { addConversation, handHome, integrity, type HandSession } from '../support/home.js';
@@ -55,7 +59,11 @@ describe('VACUUM deferred online: the excess is paid once, the VACUUM is owed to
     expect(p1.database.vacuum_owed).toMatchObject({ since: NOW.toISOString() });
     expect(JSON.parse(readFileSync(join(state, OWED_FILE), 'utf8'))).toHaveLength(1);
 
-    // The file has not shrunk (the VACUUM is owed): the same excess must not cost more sessions.
+    // The file has not shrunk (the VACUUM is owed): the same excess must not cost more sessions,
+    // and the dry-run, reading the same state, says so before an apply does it.
+    const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(NOW), stateDir: state, probe: ready, flags });
+    expect(dry.totals.delete).toBe(0);
+    expect(dry.database.size_check.method).toMatch(/A VACUUM is owed/);
     const p2 = await run(ready);
     expect(p2.totals.deleted_sessions).toBe(0);
     expect(p2.database.size_check.shortfall).toMatch(/owed since .*fits the limit; nothing more is deleted/);
@@ -86,6 +94,28 @@ describe('VACUUM deferred online: the excess is paid once, the VACUUM is owed to
     expect(p2.database.vacuum?.reason).toMatch(/^owed since/);
     expect(dbFileBytes(dbPath).total).toBeLessThan(before);
     expect(p2.database.vacuum_owed).toBeNull();
+  });
+});
+
+describe('a refusal in the size step never costs another session', () => {
+  it('the oldest size victim changed since planning: it is kept and the size step stops there', async () => {
+    const { home, dbPath } = bigHome();
+    const limit = Math.max(1, Math.floor(dbFileBytes(dbPath).total / MB / 3));
+    const inv = buildInventory(discoverHome({ home, env }));
+    const r = new (sqlite())(dbPath, { readonly: true });
+    const p = readPages(r);
+    const db: DbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: readContentBytes(r) };
+    r.close();
+    const plan = planPrune({ sessions: inv.sessions, orphanConversations: inv.orphanConversations, agentIds: ['main'], policy: { ...DEFAULT_POLICY, max_age_days: 0, max_sessions: 0, max_db_size_mb: limit }, now: NOW.getTime(), db });
+    const oldest = plan.groups.find((g) => g.sizeEligible)!;
+    expect(oldest.key).toBe('sk_v1_day00');
+    appendFileSync(oldest.members[0]!.files.jsonl!.path, '{"role":"user","content":"still here","created_at":"2026-11-30T11:59:00Z"}\n');
+    const w = openSeahorseWrite(dbPath);
+    const res = applyPlan({ plan, db: w, dbPath, online: false, forceVacuum: false, freeSpace: () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null }), archiveDir: null, nowMs: NOW.getTime() });
+    w.close();
+    expect(res.groups.get(oldest.id)).toMatchObject({ action: 'keep', reason: 'changed_since_plan' });
+    expect(res.deletedSessions).toBe(0);
+    expect(res.size.stoppedBecause).toMatch(/^sk_v1_day00 was kept \(changed_since_plan\): the size guard stops rather than delete another session in its place/);
   });
 });
 
