@@ -74,7 +74,7 @@ function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; na
   if (v === null && opts.nullable) return null;
   if (typeof v !== 'string') throw new ArchiveInvalid(path, field, `must be a string, not ${v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 40)}`);
   if (v.length === 0 || v.includes('\0')) throw new ArchiveInvalid(path, field, 'is empty or holds a NUL byte');
-  if (opts.name && (v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 200)) {
+  if (opts.name && (v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 245)) {
     throw new ArchiveInvalid(path, field, `${JSON.stringify(v)} is not a safe file or folder name (a path separator, a leading dot, a control character, or too long)`);
   }
   return v;
