@@ -62,7 +62,8 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     } else out.push('No archives.');
     if (restored.length > 0) {
       out.push(`Restored ${restored.length} session(s); PicoClaw re-indexes them into seahorse.db at its next start.`);
-      if (holdDays > 0 && !holdProblem) out.push(`Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z (restore --release KEY ends a hold).`);
+      // The pass sees the hold only in its own state folder: say which one this is.
+      if (holdDays > 0 && !holdProblem) out.push(`Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z, recorded in ${holdsPath(stateDir)} (restore --release KEY ends a hold).`);
     }
     if (count('skipped') > 0) out.push(`Skipped ${count('skipped')} session(s) (see above); nothing was overwritten.`);
     if (count('superseded') > 0) out.push(`${count('superseded')} older archive(s) of the same sessions ${list ? 'would be' : 'were'} left aside: the newest of each is ${list ? 'the one restored' : 'used'}.`);

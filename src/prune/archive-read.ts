@@ -29,6 +29,8 @@ export interface ArchivedFileInfo {
   name: string;
   bytes: number;
   sha256: string;
+  /** Permission bits to restore (0644, PicoClaw's, when the archive does not say). */
+  mode: number;
 }
 
 export interface ArchiveInfo {
@@ -124,7 +126,10 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
     if (!Number.isSafeInteger(f.bytes) || (f.bytes as number) < 0) throw new ArchiveInvalid(path, `${field}.bytes`, 'must be a whole number');
     if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
     if (info.files.some((x) => x.role === f.role)) throw new ArchiveInvalid(path, `${field}.role`, `"${f.role}" is listed twice`);
-    info.files.push({ role: f.role, name: want, bytes: f.bytes as number, sha256: f.sha256 });
+    if (f.mode !== undefined && (!Number.isInteger(f.mode) || (f.mode as number) < 0 || (f.mode as number) > 0o777)) throw new ArchiveInvalid(path, `${field}.mode`, 'must be permission bits (0 to 0777)');
+    // Never more than read-write for the owner and read for others, whatever the archive says.
+    const mode = f.mode === undefined ? 0o644 : ((f.mode as number) & 0o644) | 0o600;
+    info.files.push({ role: f.role, name: want, bytes: f.bytes as number, sha256: f.sha256, mode });
   });
   if (session && !info.files.some((f) => f.role === 'meta')) throw new ArchiveInvalid(path, 'files', 'has no meta file');
   if (!session && info.files.length > 0) throw new ArchiveInvalid(path, 'files', 'must be empty for a conversation');
@@ -172,7 +177,7 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
     const b = Buffer.from(f.data_base64, 'base64');
     if (createHash('sha256').update(b).digest('hex') !== f.sha256) throw new ArchiveInvalid(path, `${field}.sha256`, 'does not match the data (the archive is damaged or was altered)');
     data.set(role, b);
-    info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes: b.length, sha256: f.sha256 });
+    info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes: b.length, sha256: f.sha256, mode: 0o644 });
   }
   return { info, data };
 }

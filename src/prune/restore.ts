@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, createWriteStream, fchownSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
@@ -131,6 +131,7 @@ async function restoreOne(info: ArchiveInfo, dir: string): Promise<string[]> {
       await pipeline(stream, createWriteStream(tmp, { flags: 'wx', mode: 0o600 }));
       const fd = openSync(tmp, 'r');
       try {
+        fchmodSync(fd, f.mode);
         // Root restoring for the gateway's user: the files belong to the folder's owner.
         if (owner) fchownSync(fd, owner.uid, owner.gid);
         fsyncSync(fd);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -154,6 +154,9 @@ describe('restore', () => {
     expect(entries.find((e) => e.action === 'restored')!.archive).toMatch(/20261130T130000/);
     expect(entries.find((e) => e.action === 'superseded')!.reason).toMatch(/older than 20261130T130000/);
     expect(readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'utf8')).toMatch(/second life/);
+    // PicoClaw's own mode comes back (0644), whatever the umask of the restore.
+    expect(statSync(join(sessionsDir, 'sk_v1_old.jsonl')).mode & 0o777).toBe(0o644);
+    expect(statSync(join(sessionsDir, 'sk_v1_old.meta.json')).mode & 0o777).toBe(0o644);
   });
 
   it('--key takes a unique prefix or the shortened form; ambiguous is exit 2 with the matches; skips end with a count', async () => {
