@@ -159,6 +159,25 @@ describe('prune --archive', () => {
 });
 
 describe('restore holds', () => {
+  it('the planner keeps a held session whatever the policy (holds are an input: the planner stays pure), and it still counts', () => {
+    const home = tempDir();
+    handHome(home, [recent, old('sk_v1_old'), old('sk_v1_other', { updated: '2026-08-02T10:00:00Z' })]);
+    const h = discoverHome({ home, env });
+    const inv = buildInventory(h);
+    const input = { sessions: inv.sessions, orphanConversations: [], agentIds: ['main'], policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2, max_db_size_mb: 0 }, now: NOW.getTime(), db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null } };
+    const hold = { agent: 'main', key: 'sk_v1_old', restored_at: '2026-11-30T10:00:00Z', until: '2026-12-07T10:00:00Z' };
+    const plan = planPrune({ ...input, holds: [hold] });
+    const by = (k: string) => plan.groups.find((g) => g.key === k)!;
+    expect(by('sk_v1_old')).toMatchObject({ action: 'keep', reason: 'restored_hold', hold });
+    expect(by('sk_v1_other')).toMatchObject({ action: 'delete', reason: 'max_age_days' });
+    // Without the hold, the same input deletes it: the hold is the only difference.
+    expect(planPrune(input).groups.find((g) => g.key === 'sk_v1_old')).toMatchObject({ action: 'delete' });
+    // It counts toward max_sessions like any kept session: 3 sessions, at most 2, the unheld old one goes.
+    const count = planPrune({ ...input, policy: { ...input.policy, max_age_days: 0 }, holds: [hold] });
+    expect(count.groups.filter((g) => g.action === 'delete').map((g) => `${g.key}:${g.reason}`)).toEqual(['sk_v1_other:max_sessions']);
+    // A hold of another agent does not match.
+    expect(planPrune({ ...input, holds: [{ ...hold, agent: 'ops' }] }).groups.find((g) => g.key === 'sk_v1_old')!.action).toBe('delete');
+  });
   it('keeps a restored session out of the next passes until the hold ends or is released', async () => {
     const home = tempDir();
     const { sessionsDir } = handHome(home, [recent, old('sk_v1_old')]);
