@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
@@ -155,6 +155,29 @@ describe('prune --archive', () => {
     expect(res.groups.get(g.id)).toMatchObject({ action: 'keep', reason: 'changed_since_plan' });
     expect(archivesSeen).toHaveLength(1);
     expect(archivesIn(archive)).toEqual([]);
+  });
+
+  it('an archive that fails mid-pass keeps that session and stops the pass with one reason for the rest', async () => {
+    const home = tempDir();
+    const { sessionsDir } = handHome(home, [recent, old('sk_v1_a', { updated: '2026-08-01T10:00:00Z' }), old('sk_v1_b', { updated: '2026-08-02T10:00:00Z' }), old('sk_v1_c', { updated: '2026-08-03T10:00:00Z' })]);
+    const archive = join(tempDir(), 'archive');
+    const r = await pass(home, true, {
+      flags: { archive_dir: archive },
+      // After the first deletion the folder is replaced by a file (a disk that went away, say).
+      onProgress: (done) => {
+        if (done !== 1) return;
+        renameSync(archive, `${archive}.gone`);
+        writeFileSync(archive, 'x');
+      },
+    });
+    expect(r.exit_code).toBe(7);
+    const by = (k: string) => r.sessions.find((s) => s.key === k)!;
+    expect(by('sk_v1_a').action).toBe('delete');
+    expect(by('sk_v1_b')).toMatchObject({ action: 'keep', reason: 'archive_failed' });
+    expect(by('sk_v1_c')).toMatchObject({ action: 'keep', reason: 'interrupted', detail: expect.stringMatching(/^not reached: an archive could not be written/) });
+    expect(existsSync(join(sessionsDir, 'sk_v1_b.jsonl'))).toBe(true);
+    expect(existsSync(join(sessionsDir, 'sk_v1_c.jsonl'))).toBe(true);
+    expect(readdirSync(`${archive}.gone`)).toHaveLength(1);
   });
 });
 
