@@ -204,6 +204,13 @@ async function collect(s: Readable): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+/** Writing a file out failed (no room, no permission): not the archive's fault. */
+class SinkFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super('writing a restored file failed');
+  }
+}
+
 export type FileSink = (f: ArchivedFileInfo, data: Readable) => Promise<void>;
 
 /**
@@ -245,8 +252,13 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
       // Listen for the end before anyone reads: tar-stream's entry streams have no readableEnded.
       const ended = new Promise<void>((res, rej) => stream.once('end', res).once('error', rej));
       stream.on('data', (c: Buffer) => h.update(c));
-      if (file && sink) await sink(file, stream);
-      else stream.resume();
+      if (file && sink) {
+        try {
+          await sink(file, stream);
+        } catch (err) {
+          throw new SinkFailed(err);
+        }
+      } else stream.resume();
       await ended;
       if (h.digest('hex') !== want.sha256) throw new ArchiveInvalid(path, JSON.stringify(name), 'does not match its SHA-256 in the manifest (the archive is damaged or was altered)');
     };
@@ -262,6 +274,7 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
     await pipeline(gunzipCapped(path, TAR_MAX_BYTES + (64 << 20)), ex);
   } catch (err) {
     if (err instanceof ArchiveInvalid) throw err;
+    if (err instanceof SinkFailed) throw err.cause;
     throw new ArchiveInvalid(path, 'the archive', `is not a readable .tar.gz (${err instanceof Error ? err.message : String(err)})`);
   }
   if (!info) throw new ArchiveInvalid(path, MANIFEST_NAME, 'is missing');

@@ -212,7 +212,8 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
 
   // The newest archive of each session; the older ones are superseded.
   const newest = new Map<string, ArchiveInfo>();
-  const ident = (i: ArchiveInfo) => `${i.home ?? i.sessionsDir}\0${i.kind}\0${i.agent}\0${i.key}`;
+  // With a home, every archive left is from it (old ones name only its sessions folder).
+  const ident = (i: ArchiveInfo) => `${home ? '' : (i.home ?? i.sessionsDir)}\0${i.kind}\0${i.agent}\0${i.key}`;
   const later = (a: ArchiveInfo, b: ArchiveInfo) => Date.parse(a.archivedAt) - Date.parse(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
   for (const i of mine) {
     const cur = newest.get(ident(i));

@@ -218,4 +218,13 @@ describe('restore', () => {
     const r = runCli(['restore', ok, '--home', home, '--state-dir', state]);
     expect(r.code, r.stderr).toBe(0);
   });
+  it('an archive of an earlier release and a newer .tar.gz of the same session: the newer one is restored', async () => {
+    const { home, sessionsDir, archive, state } = setup([old('sk_v1_legacy')]);
+    await pass(home);
+    legacyArchive(archive, '20260901T000000Z_main_sk_v1_legacy.session.json.gz', { sessions_dir: sessionsDir });
+    const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const entries = JSON.parse(r.stdout).entries as { action: string; archive: string }[];
+    expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual(['restored:tar', 'superseded:json']);
+  });
 });
