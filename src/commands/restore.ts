@@ -55,10 +55,10 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
       out.push(
         table(
           ['ACTION', 'AGENT', 'KEY', 'ARCHIVED'],
-          entries.map((e) => [e.action, e.agent ?? '-', e.key === null ? basename(e.archive) : shortKey(e.key, 40), e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-']),
+          entries.map((e) => [e.action, e.agent ?? '-', shortKey(e.key ?? basename(e.archive), 40), e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-']),
         ),
       );
-      for (const e of entries) if (e.reason && e.action !== 'listed') out.push(`  ${e.action} ${e.key === null ? '' : shortKey(e.key, 24) + ': '}${e.reason}`);
+      for (const e of entries) if (e.reason && e.action !== 'listed') out.push(`  ${e.action} ${e.key === null ? basename(e.archive) : shortKey(e.key, 24)}: ${e.reason}`);
     } else out.push('No archives.');
     if (restored.length > 0) {
       out.push(`Restored ${restored.length} session(s); PicoClaw re-indexes them into seahorse.db at its next start.`);
