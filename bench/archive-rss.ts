@@ -88,7 +88,7 @@ for (let i = 0; i < RUNS; i++) {
   if (files.length !== 1) throw new Error(`expected one archive, found ${files.join(', ')}`);
   archiveBytes = statSync(join(archive, files[0]!)).size;
   prune.push(p.rssKb ?? NaN);
-  const r = await runChild(process.execPath, [cli, 'restore', archive, '--home', home, '--state-dir', state], { env: cliEnv(state), capture: true });
+  const r = await runChild(process.execPath, [cli, 'restore', archive, '--home', home], { env: cliEnv(state), capture: true });
   if (r.code !== 0) throw new Error(`restore exited ${r.code}: ${r.stderr.slice(-1000)}`);
   restore.push(r.rssKb ?? NaN);
   rmSync(home, { recursive: true, force: true });

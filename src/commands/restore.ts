@@ -55,14 +55,15 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
       out.push(
         table(
           ['ACTION', 'AGENT', 'KEY', 'ARCHIVED'],
-          entries.map((e) => [e.action, e.agent ?? '-', e.key === null ? basename(e.archive) : shortKey(e.key, 40), e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-']),
+          entries.map((e) => [e.action, e.agent ?? '-', shortKey(e.key ?? basename(e.archive), 40), e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-']),
         ),
       );
-      for (const e of entries) if (e.reason && e.action !== 'listed') out.push(`  ${e.action} ${e.key === null ? '' : shortKey(e.key, 24) + ': '}${e.reason}`);
+      for (const e of entries) if (e.reason && e.action !== 'listed') out.push(`  ${e.action} ${e.key === null ? basename(e.archive) : shortKey(e.key, 24)}: ${e.reason}`);
     } else out.push('No archives.');
     if (restored.length > 0) {
       out.push(`Restored ${restored.length} session(s); PicoClaw re-indexes them into seahorse.db at its next start.`);
-      if (holdDays > 0 && !holdProblem) out.push(`Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z (restore --release KEY ends a hold).`);
+      // The pass sees the hold only in its own state folder: say which one this is.
+      if (holdDays > 0 && !holdProblem) out.push(`Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z, recorded in ${holdsPath(stateDir)} (restore --release KEY ends a hold).`);
     }
     if (count('skipped') > 0) out.push(`Skipped ${count('skipped')} session(s) (see above); nothing was overwritten.`);
     if (count('superseded') > 0) out.push(`${count('superseded')} older archive(s) of the same sessions ${list ? 'would be' : 'were'} left aside: the newest of each is ${list ? 'the one restored' : 'used'}.`);

@@ -281,7 +281,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   for (const g of ageCount) {
     if (stop()) {
       res.interrupted = true;
-      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `not reached: ${locked}` : 'the pass was stopped' });
+      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `not reached: ${locked}` : archiver?.failure ? `not reached: an archive could not be written (${archiver.failure})` : 'the pass was stopped' });
       continue;
     }
     deleteGroup(g, g.reason);

@@ -106,7 +106,7 @@ export class PassArchiver {
 
   /** rowsDeleted: the deleter's running count of deleted rows (messages, parts, summaries). */
   constructor(dir: string, homeReal: string, db: Database | null, nowMs: number, private readonly rowsDeleted: () => number) {
-    this.ctx = { dir, homeReal, db, nowMs };
+    this.ctx = { dir: resolve(dir), homeReal: resolve(homeReal), db, nowMs };
   }
 
   private guard<T>(fn: () => T): T {

@@ -29,6 +29,8 @@ export interface ArchivedFileInfo {
   name: string;
   bytes: number;
   sha256: string;
+  /** Permission bits to restore (0644, PicoClaw's, when the archive does not say). */
+  mode: number;
 }
 
 export interface ArchiveInfo {
@@ -74,7 +76,7 @@ function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; na
   if (v === null && opts.nullable) return null;
   if (typeof v !== 'string') throw new ArchiveInvalid(path, field, `must be a string, not ${v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 40)}`);
   if (v.length === 0 || v.includes('\0')) throw new ArchiveInvalid(path, field, 'is empty or holds a NUL byte');
-  if (opts.name && (v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 200)) {
+  if (opts.name && (v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 245)) {
     throw new ArchiveInvalid(path, field, `${JSON.stringify(v)} is not a safe file or folder name (a path separator, a leading dot, a control character, or too long)`);
   }
   return v;
@@ -124,7 +126,10 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
     if (!Number.isSafeInteger(f.bytes) || (f.bytes as number) < 0) throw new ArchiveInvalid(path, `${field}.bytes`, 'must be a whole number');
     if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
     if (info.files.some((x) => x.role === f.role)) throw new ArchiveInvalid(path, `${field}.role`, `"${f.role}" is listed twice`);
-    info.files.push({ role: f.role, name: want, bytes: f.bytes as number, sha256: f.sha256 });
+    if (f.mode !== undefined && (!Number.isInteger(f.mode) || (f.mode as number) < 0 || (f.mode as number) > 0o777)) throw new ArchiveInvalid(path, `${field}.mode`, 'must be permission bits (0 to 0777)');
+    // Never more than read-write for the owner and read for others, whatever the archive says.
+    const mode = f.mode === undefined ? 0o644 : ((f.mode as number) & 0o644) | 0o600;
+    info.files.push({ role: f.role, name: want, bytes: f.bytes as number, sha256: f.sha256, mode });
   });
   if (session && !info.files.some((f) => f.role === 'meta')) throw new ArchiveInvalid(path, 'files', 'has no meta file');
   if (!session && info.files.length > 0) throw new ArchiveInvalid(path, 'files', 'must be empty for a conversation');
@@ -172,7 +177,7 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
     const b = Buffer.from(f.data_base64, 'base64');
     if (createHash('sha256').update(b).digest('hex') !== f.sha256) throw new ArchiveInvalid(path, `${field}.sha256`, 'does not match the data (the archive is damaged or was altered)');
     data.set(role, b);
-    info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes: b.length, sha256: f.sha256 });
+    info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes: b.length, sha256: f.sha256, mode: 0o644 });
   }
   return { info, data };
 }
@@ -197,6 +202,13 @@ async function collect(s: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const c of s) parts.push(c as Buffer);
   return Buffer.concat(parts);
+}
+
+/** Writing a file out failed (no room, no permission): not the archive's fault. */
+class SinkFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super('writing a restored file failed');
+  }
 }
 
 export type FileSink = (f: ArchivedFileInfo, data: Readable) => Promise<void>;
@@ -240,8 +252,13 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
       // Listen for the end before anyone reads: tar-stream's entry streams have no readableEnded.
       const ended = new Promise<void>((res, rej) => stream.once('end', res).once('error', rej));
       stream.on('data', (c: Buffer) => h.update(c));
-      if (file && sink) await sink(file, stream);
-      else stream.resume();
+      if (file && sink) {
+        try {
+          await sink(file, stream);
+        } catch (err) {
+          throw new SinkFailed(err);
+        }
+      } else stream.resume();
       await ended;
       if (h.digest('hex') !== want.sha256) throw new ArchiveInvalid(path, JSON.stringify(name), 'does not match its SHA-256 in the manifest (the archive is damaged or was altered)');
     };
@@ -257,6 +274,7 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
     await pipeline(gunzipCapped(path, TAR_MAX_BYTES + (64 << 20)), ex);
   } catch (err) {
     if (err instanceof ArchiveInvalid) throw err;
+    if (err instanceof SinkFailed) throw err.cause;
     throw new ArchiveInvalid(path, 'the archive', `is not a readable .tar.gz (${err instanceof Error ? err.message : String(err)})`);
   }
   if (!info) throw new ArchiveInvalid(path, MANIFEST_NAME, 'is missing');

@@ -40,6 +40,8 @@ export interface ManifestFile {
   name: string;
   bytes: number;
   sha256: string;
+  /** Permission bits of the original file (PicoClaw writes 0644). */
+  mode: number;
 }
 
 export interface ArchiveManifest {
@@ -108,8 +110,8 @@ class GzipTarWriter {
     this.len = 0;
   }
 
-  header(name: string, size: number, mtime: Date): void {
-    const h = { name, size, mode: 0o600, mtime, type: 'file', uid: 0, gid: 0 };
+  header(name: string, size: number, mtime: Date, mode = 0o600): void {
+    const h = { name, size, mode, mtime, type: 'file', uid: 0, gid: 0 };
     const plain = encodeTarHeader(h);
     if (plain) return this.write(plain);
     // A name ustar cannot hold (long, or not ASCII): a pax record carries it.
@@ -154,6 +156,7 @@ interface OpenFile {
   bytes: number;
   sha256: string;
   mtime: Date;
+  mode: number;
 }
 
 /** Open a session file without following links; it must still be the file the plan saw. */
@@ -162,7 +165,7 @@ function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string): Op
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs) throw new Error(`${f.path} changed since planning`);
-    return { fd, name, role, bytes: st.size, sha256: hashFd(fd, st.size), mtime: st.mtime };
+    return { fd, name, role, bytes: st.size, sha256: hashFd(fd, st.size), mtime: st.mtime, mode: st.mode & 0o777 };
   } catch (err) {
     closeSync(fd);
     throw err;
@@ -255,7 +258,7 @@ function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<A
     if (ctx.db && conversationIds.length > 0) rows = writeRows(ctx.db, conversationIds, rowsTmp);
     const full: ArchiveManifest = {
       ...manifest,
-      files: files.map((f) => ({ role: f.role, name: f.name, bytes: f.bytes, sha256: f.sha256 })),
+      files: files.map((f) => ({ role: f.role, name: f.name, bytes: f.bytes, sha256: f.sha256, mode: f.mode })),
       seahorse: rows ? { name: ROWS_NAME, bytes: rows.bytes, sha256: rows.sha256, conversations: conversationIds, rows: rows.rows } : null,
     };
     const mtime = new Date(ctx.nowMs);
@@ -266,7 +269,7 @@ function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<A
     w.write(mbuf);
     w.pad(mbuf.length);
     for (const f of files) {
-      w.header(f.name, f.bytes, f.mtime);
+      w.header(f.name, f.bytes, f.mtime, f.mode);
       if (hashFd(f.fd, f.bytes, (c) => w.write(c)) !== f.sha256) throw new Error(`${f.name} changed while it was being archived`);
       w.pad(f.bytes);
     }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, createWriteStream, fchownSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
@@ -131,6 +131,7 @@ async function restoreOne(info: ArchiveInfo, dir: string): Promise<string[]> {
       await pipeline(stream, createWriteStream(tmp, { flags: 'wx', mode: 0o600 }));
       const fd = openSync(tmp, 'r');
       try {
+        fchmodSync(fd, f.mode);
         // Root restoring for the gateway's user: the files belong to the folder's owner.
         if (owner) fchownSync(fd, owner.uid, owner.gid);
         fsyncSync(fd);
@@ -211,7 +212,8 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
 
   // The newest archive of each session; the older ones are superseded.
   const newest = new Map<string, ArchiveInfo>();
-  const ident = (i: ArchiveInfo) => `${i.home ?? i.sessionsDir}\0${i.kind}\0${i.agent}\0${i.key}`;
+  // With a home, every archive left is from it (old ones name only its sessions folder).
+  const ident = (i: ArchiveInfo) => `${home ? '' : (i.home ?? i.sessionsDir)}\0${i.kind}\0${i.agent}\0${i.key}`;
   const later = (a: ArchiveInfo, b: ArchiveInfo) => Date.parse(a.archivedAt) - Date.parse(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
   for (const i of mine) {
     const cur = newest.get(ident(i));

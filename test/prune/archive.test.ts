@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
@@ -156,9 +156,51 @@ describe('prune --archive', () => {
     expect(archivesSeen).toHaveLength(1);
     expect(archivesIn(archive)).toEqual([]);
   });
+
+  it('an archive that fails mid-pass keeps that session and stops the pass with one reason for the rest', async () => {
+    const home = tempDir();
+    const { sessionsDir } = handHome(home, [recent, old('sk_v1_a', { updated: '2026-08-01T10:00:00Z' }), old('sk_v1_b', { updated: '2026-08-02T10:00:00Z' }), old('sk_v1_c', { updated: '2026-08-03T10:00:00Z' })]);
+    const archive = join(tempDir(), 'archive');
+    const r = await pass(home, true, {
+      flags: { archive_dir: archive },
+      // After the first deletion the folder is replaced by a file (a disk that went away, say).
+      onProgress: (done) => {
+        if (done !== 1) return;
+        renameSync(archive, `${archive}.gone`);
+        writeFileSync(archive, 'x');
+      },
+    });
+    expect(r.exit_code).toBe(7);
+    const by = (k: string) => r.sessions.find((s) => s.key === k)!;
+    expect(by('sk_v1_a').action).toBe('delete');
+    expect(by('sk_v1_b')).toMatchObject({ action: 'keep', reason: 'archive_failed' });
+    expect(by('sk_v1_c')).toMatchObject({ action: 'keep', reason: 'interrupted', detail: expect.stringMatching(/^not reached: an archive could not be written/) });
+    expect(existsSync(join(sessionsDir, 'sk_v1_b.jsonl'))).toBe(true);
+    expect(existsSync(join(sessionsDir, 'sk_v1_c.jsonl'))).toBe(true);
+    expect(readdirSync(`${archive}.gone`)).toHaveLength(1);
+  });
 });
 
 describe('restore holds', () => {
+  it('the planner keeps a held session whatever the policy (holds are an input: the planner stays pure), and it still counts', () => {
+    const home = tempDir();
+    handHome(home, [recent, old('sk_v1_old'), old('sk_v1_other', { updated: '2026-08-02T10:00:00Z' })]);
+    const h = discoverHome({ home, env });
+    const inv = buildInventory(h);
+    const input = { sessions: inv.sessions, orphanConversations: [], agentIds: ['main'], policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2, max_db_size_mb: 0 }, now: NOW.getTime(), db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null } };
+    const hold = { agent: 'main', key: 'sk_v1_old', restored_at: '2026-11-30T10:00:00Z', until: '2026-12-07T10:00:00Z' };
+    const plan = planPrune({ ...input, holds: [hold] });
+    const by = (k: string) => plan.groups.find((g) => g.key === k)!;
+    expect(by('sk_v1_old')).toMatchObject({ action: 'keep', reason: 'restored_hold', hold });
+    expect(by('sk_v1_other')).toMatchObject({ action: 'delete', reason: 'max_age_days' });
+    // Without the hold, the same input deletes it: the hold is the only difference.
+    expect(planPrune(input).groups.find((g) => g.key === 'sk_v1_old')).toMatchObject({ action: 'delete' });
+    // It counts toward max_sessions like any kept session: 3 sessions, at most 2, the unheld old one goes.
+    const count = planPrune({ ...input, policy: { ...input.policy, max_age_days: 0 }, holds: [hold] });
+    expect(count.groups.filter((g) => g.action === 'delete').map((g) => `${g.key}:${g.reason}`)).toEqual(['sk_v1_other:max_sessions']);
+    // A hold of another agent does not match.
+    expect(planPrune({ ...input, holds: [{ ...hold, agent: 'ops' }] }).groups.find((g) => g.key === 'sk_v1_old')!.action).toBe('delete');
+  });
   it('keeps a restored session out of the next passes until the hold ends or is released', async () => {
     const home = tempDir();
     const { sessionsDir } = handHome(home, [recent, old('sk_v1_old')]);

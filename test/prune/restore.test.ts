@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -154,6 +155,9 @@ describe('restore', () => {
     expect(entries.find((e) => e.action === 'restored')!.archive).toMatch(/20261130T130000/);
     expect(entries.find((e) => e.action === 'superseded')!.reason).toMatch(/older than 20261130T130000/);
     expect(readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'utf8')).toMatch(/second life/);
+    // PicoClaw's own mode comes back (0644), whatever the umask of the restore.
+    expect(statSync(join(sessionsDir, 'sk_v1_old.jsonl')).mode & 0o777).toBe(0o644);
+    expect(statSync(join(sessionsDir, 'sk_v1_old.meta.json')).mode & 0o777).toBe(0o644);
   });
 
   it('--key takes a unique prefix or the shortened form; ambiguous is exit 2 with the matches; skips end with a count', async () => {
@@ -176,5 +180,51 @@ describe('restore', () => {
     expect(again.code).toBe(7);
     expect(again.stdout).toMatch(/Skipped 2 session\(s\) \(see above\); nothing was overwritten\./);
     expect(realpathSync(home)).toBeTruthy();
+  });
+  it('checks a .tar.gz against its manifest: the manifest first, every entry listed with its size, none missing', () => {
+    const { home, state } = setup([]);
+    const dir = tempDir();
+    const src = join(dir, 'src');
+    mkdirSync(join(src, 'session'), { recursive: true });
+    const jsonl = '{"x":1}\n';
+    const meta = JSON.stringify({ key: 'sk_v1_t' });
+    writeFileSync(join(src, 'session', 'sk_v1_t.jsonl'), jsonl);
+    writeFileSync(join(src, 'session', 'sk_v1_t.meta.json'), meta);
+    const manifest = (files: unknown[]) => ({ format: 'picoclaw-guard-session-archive', version: 2, kind: 'session', archived_at: '2026-11-30T12:00:00Z', home: realpathSync(home), agent: 'main', sessions_dir: '/x', base: 'sk_v1_t', key: 'sk_v1_t', aliases: [], files, seahorse: null });
+    const entry = (role: string, name: string, body: string, bytes = Buffer.byteLength(body)) => ({ role, name: `session/${name}`, bytes, sha256: sha(body) });
+    const make = (name: string, m: unknown, order: string[]) => {
+      writeFileSync(join(src, 'manifest.json'), JSON.stringify(m));
+      const r = spawnSync('tar', ['-czf', join(dir, name), '-C', src, ...order]);
+      expect(r.status).toBe(0);
+      return join(dir, name);
+    };
+    const good = [entry('meta', 'sk_v1_t.meta.json', meta), entry('jsonl', 'sk_v1_t.jsonl', jsonl)];
+    const all = ['manifest.json', 'session/sk_v1_t.meta.json', 'session/sk_v1_t.jsonl'];
+    const cases: [string, unknown, string[], RegExp][] = [
+      ['late-manifest.tar.gz', manifest(good), ['session/sk_v1_t.jsonl', 'manifest.json', 'session/sk_v1_t.meta.json'], /manifest\.json must be the first entry/],
+      ['size.tar.gz', manifest([good[0], entry('jsonl', 'sk_v1_t.jsonl', jsonl, 4096)]), all, /"session\/sk_v1_t\.jsonl" holds 8 bytes, the manifest says 4096/],
+      ['extra.tar.gz', manifest([good[0]]), all, /"session\/sk_v1_t\.jsonl" is not listed in the manifest/],
+      ['missing.tar.gz', manifest(good), ['manifest.json', 'session/sk_v1_t.meta.json'], /"session\/sk_v1_t\.jsonl" is listed in the manifest but missing/],
+      ['no-meta.tar.gz', manifest([good[1]]), ['manifest.json', 'session/sk_v1_t.jsonl'], /files has no meta file/],
+      ['home.tar.gz', { ...manifest(good), home: 'relative/home' }, all, /home must be an absolute path/],
+    ];
+    for (const [name, m, order, want] of cases) {
+      const p = make(name, m, order);
+      const r = runCli(['restore', p, '--home', home, '--state-dir', state]);
+      expect(r.code, `${name}: ${r.stderr}`).toBe(3);
+      expect(r.stderr, name).toMatch(want);
+    }
+    const ok = make('ok.tar.gz', manifest(good), all);
+    const r = runCli(['restore', ok, '--home', home, '--state-dir', state]);
+    expect(r.code, r.stderr).toBe(0);
+  });
+  it('an archive of an earlier release and a newer .tar.gz of the same session: the newer one is restored', async () => {
+    const { home, sessionsDir, archive, state } = setup([old('sk_v1_legacy')]);
+    await pass(home);
+    legacyArchive(archive, '20260901T000000Z_main_sk_v1_legacy.session.json.gz', { sessions_dir: sessionsDir });
+    const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const entries = JSON.parse(r.stdout).entries as { action: string; archive: string }[];
+    expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual(['restored:tar', 'superseded:json']);
   });
 });
