@@ -60,7 +60,11 @@ bindmounts() {
   mount --rbind /sys "$root/sys" && mounted+=("$root/sys")
   mount --rbind /dev "$root/dev" && mounted+=("$root/dev")
 }
-inroot() { chroot "$1" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 bash -c "set -o pipefail; $2"; }
+# Behind a TLS-intercepting proxy the registry's certificate is signed by a CA only the
+# host trusts: the chroot's npm gets the host's bundle (NODE_EXTRA_CA_CERTS or npm's cafile).
+ca=${NODE_EXTRA_CA_CERTS:-$(npm config get cafile 2>/dev/null || true)}
+chroot_env=()
+inroot() { chroot "$1" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 "${chroot_env[@]}" bash -c "set -o pipefail; $2"; }
 
 status=0
 for arch in "${archs[@]}"; do
@@ -92,6 +96,11 @@ for arch in "${archs[@]}"; do
   fi
 
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  chroot_env=()
+  if [ -n "$ca" ] && [ -f "$ca" ]; then
+    cp "$ca" "$root/etc/ssl/host-ca.crt"
+    chroot_env=(NODE_EXTRA_CA_CERTS=/etc/ssl/host-ca.crt)
+  fi
   rm -rf "$root/opt/picoclaw-guard"
   mkdir -p "$root/opt/picoclaw-guard"
   # The working tree's files without node_modules or dist: what a clone on a board holds.

@@ -173,6 +173,13 @@ before(async () => {
     { env: { ...process.env, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY: '1' }, stdio: ['ignore', out, out] },
   );
   nspawn.on('exit', (code, sig) => log(`systemd-nspawn exited (${code ?? sig}); its output: ${join(stage, 'nspawn.log')}`));
+  // Interrupted: no container is left behind.
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      if (nspawn.exitCode === null) nspawn.kill('SIGKILL');
+      process.exit(130);
+    });
+  }
   leader = await waitFor('the container to start (systemd-nspawn)', () => {
     if (nspawn.exitCode !== null) throw new Error(readFileSync(join(stage, 'nspawn.log'), 'utf8'));
     return findLeader(nspawn.pid);
