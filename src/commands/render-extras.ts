@@ -53,14 +53,14 @@ export function cronJobsTable(jobs: { job: string; runs: number; newest: string 
 }
 
 /** "next restart: about 48 s (±9 s) for 212 sessions / 31 MiB; under 30 s needs ≤ 120 sessions". */
-export function predictionLine(p: { predicted_seconds: number; rmse_seconds: number; sessions: number; jsonl_bytes: number; target_seconds: number; sessions_for_target: number | null }): string {
+export function predictionLine(p: { predicted_seconds: number; error_seconds: number; sessions: number; jsonl_bytes: number; target_seconds: number; sessions_for_target: number | null }): string {
   const target =
     p.sessions_for_target === null
       ? `under ${p.target_seconds} s cannot be reached by deleting sessions`
       : Number.isFinite(p.sessions_for_target)
         ? `under ${p.target_seconds} s needs ≤ ${p.sessions_for_target} sessions`
         : `the gap does not grow with sessions`;
-  return `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.rmse_seconds))} s) for ${p.sessions} sessions / ${Math.round(p.jsonl_bytes / (1024 * 1024))} MiB; ${target}`;
+  return `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.error_seconds))} s) for ${p.sessions} sessions / ${Math.round(p.jsonl_bytes / (1024 * 1024))} MiB; ${target}`;
 }
 
 /** `startup`: the next restart's prediction and the model behind it. */
@@ -72,8 +72,8 @@ export function predictionLines(p: StartupPrediction | { error: string }): strin
   const m = p.model;
   const terms = [`${m.a.toFixed(1)} s`, m.kind !== 'mib' ? `${m.b.toFixed(3)} s/session` : '', m.kind !== 'sessions' ? `${m.c.toFixed(2)} s/MiB` : ''].filter(Boolean).join(' + ');
   const out = [
-    `  ${predictionLine({ predicted_seconds: p.predicted_seconds, rmse_seconds: p.rmse_seconds ?? 0, sessions: p.volume.sessions, jsonl_bytes: p.volume.jsonl_bytes, target_seconds: p.target_seconds, sessions_for_target: p.sessions_for_target })}`,
-    `  model: gap ≈ ${terms} (least squares on ${m.samples} restarts, ${m.distinct_volumes} volumes; error ±${m.rmse_seconds.toFixed(1)} s${m.note ? `; ${m.note}` : ''})`,
+    `  ${predictionLine({ predicted_seconds: p.predicted_seconds, error_seconds: p.error_seconds ?? 0, sessions: p.volume.sessions, jsonl_bytes: p.volume.jsonl_bytes, target_seconds: p.target_seconds, sessions_for_target: p.sessions_for_target })}`,
+    `  model: gap ≈ ${terms} (least squares on ${m.samples} restarts, ${m.distinct_volumes} volumes; RMSE ${m.rmse_seconds.toFixed(1)} s${m.note ? `; ${m.note}` : ''})`,
   ];
   if (!p.trust.trusted) out.push(`  max_bootstrap_seconds would delete nothing yet: ${p.trust.why}${p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s))` : ''}`);
   return out;

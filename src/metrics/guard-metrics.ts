@@ -74,7 +74,7 @@ export interface MetricsSnapshot {
   seahorse_limit_bytes: number | null;
   refresh: Record<RefreshSource, RefreshStat>;
   /** The startup-time model's prediction for the next restart (src/startup-model/), if any. */
-  prediction?: { predicted_seconds: number | null; rmse_seconds: number | null } | null;
+  prediction?: { predicted_seconds: number | null; error_seconds: number | null } | null;
 }
 
 const bool = (b: boolean | null | undefined): number | null => (b === null || b === undefined ? null : b ? 1 : 0);
@@ -109,7 +109,7 @@ export function buildRegistry(s: MetricsSnapshot): Registry {
   pruneMetrics(r, s.prune);
   startupMetrics(r, s.startup);
   r.gauge('picoclaw_guard_bootstrap_predicted_seconds', "The next gateway start's bootstrap gap the startup model predicts for the default agent's sessions now.", s.prediction?.predicted_seconds ?? null);
-  r.gauge('picoclaw_guard_bootstrap_prediction_error_seconds', "The startup model's error (RMSE on the restarts it was fitted on).", s.prediction?.predicted_seconds != null ? s.prediction.rmse_seconds : null);
+  r.gauge('picoclaw_guard_bootstrap_prediction_error_seconds', "The ± of that prediction: the restarts' scatter around the model and its coefficients' uncertainty.", s.prediction?.predicted_seconds != null ? s.prediction.error_seconds : null);
   return r;
 }
 

@@ -1,4 +1,4 @@
-import { MIB, predictGap, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
+import { MIB, predictGap, predictionError, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
 import type { PlanGroup } from './plan.js';
 
 /**
@@ -54,7 +54,7 @@ export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], inp
     }
   }
   const m = input.model;
-  const withError = (s: number, b: number) => (m ? r1(predictGap(m, s, b) + m.rmse_seconds) : null);
+  const withError = (s: number, b: number) => (m ? r1(predictGap(m, s, b) + predictionError(m, s, b)) : null);
   const before: BootstrapVolume = { sessions, jsonl_bytes: bytes, predicted_seconds: withError(sessions, bytes) };
   const cap = m ? sessionsForBudget(m, input.budgetSeconds, sessions > 0 ? bytes / sessions : 0) : null;
   const base = { budget_seconds: input.budgetSeconds, model: m, trust: input.trust, before, cap_sessions: cap === Infinity ? null : cap, deleted_groups: 0 };
@@ -62,15 +62,15 @@ export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], inp
     const more = input.trust.more_restarts ? `; it needs ${input.trust.more_restarts} more restart(s) with a measured gap` : '';
     return { ...base, state: 'untrusted', after: before, message: `nothing deleted for max_bootstrap_seconds: the startup model is not trustworthy yet (${input.trust.why})${more}` };
   }
-  const fits = (s: number, b: number) => predictGap(m, s, b) + m.rmse_seconds <= input.budgetSeconds;
+  const fits = (s: number, b: number) => predictGap(m, s, b) + predictionError(m, s, b) <= input.budgetSeconds;
   if (fits(sessions, bytes)) {
     return { ...base, state: 'within_budget', after: before, message: `next restart predicted ${before.predicted_seconds} s (error included) for ${describeVolume(before)}: within the ${input.budgetSeconds} s budget` };
   }
   if (cap === null) {
     // Deleting every session would not reach it: deleting some would cost history for nothing.
-    return { ...base, state: 'unreachable', after: before, message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s ± ${r1(m.rmse_seconds)} s) exceeds the ${input.budgetSeconds} s budget, whatever is deleted` };
+    return { ...base, state: 'unreachable', after: before, message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s ± ${r1(predictionError(m, 0, 0))} s) exceeds the ${input.budgetSeconds} s budget, whatever is deleted` };
   }
-  const detail = `next restart predicted ${before.predicted_seconds} s (gap ${r1(predictGap(m, sessions, bytes))} s ± ${r1(m.rmse_seconds)} s) for ${describeVolume(before)}; the ${input.budgetSeconds} s budget allows about ${cap} sessions`;
+  const detail = `next restart predicted ${before.predicted_seconds} s (gap ${r1(predictGap(m, sessions, bytes))} s ± ${r1(predictionError(m, sessions, bytes))} s) for ${describeVolume(before)}; the ${input.budgetSeconds} s budget allows about ${cap} sessions`;
   let deleted = 0;
   for (const g of groups) {
     if (fits(sessions, bytes)) break;

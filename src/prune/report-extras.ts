@@ -19,6 +19,7 @@ export interface ModelReport {
   seconds_per_mib: number;
   standard_errors: { intercept: number; per_session: number | null; per_mib: number | null };
   rmse_seconds: number;
+  sigma_seconds: number;
   samples: number;
   distinct_volumes: number;
   note: string | null;
@@ -50,6 +51,7 @@ export function modelReport(m: BootstrapModel | null): ModelReport | null {
     seconds_per_mib: round(m.c),
     standard_errors: { intercept: round(m.se.a), per_session: m.se.b === null ? null : round(m.se.b), per_mib: m.se.c === null ? null : round(m.se.c) },
     rmse_seconds: round(m.rmse_seconds, 3),
+    sigma_seconds: round(m.sigma_seconds, 3),
     samples: m.samples,
     distinct_volumes: m.distinct_volumes,
     note: m.note,

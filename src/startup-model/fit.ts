@@ -27,6 +27,10 @@ export interface BootstrapModel {
   se: { a: number; b: number | null; c: number | null };
   /** Root mean square error of the fit on the samples it came from, in seconds. */
   rmse_seconds: number;
+  /** Residual standard error, √(SSR / (n − parameters)): the noise a restart adds to the law. */
+  sigma_seconds: number;
+  /** Covariance of the coefficients (in the order of `kind`'s columns, intercept first). */
+  cov: number[][];
   samples: number;
   /** Distinct (sessions, MiB) pairs among the samples. */
   distinct_volumes: number;
@@ -104,6 +108,7 @@ function fitWith(points: VolumePoint[], kind: BootstrapModel['kind'], distinct: 
   const dof = n - r.beta.length;
   const s2 = dof > 0 ? ssr / dof : NaN;
   const se = r.inv.map((row, i) => Math.sqrt(Math.max(0, s2 * row[i]!)));
+  const cov = r.inv.map((row) => row.map((v) => v * s2));
   const [a, x1, x2] = r.beta;
   return {
     kind,
@@ -112,6 +117,8 @@ function fitWith(points: VolumePoint[], kind: BootstrapModel['kind'], distinct: 
     c: kind === 'sessions+mib' ? x2! : kind === 'mib' ? x1! : 0,
     se: { a: se[0]!, b: kind === 'mib' ? null : se[1]!, c: kind === 'sessions+mib' ? se[2]! : kind === 'mib' ? se[1]! : null },
     rmse_seconds: Math.sqrt(ssr / n),
+    sigma_seconds: Math.sqrt(s2),
+    cov,
     samples: n,
     distinct_volumes: distinct,
     note,
@@ -156,6 +163,19 @@ export function predictGap(m: BootstrapModel, sessions: number, jsonlBytes: numb
   return m.a + m.b * sessions + m.c * (jsonlBytes / MIB);
 }
 
+/**
+ * The error to expect of one restart's gap at this volume: the restart's own noise and the
+ * uncertainty of the coefficients there (the usual prediction interval's standard error,
+ * √(σ² + x'·Cov·x)). Larger than the in-sample RMSE, most of all far from the samples.
+ */
+export function predictionError(m: BootstrapModel, sessions: number, jsonlBytes: number): number {
+  const mib = jsonlBytes / MIB;
+  const x = m.kind === 'sessions+mib' ? [1, sessions, mib] : m.kind === 'sessions' ? [1, sessions] : [1, mib];
+  let v = m.sigma_seconds ** 2;
+  for (let i = 0; i < x.length; i++) for (let j = 0; j < x.length; j++) v += x[i]! * (m.cov[i]?.[j] ?? 0) * x[j]!;
+  return Math.sqrt(Math.max(0, v));
+}
+
 /** What makes the model trustworthy enough to delete by (stated in the README). */
 export const MIN_SAMPLES_TO_KEEP = 5;
 /** The fit's error must be at most this share of the budget ... */
@@ -190,10 +210,10 @@ export function trustFor(fit: FitResult, samples: number, budgetSeconds: number)
   if (m.b <= 0 && m.c <= 0) {
     return { trusted: false, why: 'in the samples the gap does not grow with the sessions or their bytes, so deleting sessions is not shown to shorten it', more_restarts: null, rmse_bound_seconds: bound };
   }
-  if (m.rmse_seconds > bound) {
+  if (m.sigma_seconds > bound) {
     return {
       trusted: false,
-      why: `the fit's error (±${m.rmse_seconds.toFixed(1)} s) is above the bound for this budget (${bound.toFixed(1)} s: ${MAX_RMSE_SHARE * 100}% of it, at least ${MIN_RMSE_BOUND_SECONDS} s); the gaps vary for reasons other than volume, and more restarts alone may not fix that`,
+      why: `the restarts' scatter around the fit (±${m.sigma_seconds.toFixed(1)} s) is above the bound for this budget (${bound.toFixed(1)} s: ${MAX_RMSE_SHARE * 100}% of it, at least ${MIN_RMSE_BOUND_SECONDS} s); the gaps vary for reasons other than volume, and more restarts alone may not fix that`,
       more_restarts: null,
       rmse_bound_seconds: bound,
     };
@@ -202,14 +222,25 @@ export function trustFor(fit: FitResult, samples: number, budgetSeconds: number)
 }
 
 /**
- * The most sessions that keep the predicted gap plus the fit's error within the budget,
- * assuming the MiB per session stays what it is now. null when even 0 sessions would not;
- * Infinity when the model's gap does not grow with sessions.
+ * The most sessions that keep the predicted gap plus its error (predictionError) within the
+ * budget, assuming the bytes per session stay what they are now. null when even 0 sessions
+ * would not; Infinity when the model's gap does not grow with sessions.
  */
 export function sessionsForBudget(m: BootstrapModel, budgetSeconds: number, bytesPerSession: number): number | null {
-  const room = budgetSeconds - m.rmse_seconds - m.a;
-  if (room < 0) return null;
+  const fits = (n: number) => predictGap(m, n, n * bytesPerSession) + predictionError(m, n, n * bytesPerSession) <= budgetSeconds;
+  if (!fits(0)) return null;
   const perSession = m.b + m.c * (bytesPerSession / MIB);
   if (perSession <= 0) return Infinity;
-  return Math.floor(room / perSession);
+  // The error is at least sigma, so the closed form with sigma alone bounds the answer from above.
+  // Gap plus error is convex in n (a line plus the norm of an affine map), so the counts that
+  // fit are 0..answer: bisect.
+  let hi = Math.min(1e12, Math.max(0, Math.floor((budgetSeconds - m.sigma_seconds - m.a) / perSession)));
+  if (fits(hi)) return hi;
+  let lo = 0;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -4,7 +4,7 @@ import { analyzeStartupLog, type StartupReport } from '../health/startup.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
 import { readSamples, writeSamples, type BootstrapSample } from '../state/bootstrap-samples.js';
-import { fitBootstrapModel, predictGap, sessionsForBudget, trustFor, type BootstrapModel, type FitResult, type Trust } from './fit.js';
+import { fitBootstrapModel, predictGap, predictionError, sessionsForBudget, trustFor, type BootstrapModel, type FitResult, type Trust } from './fit.js';
 import { daemonSample, pairSamples, points } from './samples.js';
 
 /**
@@ -85,6 +85,9 @@ export interface StartupPrediction {
   /** Why there is no prediction yet, and what it needs. */
   why: string | null;
   predicted_seconds: number | null;
+  /** ± for this prediction: the restarts' scatter and the coefficients' uncertainty at this volume (predictionError). */
+  error_seconds: number | null;
+  /** The fit's RMSE on its own samples. */
   rmse_seconds: number | null;
   volume: Volume;
   target_seconds: number;
@@ -103,7 +106,7 @@ export const DEFAULT_TARGET_SECONDS = 30;
 export function predictionFor(l: Learned, volume: Volume, targetSeconds: number): StartupPrediction {
   const trust = trustFor(l.fit, l.measured, targetSeconds);
   const base = { volume, target_seconds: targetSeconds, samples: l.samples.length, measured_samples: l.measured, trust };
-  if (!l.fit.model) return { ...base, state: 'no_model', why: l.fit.why, predicted_seconds: null, rmse_seconds: null, sessions_for_target: null, model: null };
+  if (!l.fit.model) return { ...base, state: 'no_model', why: l.fit.why, predicted_seconds: null, error_seconds: null, rmse_seconds: null, sessions_for_target: null, model: null };
   const m = l.fit.model;
   const forTarget = sessionsForBudget(m, targetSeconds, volume.sessions > 0 ? volume.jsonl_bytes / volume.sessions : 0);
   return {
@@ -111,6 +114,7 @@ export function predictionFor(l: Learned, volume: Volume, targetSeconds: number)
     state: 'ok',
     why: null,
     predicted_seconds: Math.round(predictGap(m, volume.sessions, volume.jsonl_bytes) * 10) / 10,
+    error_seconds: Math.round(predictionError(m, volume.sessions, volume.jsonl_bytes) * 10) / 10,
     rmse_seconds: Math.round(m.rmse_seconds * 10) / 10,
     sessions_for_target: forTarget === Infinity ? null : forTarget,
     model: m,

@@ -107,7 +107,7 @@ describe('cron rules', () => {
 });
 
 describe('max_bootstrap_seconds', () => {
-  const model = (a: number, b: number, c: number, rmse: number): BootstrapModel => ({ kind: 'sessions+mib', a, b, c, se: { a: 0, b: 0, c: 0 }, rmse_seconds: rmse, samples: 8, distinct_volumes: 8, note: null });
+  const model = (a: number, b: number, c: number, rmse: number): BootstrapModel => ({ kind: 'sessions+mib', a, b, c, se: { a: 0, b: 0, c: 0 }, rmse_seconds: rmse, sigma_seconds: rmse, cov: [], samples: 8, distinct_volumes: 8, note: null });
   const trusted = { trusted: true, why: null, more_restarts: null, rmse_bound_seconds: 6 };
   const input = (m: BootstrapModel, budget: number, t = trusted): BootstrapInput => ({ budgetSeconds: budget, dir: '/s', model: m, trust: t });
   const home = () => [
@@ -178,7 +178,7 @@ describe('planner invariants with the guard keys (property tests)', () => {
     fc.assert(
       fc.property(fc.array(spec, { minLength: 1, maxLength: 40 }), policyArb, modelArb, clockArb, (specs, pol, mdl, now) => {
         const sessions = build(specs);
-        const bootstrap: BootstrapInput | undefined = mdl ? { budgetSeconds: mdl.budget, dir: '/s', model: { kind: 'sessions+mib', a: mdl.a, b: mdl.b, c: mdl.c, se: { a: 0, b: 0, c: 0 }, rmse_seconds: mdl.rmse, samples: 9, distinct_volumes: 9, note: null }, trust: { trusted: mdl.trusted, why: mdl.trusted ? null : 'x', more_restarts: mdl.trusted ? null : 1, rmse_bound_seconds: 2 } } : undefined;
+        const bootstrap: BootstrapInput | undefined = mdl ? { budgetSeconds: mdl.budget, dir: '/s', model: { kind: 'sessions+mib', a: mdl.a, b: mdl.b, c: mdl.c, se: { a: 0, b: 0, c: 0 }, rmse_seconds: mdl.rmse, sigma_seconds: mdl.rmse, cov: [], samples: 9, distinct_volumes: 9, note: null }, trust: { trusted: mdl.trusted, why: mdl.trusted ? null : 'x', more_restarts: mdl.trusted ? null : 1, rmse_bound_seconds: 2 } } : undefined;
         const p = plan(sessions, pol, { now, bootstrap });
         const dated = sessions.filter((s) => s.lastActivityMs !== null).map((s) => s.lastActivityMs!);
         const newest = dated.length ? Math.max(...dated) : null;
@@ -243,10 +243,10 @@ describe('planner invariants with the guard keys (property tests)', () => {
   it('with a trusted model, the default agent ends within the budget or only protected sessions of it are left; oldest go first', () => {
     fc.assert(
       fc.property(fc.array(spec, { minLength: 1, maxLength: 40 }), fc.record({ a: fc.double({ min: 0, max: 5, noNaN: true }), b: fc.double({ min: 0.01, max: 2, noNaN: true }), c: fc.double({ min: 0, max: 2, noNaN: true }), budget: fc.integer({ min: 6, max: 60 }) }), (specs, m) => {
-        const model: BootstrapModel = { kind: 'sessions+mib', a: m.a, b: m.b, c: m.c, se: { a: 0, b: 0, c: 0 }, rmse_seconds: 1, samples: 9, distinct_volumes: 9, note: null };
+        const model: BootstrapModel = { kind: 'sessions+mib', a: m.a, b: m.b, c: m.c, se: { a: 0, b: 0, c: 0 }, rmse_seconds: 1, sigma_seconds: 1, cov: [], samples: 9, distinct_volumes: 9, note: null };
         const p = plan(build(specs), {}, { bootstrap: { budgetSeconds: m.budget, dir: '/s', model, trust: { trusted: true, why: null, more_restarts: null, rmse_bound_seconds: 2 } } });
         const keptHere = p.groups.filter((g) => g.action === 'keep').flatMap((g) => g.members.filter((x) => x.dir === '/s'));
-        const predicted = predictGap(model, keptHere.length, keptHere.reduce((n, x) => n + x.jsonlBytes, 0)) + 1;
+        const predicted = predictGap(model, keptHere.length, keptHere.reduce((n, x) => n + x.jsonlBytes, 0)) + 1; // + sigma (no coefficient uncertainty here)
         const deletableLeft = p.groups.filter((g) => g.action === 'keep' && g.reason === 'within_policy' && g.members.some((x) => x.dir === '/s'));
         if (p.bootstrap!.state !== 'unreachable' || p.bootstrap!.cap_sessions !== null) expect(predicted <= m.budget + 1e-9 || deletableLeft.length === 0).toBe(true);
         const victims = p.groups.filter((g) => g.reason === 'max_bootstrap_seconds');

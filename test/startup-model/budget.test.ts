@@ -81,7 +81,7 @@ describe('max_bootstrap_seconds', () => {
     expect(Math.abs(j.summary.latest_gap.seconds - next)).toBeLessThanOrEqual(1);
     expect(j.summary.latest_gap.seconds).toBeLessThanOrEqual(budget);
     expect(j.prediction).toMatchObject({ state: 'ok', target_seconds: budget, measured_samples: 11 });
-    expect(Math.abs(j.prediction.predicted_seconds - lawGap(LAW, after, null))).toBeLessThan(3 * j.prediction.rmse_seconds + 1);
+    expect(Math.abs(j.prediction.predicted_seconds - lawGap(LAW, after, null))).toBeLessThan(3 * j.prediction.error_seconds);
     const text = runCli(['startup', '--home', b.dir, '--state-dir', b.state], { PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget) }).stdout;
     expect(text).toMatch(/next restart: about \d+ s \(±\d+ s\) for \d+ sessions \/ \d+ MiB; under 30 s needs ≤ \d+ sessions/);
   });
