@@ -100,6 +100,8 @@ export class Daemon {
   readonly done: Promise<number>;
   private readonly requests = new Map<string, number>();
   private readonly signalHandlers: [NodeJS.Signals, () => void][] = [];
+  /** Aborted at stop: a probe in flight must not keep the process alive after SIGTERM. */
+  private readonly stopSignal = new AbortController();
   /** The last error logged per background job: a failure that repeats every refresh is logged once. */
   private readonly lastProblem = new Map<string, string>();
 
@@ -194,12 +196,14 @@ export class Daemon {
           this.problem('sessions', errorMessage(err), {}, 'counting sessions failed');
         }
         try {
-          await this.readings.refreshHealth();
+          await this.readings.refreshHealth(this.stopSignal.signal);
           this.problem('health', null, {}, '');
         } catch (err) {
           if (first) throw err;
           this.problem('health', errorMessage(err), {}, 'collecting health failed');
         }
+        // Stopped meanwhile: the textfile is already removed and must not come back.
+        if (this.stopping) return;
         this.rebuild();
       } finally {
         this.refreshing = null;
@@ -477,6 +481,7 @@ export class Daemon {
     this.log.info({ signal, pass_running: this.runner.running }, 'stopping');
     this.job?.stop();
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.stopSignal.abort();
     this.runner.requestStop();
     let abandoned = false;
     if (this.currentPass) {

@@ -118,11 +118,12 @@ export class Readings {
     return true;
   }
 
-  async refreshHealth(): Promise<HealthReport> {
+  async refreshHealth(signal?: AbortSignal): Promise<HealthReport> {
     const s = this.settings;
     const t0 = performance.now();
     try {
       this.health = await collectHealth({
+        signal,
         sysRoot: s.sysRoot,
         procRoot: s.procRoot,
         vcgencmd: s.vcgencmd,
