@@ -74,6 +74,22 @@ describe('files that are not regular files', () => {
   }, TIMEOUT);
 });
 
+describe('gateway.log that is not a regular file', () => {
+  it('a FIFO (in the home or given with --log) or /dev/zero: exit 3 naming it; a pipe is read with --log -', () => {
+    const h = home();
+    mkdirSync(join(h, 'logs'));
+    const log = join(h, 'logs', 'gateway.log');
+    execFileSync('mkfifo', [log]);
+    const r = run(['startup', '--home', h]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`cannot read ${log}: a FIFO, not a regular file`);
+    expect(run(['startup', '--log', log]).code).toBe(3);
+    const z = run(['startup', '--log', '/dev/zero']);
+    expect(z.code).toBe(3);
+    expect(z.stderr).toContain('cannot read /dev/zero: a device or socket, not a regular file');
+  }, TIMEOUT);
+});
+
 describe('--home at a folder that is not a PicoClaw home', () => {
   it('exit 2 saying so, and nothing is written there or in the state folder', () => {
     const notHome = tempDir();
