@@ -124,7 +124,10 @@ export class Daemon {
     } catch (err) {
       this.log.warn({ state_dir: s.stateDir, error: errnoCode(err) ?? errorMessage(err) }, 'the state folder cannot be created: passes will not be remembered across restarts');
     }
+    // Signals first: SIGTERM during the first refresh (a slow gateway probe) still exits 0.
+    this.installSignals();
     await this.refresh(true);
+    if (this.stopping) return;
     this.server = await startServer({
       host: s.host,
       port: s.port,
@@ -135,7 +138,10 @@ export class Daemon {
         this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
       },
     });
-    this.installSignals();
+    if (this.stopping) {
+      await this.server.close();
+      return;
+    }
     this.schedule('start');
     this.log.info(
       {

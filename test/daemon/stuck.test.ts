@@ -98,4 +98,18 @@ describe('picoclaw-guard run: nothing a refresh meets blocks SIGTERM', () => {
     expect(r.code).toBe(0);
     expect(d.logs.at(-1)).toMatchObject({ msg: 'stopped', signal: 'SIGTERM' });
   });
+
+  it('SIGTERM during the first probe, before the daemon listens: exit 0, and it never starts serving', async () => {
+    let arrived: () => void = () => undefined;
+    const firstReady = new Promise<void>((r) => (arrived = r));
+    const port = await tricklingGateway(() => arrived());
+    const h = sampleHome({ gatewayPort: port });
+    const config = writeConfig(h.root, { health: { gateway_timeout_ms: 60_000 } });
+    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config, noWait: true });
+    await firstReady;
+    const r = await d.stop('SIGTERM', STOP_BOUND_MS);
+    expect(r).toMatchObject({ code: 0, signal: null });
+    expect(d.logs.some((l) => l.msg === 'listening')).toBe(false);
+    expect(d.logs.at(-1)).toMatchObject({ msg: 'stopped', signal: 'SIGTERM' });
+  });
 });
