@@ -90,6 +90,17 @@ describe('gateway.log that is not a regular file', () => {
   }, TIMEOUT);
 });
 
+describe("the guard's own state files", () => {
+  it('the prune history is a FIFO: the pass ends, with a warning naming it', () => {
+    const h = home();
+    const state = tempDir();
+    execFileSync('mkfifo', [join(state, 'prune-history.jsonl')]);
+    const r = run(['prune', '--apply', '--home', h, '--state-dir', state, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).warnings.join('\n')).toContain(`could not record the pass in ${state}`);
+  }, TIMEOUT);
+});
+
 describe('--home at a folder that is not a PicoClaw home', () => {
   it('exit 2 saying so, and nothing is written there or in the state folder', () => {
     const notHome = tempDir();
