@@ -107,7 +107,7 @@ describe('--home at a folder that is not a PicoClaw home', () => {
     writeFileSync(join(notHome, '.bashrc'), '# a user home\n');
     mkdirSync(join(notHome, 'Documents'));
     const state = join(tempDir(), 'state');
-    for (const args of [['sessions'], ['prune', '--apply', '--max-age-days', '1', '--state-dir', state], ['startup'], ['run', '--port', '0', '--state-dir', state]]) {
+    for (const args of [['sessions'], ['prune', '--apply', '--max-age-days', '1', '--state-dir', state], ['startup'], ['health', '--state-dir', state], ['run', '--port', '0', '--state-dir', state]]) {
       const r = run([...args, '--home', notHome]);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toContain(`${notHome} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions folder (from --home)`);
