@@ -1,8 +1,9 @@
+import { existsSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
-import type { PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, type PicoClawHome } from '../picoclaw/home.js';
 import { parseHealthConfig } from '../health/config.js';
 import { collectHealth, type HealthReport } from '../health/index.js';
 import type { ThrottleFlags } from '../health/throttle.js';
@@ -38,6 +39,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     if (!(err instanceof GuardError)) throw err;
     homeError = err.message;
   }
+  // A --home that exists but is no PicoClaw home is a typo, not a finding about the board.
+  if (home && typeof opts.home === 'string' && existsSync(home.home)) assertPicoClawHome(home);
   const report = await collectHealth({
     sysRoot: str(opts.sysRoot) ?? '/sys',
     procRoot: str(opts.procRoot) ?? '/proc',

@@ -97,6 +97,8 @@ export class Daemon {
   readonly done: Promise<number>;
   private readonly requests = new Map<string, number>();
   private readonly signalHandlers: [NodeJS.Signals, () => void][] = [];
+  /** Aborted at stop: a probe in flight must not keep the process alive after SIGTERM. */
+  private readonly stopSignal = new AbortController();
   /** The last error logged per background job: a failure that repeats every refresh is logged once. */
   private readonly lastProblem = new Map<string, string>();
 
@@ -120,7 +122,10 @@ export class Daemon {
     } catch (err) {
       this.log.warn({ state_dir: s.stateDir, error: errnoCode(err) ?? errorMessage(err) }, 'the state folder cannot be created: passes will not be remembered across restarts');
     }
+    // Signals first: SIGTERM during the first refresh (a slow gateway probe) still exits 0.
+    this.installSignals();
     await this.refresh(true);
+    if (this.stopping) return;
     this.server = await startServer({
       host: s.host,
       port: s.port,
@@ -131,7 +136,10 @@ export class Daemon {
         this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
       },
     });
-    this.installSignals();
+    if (this.stopping) {
+      await this.server.close();
+      return;
+    }
     this.schedule('start');
     this.log.info(
       {
@@ -192,12 +200,14 @@ export class Daemon {
           this.problem('sessions', errorMessage(err), {}, 'counting sessions failed');
         }
         try {
-          await this.readings.refreshHealth();
+          await this.readings.refreshHealth(this.stopSignal.signal);
           this.problem('health', null, {}, '');
         } catch (err) {
           if (first) throw err;
           this.problem('health', errorMessage(err), {}, 'collecting health failed');
         }
+        // Stopped meanwhile: the textfile is already removed and must not come back.
+        if (this.stopping) return;
         this.rebuild();
       } finally {
         this.refreshing = null;
@@ -492,6 +502,7 @@ export class Daemon {
     this.log.info({ signal, pass_running: this.runner.running }, 'stopping');
     this.job?.stop();
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.stopSignal.abort();
     this.runner.requestStop();
     let abandoned = false;
     if (this.currentPass) {

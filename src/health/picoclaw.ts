@@ -137,6 +137,8 @@ export interface PicoClawOptions {
   hungAfterMs: number;
   nowMs: () => number;
   lastBootstrapGapSeconds?: number | null;
+  /** Ends the gateway probes at once. */
+  signal?: AbortSignal;
   /** How a sessions folder is counted; the daemon passes a cached count refreshed on its own, slower cadence. */
   countSessions?: (dir: string) => ReturnType<typeof countSessions>;
 }
@@ -144,7 +146,7 @@ export interface PicoClawOptions {
 export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
   const { home } = opts;
   if (!existsSync(home.home)) return noData(`no PicoClaw home at ${home.home}`);
-  const g = await probeGateway(home, { timeoutMs: opts.timeoutMs, hungAfterMs: opts.hungAfterMs, now: opts.nowMs });
+  const g = await probeGateway(home, { timeoutMs: opts.timeoutMs, hungAfterMs: opts.hungAfterMs, now: opts.nowMs, signal: opts.signal });
   const gateway: GatewayReading = {
     state: g.state,
     reason: g.reason,

@@ -43,6 +43,8 @@ export interface GatewayState {
 
 export interface ProbeOptions {
   timeoutMs?: number;
+  /** Ends the probes at once (the daemon stopping); the result then reads as a timeout. */
+  signal?: AbortSignal;
   hungAfterMs?: number;
   now?: () => number;
 }
@@ -55,7 +57,7 @@ export const PROBE_BODY_CAP = 64 * 1024;
  * `timeoutMs` (a socket timeout alone only fires on an idle socket, and a body trickled a
  * byte at a time is never idle). A body over PROBE_BODY_CAP ends the read.
  */
-export function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<ProbeResult> {
+export function httpProbe(host: string, port: number, path: string, timeoutMs: number, signal?: AbortSignal): Promise<ProbeResult> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     let done = false;
@@ -63,6 +65,7 @@ export function httpProbe(host: string, port: number, path: string, timeoutMs: n
       if (done) return;
       done = true;
       clearTimeout(deadline);
+      signal?.removeEventListener('abort', onAbort);
       resolve({ ...r, durationMs: performance.now() - t0 });
     };
     const hostname = host === 'localhost' ? '127.0.0.1' : host.replace(/^\[|\]$/g, '');
@@ -90,6 +93,12 @@ export function httpProbe(host: string, port: number, path: string, timeoutMs: n
       finish({ status: null, error: 'timeout', body: null });
       req.destroy();
     });
+    const onAbort = () => {
+      finish({ status: null, error: 'aborted', body: null });
+      req.destroy();
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     req.on('error', (err: NodeJS.ErrnoException) => finish({ status: null, error: err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? 'error'), body: null }));
     req.end();
   });
@@ -123,11 +132,11 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
   }
   const alive = processAlive(pid.pid);
   if (!alive) return { ...base, state: 'down', alive, reason: `PID ${pid.pid} from the PID file is not running (stale PID file)` };
-  const ready = await httpProbe(host, port, '/ready', timeoutMs);
+  const ready = await httpProbe(host, port, '/ready', timeoutMs, opts.signal);
   let health: ProbeResult | null = null;
   let healthPidMatches: boolean | null = null;
   if (ready.status !== null) {
-    health = await httpProbe(host, port, '/health', timeoutMs);
+    health = await httpProbe(host, port, '/health', timeoutMs, opts.signal);
     try {
       const h = JSON.parse(health.body ?? '') as { pid?: unknown };
       healthPidMatches = typeof h.pid === 'number' ? h.pid === pid.pid : null;

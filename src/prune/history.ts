@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../io/atomic.js';
 import { join } from 'node:path';
 import { readSmallText } from '../io/smallfile.js';
@@ -51,7 +51,14 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
     const tail = text.slice(text.length - HISTORY_MAX_BYTES / 2);
     writeFileAtomic(path, tail.slice(tail.indexOf('\n') + 1));
   }
-  appendFileSync(path, JSON.stringify(e) + '\n', { mode: 0o644 });
+  // Non-blocking and regular files only: a FIFO put here must not hang the pass (ENXIO instead).
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW, 0o644);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
+    writeSync(fd, JSON.stringify(e) + '\n');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Every readable entry (bad lines are skipped), oldest first. Missing file → []. */

@@ -74,13 +74,40 @@ describe('files that are not regular files', () => {
   }, TIMEOUT);
 });
 
+describe('gateway.log that is not a regular file', () => {
+  it('a FIFO (in the home or given with --log) or /dev/zero: exit 3 naming it; a pipe is read with --log -', () => {
+    const h = home();
+    mkdirSync(join(h, 'logs'));
+    const log = join(h, 'logs', 'gateway.log');
+    execFileSync('mkfifo', [log]);
+    const r = run(['startup', '--home', h]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`cannot read ${log}: a FIFO, not a regular file`);
+    expect(run(['startup', '--log', log]).code).toBe(3);
+    const z = run(['startup', '--log', '/dev/zero']);
+    expect(z.code).toBe(3);
+    expect(z.stderr).toContain('cannot read /dev/zero: a device or socket, not a regular file');
+  }, TIMEOUT);
+});
+
+describe("the guard's own state files", () => {
+  it('the prune history is a FIFO: the pass ends, with a warning naming it', () => {
+    const h = home();
+    const state = tempDir();
+    execFileSync('mkfifo', [join(state, 'prune-history.jsonl')]);
+    const r = run(['prune', '--apply', '--home', h, '--state-dir', state, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).warnings.join('\n')).toContain(`could not record the pass in ${state}`);
+  }, TIMEOUT);
+});
+
 describe('--home at a folder that is not a PicoClaw home', () => {
   it('exit 2 saying so, and nothing is written there or in the state folder', () => {
     const notHome = tempDir();
     writeFileSync(join(notHome, '.bashrc'), '# a user home\n');
     mkdirSync(join(notHome, 'Documents'));
     const state = join(tempDir(), 'state');
-    for (const args of [['sessions'], ['prune', '--apply', '--max-age-days', '1', '--state-dir', state], ['startup'], ['run', '--port', '0', '--state-dir', state]]) {
+    for (const args of [['sessions'], ['prune', '--apply', '--max-age-days', '1', '--state-dir', state], ['startup'], ['health', '--state-dir', state], ['run', '--port', '0', '--state-dir', state]]) {
       const r = run([...args, '--home', notHome]);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toContain(`${notHome} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions folder (from --home)`);
