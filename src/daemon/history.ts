@@ -109,6 +109,34 @@ export class ReadingHistory {
     return out;
   }
 
+  /**
+   * At most `max` samples for a chart, as downsample() would give, read straight from the
+   * columns: a full day thinned at every refresh leaves 360 objects behind, not 2,880.
+   */
+  thinned(max: number): Sample[] {
+    if (this.count <= max) return this.all();
+    const per = Math.ceil(this.count / max);
+    const out: Sample[] = [];
+    for (let i = 0; i < this.count; i += per) {
+      const end = Math.min(this.count, i + per);
+      const sum = [0, 0, 0, 0];
+      const n = [0, 0, 0, 0];
+      let flags = 0;
+      let known = false;
+      let sessions = -1;
+      for (let k = i; k < end; k++) {
+        const j = (this.head - this.count + k + this.capacity) % this.capacity;
+        const v = [this.at[j]!, this.temp[j]!, this.freq[j]!, this.mem[j]!];
+        for (let c = 0; c < 4; c++) if (Number.isFinite(v[c]!)) (sum[c]! += v[c]!), n[c]!++;
+        if (this.flags[j] !== 255) (flags |= this.flags[j]!), (known = true);
+        sessions = this.sessions[j]!;
+      }
+      const mean = (c: number) => (n[c] ? sum[c]! / n[c]! : NaN);
+      out.push({ at_ms: mean(0), temp_celsius: mean(1), freq_mhz: mean(2), flags: known ? flags : 255, mem_available_mib: mean(3), sessions });
+    }
+    return out;
+  }
+
   /** A new capacity (SIGHUP changed the refresh cadence): the newest samples stay. */
   resized(capacity: number): ReadingHistory {
     if (capacity === this.capacity) return this;

@@ -36,8 +36,10 @@ export interface PageInput {
   startedAtMs: number;
   refreshSeconds: number;
   health: HealthReport | null;
-  /** The history, oldest first (the page thins it for the charts). */
+  /** The history, oldest first, perhaps already thinned (the page thins it further to MAX_CHART_POINTS). */
   samples: Sample[];
+  /** Readings in the history (more than `samples` when they were thinned). */
+  historyLength: number;
   historyCapacity: number;
   gateway: GatewaySince | null;
   /** Undated sessions per agent, as the last prune pass of this daemon classified them. */
@@ -119,8 +121,8 @@ function boardCharts(p: PageInput): string {
       { name: 'mem', label: 'available MiB', kind: 'line', axis: 'right', points: s.map((x) => ({ x: x.at_ms, y: x.mem_available_mib })) },
     ],
   });
-  const thinned = s.length < p.samples.length ? `, averaged into ${s.length} points` : '';
-  return `<figure>${temp}<figcaption>CPU temperature, ${p.samples.length} readings over ${span}${thinned}; shaded: throttled or capped.</figcaption></figure><figure>${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`;
+  const thinned = s.length < p.historyLength ? `, averaged into ${s.length} points` : '';
+  return `<figure>${temp}<figcaption>CPU temperature, ${p.historyLength} readings over ${span}${thinned}; shaded: throttled or capped.</figcaption></figure><figure>${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`;
 }
 
 function boardSection(p: PageInput): string {
@@ -214,7 +216,7 @@ export function renderStatusPage(p: PageInput): string {
     sessionsSection(p) +
     pruneSection(p) +
     restartsSection(p) +
-    `</main><footer>picoclaw-guard ${esc(p.version)} · page rendered ${esc(when(p.nowMs))} (${tzText}) · refreshes every ${REFRESH_PAGE_SECONDS} s · guard up since ${esc(when(p.startedAtMs))} · history ${p.samples.length} of ${p.historyCapacity} readings · JSON: <a href="/health">/health</a> <a href="/startup">/startup</a> <a href="/prune">/prune</a> <a href="/metrics">/metrics</a></footer>` +
+    `</main><footer>picoclaw-guard ${esc(p.version)} · page rendered ${esc(when(p.nowMs))} (${tzText}) · refreshes every ${REFRESH_PAGE_SECONDS} s · guard up since ${esc(when(p.startedAtMs))} · history ${p.historyLength} of ${p.historyCapacity} readings · JSON: <a href="/health">/health</a> <a href="/startup">/startup</a> <a href="/prune">/prune</a> <a href="/metrics">/metrics</a></footer>` +
     '</body></html>\n'
   );
 }

@@ -8,7 +8,7 @@ import type { PruneReport } from '../prune/report.js';
 import { capacityFor, fillSynthetic, GatewayTracker, ReadingHistory, sampleOf } from './history.js';
 import type { Readings, StartupView } from './readings.js';
 import type { DaemonSettings } from './settings.js';
-import { renderStatusPage, STYLE_HASH, type GapPrediction, type PassRow } from './status-page.js';
+import { MAX_CHART_POINTS, renderStatusPage, STYLE_HASH, type GapPrediction, type PassRow } from './status-page.js';
 
 /**
  * What the status page needs beyond the readings cache: the history of readings, when the
@@ -113,7 +113,8 @@ export class StatusState {
       startedAtMs: this.startedAtMs,
       refreshSeconds: s.metrics.refresh_seconds,
       health: readings.health,
-      samples: this.history.all(),
+      samples: this.history.thinned(MAX_CHART_POINTS),
+      historyLength: this.history.length,
       historyCapacity: this.history.capacity,
       gateway: this.gateway.current,
       undated: this.undated,

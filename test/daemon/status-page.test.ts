@@ -43,6 +43,7 @@ function input(over: Partial<PageInput> = {}): PageInput {
     refreshSeconds: 30,
     health: health(),
     samples: h.all(),
+    historyLength: h.length,
     historyCapacity: h.capacity,
     gateway: { state: 'down', since_ms: now - 600e3, seen_change: true },
     undated: { at_ms: now - 60e3, per_agent: { main: 2 } },
@@ -133,7 +134,7 @@ describe('status page', () => {
     // A full buffer at the fastest refresh: thinned to MAX_CHART_POINTS, the page stays small.
     const full = new ReadingHistory(capacityFor(1));
     fillSynthetic(full, full.capacity, 1, Date.now());
-    const big = renderStatusPage(input({ startup: st, samples: full.all(), historyCapacity: full.capacity, refreshSeconds: 1 }));
+    const big = renderStatusPage(input({ startup: st, samples: full.all(), historyLength: full.length, historyCapacity: full.capacity, refreshSeconds: 1 }));
     expect(drawn(big, 'chart-temperature', 'temp')).toBeLessThanOrEqual(MAX_CHART_POINTS);
     expect(drawn(big, 'chart-temperature', 'temp')).toBeGreaterThan(MAX_CHART_POINTS / 2);
     expect(Buffer.byteLength(big)).toBeLessThan(100 * 1024);
@@ -175,6 +176,17 @@ describe('reading history', () => {
     expect(d[0]!.temp_celsius).toBeCloseTo(4.5);
     expect(d.filter((x) => x.flags & FLAG_THROTTLED)).toHaveLength(1);
     expect(downsample(samples.slice(0, 10), 100)).toHaveLength(10);
+    // The ring thins from its columns to the same points (Float32 columns: compare to a tenth).
+    const ring = new ReadingHistory(1000);
+    for (const x of samples) ring.push(x);
+    const t = ring.thinned(100);
+    expect(t).toHaveLength(100);
+    t.forEach((x, i) => {
+      expect(x.at_ms).toBe(d[i]!.at_ms);
+      expect(x.temp_celsius).toBeCloseTo(d[i]!.temp_celsius, 1);
+      expect(x.flags).toBe(d[i]!.flags);
+      expect(x.sessions).toBe(d[i]!.sessions);
+    });
   });
 });
 
