@@ -2,7 +2,7 @@ import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
 import { homeFromOpts } from './common.js';
-import { formatAge, formatBytes, isoOrDash, printJson, shortKey, table } from './format.js';
+import { fitTable, formatAge, formatBytes, isoOrDash, layout, outputWidth, printJson } from './format.js';
 
 export interface AgentTotals {
   agent: string;
@@ -95,9 +95,16 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     printJson(inventoryJson(inv, now));
     return 0;
   }
+  process.stdout.write(renderSessions(inv, now, outputWidth(opts)) + '\n');
+  return 0;
+}
+
+/** The text report, fitted to `width` columns (Infinity: --wide). */
+export function renderSessions(inv: Inventory, now: Date, width: number): string {
+  const home = inv.home;
   const rows = [...inv.sessions].sort(byActivity).map((s) => [
     s.agent,
-    shortKey(s.key),
+    s.key ?? '(unreadable meta)',
     isoOrDash(s.lastActivityMs),
     s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
     s.messages === null ? '-' : String(s.messages),
@@ -109,15 +116,45 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
   if (rows.length === 0) out.push('No sessions found.');
-  else out.push(table(['AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'MSGS', 'BYTES', 'IN SEAHORSE', ''], rows, ['left', 'left', 'left', 'right', 'right', 'right', 'right']));
+  else
+    out.push(
+      ...fitTable(
+        [
+          { header: 'AGENT', fit: 'end', min: 8 },
+          { header: 'KEY', fit: 'middle', min: 24 },
+          // AGE says the same in fewer columns.
+          { header: 'LAST ACTIVITY', drop: 1 },
+          { header: 'AGE', align: 'right' },
+          { header: 'MSGS', align: 'right' },
+          { header: 'BYTES', align: 'right' },
+          { header: 'IN SEAHORSE', short: 'SEAHORSE', align: 'right' },
+          { header: '' },
+        ],
+        rows,
+        width,
+      ),
+    );
   out.push('');
   out.push('Per agent:');
   out.push(
-    table(
-      ['AGENT', 'SESSIONS', 'MESSAGES', 'BYTES', 'FOLDER'],
+    ...fitTable(
+      [
+        { header: 'AGENT', fit: 'end', min: 8 },
+        { header: 'SESSIONS', align: 'right' },
+        { header: 'MESSAGES', align: 'right' },
+        { header: 'BYTES', align: 'right' },
+        { header: 'FOLDER', fit: 'middle', min: 20 },
+      ],
       agentTotals(inv).map((t) => [t.agent, String(t.sessions), String(t.messages), formatBytes(t.jsonl_bytes + t.meta_bytes), home.agents.find((a) => a.id === t.agent)!.sessionsDir]),
-      ['left', 'right', 'right', 'right', 'left'],
+      width,
     ),
+  );
+  const jsonl = inv.sessions.reduce((n, x) => n + x.jsonlBytes, 0);
+  const meta = inv.sessions.reduce((n, x) => n + x.metaBytes, 0);
+  const orphanJsonl = inv.orphanJsonl.reduce((n, o) => n + o.file.bytes, 0);
+  out.push(
+    `Total: ${inv.sessions.length} sessions, ${formatBytes(jsonl + meta)} (.jsonl ${formatBytes(jsonl)} + .meta.json ${formatBytes(meta)})` +
+      (inv.orphanJsonl.length > 0 ? `; ${inv.orphanJsonl.length} orphan .jsonl ${formatBytes(orphanJsonl)}` : ''),
   );
   const sh = inv.seahorse;
   out.push('');
@@ -137,6 +174,5 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   }
   const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');
   for (const i of symlinks) out.push(`  ${i.dir}/${i.entry.name}: ${i.entry.why}, ignored (never followed)`);
-  process.stdout.write(out.join('\n') + '\n');
-  return 0;
+  return layout(out, width);
 }

@@ -128,8 +128,10 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
   let locked: string | null = null;
   const stop = () => locked !== null || !!o.shouldStop?.();
+  // Progress counts sessions (alias group members), as the report's totals do; orphan
+  // conversations and the size guard's extra sessions report progress without changing it.
   let done = 0;
-  const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
+  let total = ageCount.reduce((n, g) => n + g.members.length, 0);
 
   /** Delete one group; returns false (and records why) if it was kept. */
   const deleteGroup = (g: PlanGroup, reason: Reason): boolean => {
@@ -213,7 +215,8 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       continue;
     }
     deleteGroup(g, g.reason);
-    o.onProgress?.(++done, total, g.key);
+    done += g.members.length;
+    o.onProgress?.(done, total, g.key);
   }
   for (const or of plan.orphans) {
     if (or.action !== 'delete') continue;
@@ -237,7 +240,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
       res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
     }
-    o.onProgress?.(++done, total, c.key);
+    o.onProgress?.(done, total, c.key);
   }
 
   // The size guard, on measurements: batches that are prefixes of the oldest-first order.
@@ -288,6 +291,8 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       while (qi < queue.length && (taken === 0 || covered < need) && !stop()) {
         const g = queue[qi++]!;
         const share = totalContent === 0 ? 0 : (used * g.ownConversations.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent;
+        total += g.members.length;
+        done += g.members.length;
         if (deleteGroup(g, 'max_db_size_mb')) {
           covered += share;
           taken++;
