@@ -5,7 +5,7 @@
  * place that turns errors into exit codes and calls process.exit.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { layout, outputWidth, type Line } from './commands/format.js';
+import { escapeControl, layout, outputWidth, type Line } from './commands/format.js';
 import { ExitCode, GuardError } from './errors.js';
 
 // A reader that closed the pipe (`| head`) is not an error.
@@ -25,7 +25,7 @@ function oneLineError(text: string): string {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '');
-  return `picoclaw-guard: ${lines.map((l) => l.replace(/^\(Did you mean/, '(did you mean')).join(' ')}\n`;
+  return `picoclaw-guard: ${escapeControl(lines.map((l) => l.replace(/^\(Did you mean/, '(did you mean')).join(' '))}\n`;
 }
 
 /** An option value that must be a whole number of at least `min`, checked while parsing. */
@@ -249,9 +249,10 @@ Examples:
   )
   .action(lazy('install-units'));
 
+/** Messages name files and keys, which may hold control characters: shown escaped, as in the reports. */
 function printError(err: GuardError): void {
-  process.stderr.write(`picoclaw-guard: ${err.message}\n`);
-  if (err.hint) process.stderr.write(`  what to do: ${err.hint}\n`);
+  process.stderr.write(`picoclaw-guard: ${escapeControl(err.message)}\n`);
+  if (err.hint) process.stderr.write(`  what to do: ${escapeControl(err.hint)}\n`);
 }
 
 try {

@@ -145,6 +145,12 @@ describe('control characters in keys are shown escaped', () => {
       expect(r.stdout).toMatch(args.includes('--wide') ? /sk_v1_evil\\x1b\[2J\\nDELETE {2}forged-row\\x07/ : /sk_v1_evil\\x1b/);
     });
   }
+  it('an error message naming such a path', () => {
+    const r = runCli(['sessions', '--home', join(tempDir(), 'no\x1b[2Jhome')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).not.toMatch(/\x1b/);
+    expect(r.stderr).toContain('no\\x1b[2Jhome');
+  });
   it('restore --list of an archive holding that key', () => {
     const { root, home, env } = evilHome();
     const archive = join(root, 'archive');
