@@ -91,7 +91,7 @@ function tailCols(s: string, w: number): string {
 }
 
 /** Shorten in the middle to at most `max` columns: sk_v1_cb10fe…d7cc1. */
-export function cutMiddle(s: string, max: number): string {
+function cutMiddle(s: string, max: number): string {
   if (displayWidth(s) <= max) return s;
   if (max <= 1) return headCols(s, max);
   const keep = max - 1;
@@ -100,7 +100,7 @@ export function cutMiddle(s: string, max: number): string {
 }
 
 /** Shorten at the end to at most `max` columns: "older than max_age…". */
-export function cutEnd(s: string, max: number): string {
+function cutEnd(s: string, max: number): string {
   if (displayWidth(s) <= max) return s;
   return max <= 1 ? headCols(s, max) : headCols(s, max - 1) + '…';
 }
@@ -119,7 +119,7 @@ function padCols(s: string, w: number, align: Align | undefined): string {
 const UNIT = /^(B|KiB|MiB|GiB|TiB|s|ms|min|h|d|°C|MHz|GHz)[,;:).]*$/;
 
 /** Word-wrap to `width` columns; continuation lines start with `indent` spaces. A word longer than a line stays whole. */
-export function wrapText(text: string, width: number, indent = 0): string[] {
+function wrapText(text: string, width: number, indent = 0): string[] {
   if (!Number.isFinite(width) || displayWidth(text) <= width) return [text];
   // Words with the spaces before them, so aligned runs of spaces survive inside a line.
   const tokens: { sep: string; word: string }[] = [];
@@ -240,11 +240,6 @@ export function fitTable(cols: Column[], rows: string[][], width: number = Infin
     for (let k = 0; k < height; k++) emit(parts.map((p) => p[k] ?? ''));
   }
   return lines;
-}
-
-/** A table at its natural width (kept for callers that do not fit to a terminal). */
-export function table(headers: string[], rows: string[][], align: Align[] = []): string {
-  return fitTable(headers.map((h, i) => ({ header: h, align: align[i] })), rows).join('\n');
 }
 
 export function printJson(value: unknown): void {

@@ -3,7 +3,7 @@ import { freeSpaceFromEnv } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
-import { DEFAULT_WIDTH, fitTable, formatAge, formatBytes, layout, outputWidth, printJson, shortKey, type Line } from './format.js';
+import { DEFAULT_WIDTH, displayWidth, fitTable, formatAge, formatBytes, layout, outputWidth, printJson, shortKey, type Column, type Line } from './format.js';
 
 const REASON_TEXT: Record<string, string> = {
   max_age_days: 'older than max_age_days',
@@ -27,8 +27,8 @@ const REASON_SHORT: Record<string, string> = {
   max_age_days: 'over max_age_days',
   max_sessions: 'over max_sessions',
   max_db_size_mb: 'over max_db_size_mb',
-  newest: 'newest: never',
-  undated: 'undated: never',
+  newest: 'newest session',
+  undated: 'no usable date',
   within_policy: 'within policy',
   unreadable_meta: 'meta unreadable',
   not_regular_file: '.jsonl not a file',
@@ -78,34 +78,32 @@ export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): 
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
   out.push('');
   const nowMs = Date.parse(r.now);
-  const fullWidth = !Number.isFinite(width);
-  const rows = r.sessions.map((s) => [
-    s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep' : 'kept',
-    (fullWidth ? REASON_TEXT[s.reason] : undefined) ?? REASON_SHORT[s.reason] ?? REASON_TEXT[s.reason] ?? s.reason,
-    s.agent,
-    (s.key ?? '(unreadable meta)') + (s.group ? ' *' : ''),
-    s.last_activity ? s.last_activity.replace(/\.\d{3}Z$/, 'Z') : '-',
-    s.last_activity ? formatAge(nowMs - Date.parse(s.last_activity)) : '-',
-    formatBytes(s.bytes),
-  ]);
-  if (rows.length === 0) out.push('No sessions.');
-  else
-    out.push(
-      ...fitTable(
-        [
-          { header: 'ACTION' },
-          { header: 'REASON', fit: 'end', min: 14 },
-          { header: 'AGENT', fit: 'end', min: 8 },
-          { header: 'KEY', fit: 'middle', min: 20 },
-          // AGE says the same in fewer columns.
-          { header: 'LAST ACTIVITY', drop: 1 },
-          { header: 'AGE', align: 'right' },
-          { header: 'BYTES', align: 'right' },
-        ],
-        rows,
-        width,
-      ),
-    );
+  const rows = (reasons: Record<string, string>) =>
+    r.sessions.map((s) => [
+      s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep' : 'kept',
+      reasons[s.reason] ?? REASON_TEXT[s.reason] ?? s.reason,
+      s.agent,
+      (s.key ?? '(unreadable meta)') + (s.group ? ' *' : ''),
+      s.last_activity ? s.last_activity.replace(/\.\d{3}Z$/, 'Z') : '-',
+      s.last_activity ? formatAge(nowMs - Date.parse(s.last_activity)) : '-',
+      formatBytes(s.bytes),
+    ]);
+  const columns: Column[] = [
+    { header: 'ACTION' },
+    { header: 'REASON', fit: 'end', min: 14 },
+    { header: 'AGENT', fit: 'end', min: 8 },
+    { header: 'KEY', fit: 'middle', min: 20 },
+    // AGE says the same in fewer columns.
+    { header: 'LAST ACTIVITY', drop: 1 },
+    { header: 'AGE', align: 'right' },
+    { header: 'BYTES', align: 'right' },
+  ];
+  if (r.sessions.length === 0) out.push('No sessions.');
+  else {
+    // The full reasons when the whole table fits, else the short ones.
+    const full = fitTable(columns, rows(REASON_TEXT), Infinity);
+    out.push(...(full.every((l) => displayWidth(l) <= width) ? full : fitTable(columns, rows(REASON_SHORT), width)));
+  }
   if (r.sessions.some((s) => s.group)) out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
