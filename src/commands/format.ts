@@ -242,6 +242,11 @@ export function fitTable(cols: Column[], rows: string[][], width: number = Infin
   return lines;
 }
 
+/** A table at its natural width, unfitted (the shape callers used before fitTable). */
+export function table(headers: string[], rows: string[][], align: Align[] = []): string {
+  return fitTable(headers.map((h, i) => ({ header: h, align: align[i] })), rows).join('\n');
+}
+
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }
