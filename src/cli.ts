@@ -179,7 +179,10 @@ program
   .description("each gateway restart from gateway.log: time to ready, the silent bootstrap gap, and the sessions behind it")
   .addOption(homeOpt())
   .addOption(jsonOpt())
-  .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)")
+  .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)", (v: string) => {
+    if (v === '') throw new InvalidArgumentError('Expected a file name, or - for standard input.');
+    return v;
+  })
   .option('--last <n>', 'show only the last N restarts', wholeNumber(1))
   .addOption(wideOpt())
   .option('--state-dir <dir>', `where the prune history is kept, to mark restarts after a prune (${STATE_DIR_DEFAULT})`)

@@ -197,7 +197,6 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   // A whole number of 1 or more: cli.ts checks it while parsing.
   const last = typeof opts.last === 'number' ? opts.last : undefined;
   const logFlag = typeof opts.log === 'string' ? opts.log : undefined;
-  if (opts.log !== undefined && (logFlag === undefined || logFlag === '')) throw new GuardError('--log takes a file name, or - for standard input', { exitCode: ExitCode.USAGE });
   const home = findHome(opts, logFlag !== undefined);
   const path = logFlag === undefined ? home!.logPath : logFlag === '-' ? null : logFlag;
 

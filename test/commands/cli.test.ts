@@ -44,6 +44,7 @@ describe('command-line mistakes: exit 2, one line on stderr, in the tool\'s voic
     [['prun'], /^picoclaw-guard: unknown command 'prun' \(did you mean one of prune, run\?\)$/],
     [['prune', '--max-age-days', 'x'], /^picoclaw-guard: option '--max-age-days <n>' argument 'x' is invalid\. Expected a whole number of 0 or more\.$/],
     [['prune', '--deadline', '1.5'], /^picoclaw-guard: option '--deadline <seconds>' argument '1\.5' is invalid/],
+    [['startup', '--log', ''], /^picoclaw-guard: option '--log <file>' argument '' is invalid\. Expected a file name, or - for standard input\.$/],
     [['startup', '--last', '0'], /^picoclaw-guard: option '--last <n>' argument '0' is invalid\. Expected a whole number of 1 or more\.$/],
   ];
   for (const [args, message] of cases) {
