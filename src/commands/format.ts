@@ -196,7 +196,9 @@ export function fitTable(cols: Column[], rows: string[][], width: number = Infin
   let active = cols.map((_, i) => i);
   let useShort = false;
   const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short! : cols[i]!.header);
-  const natural = (i: number) => Math.max(displayWidth(head(i)), ...cells.map((r) => displayWidth(r[i]!)));
+  // Measured once: a home can have thousands of rows.
+  const cellWidth = cols.map((_, i) => cells.reduce((m, r) => Math.max(m, displayWidth(r[i]!)), 0));
+  const natural = (i: number) => Math.max(displayWidth(head(i)), cellWidth[i]!);
   const minOf = (i: number) => (cols[i]!.fit ? Math.min(natural(i), Math.max(displayWidth(head(i)), cols[i]!.min ?? 8)) : natural(i));
   const sum = (ws: number[]) => ws.reduce((a, b) => a + b, 0) + 2 * (ws.length - 1);
   let widths = active.map(natural);
