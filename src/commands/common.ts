@@ -7,13 +7,3 @@ export function homeFromOpts(opts: Record<string, unknown>, requireExisting = tr
   if (requireExisting) assertPicoClawHome(home);
   return home;
 }
-
-/** Parse a whole non-negative number given on the command line. */
-export function parseCount(value: unknown, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const s = String(value);
-  if (!/^\d+$/.test(s)) {
-    throw new GuardError(`${flag} takes a whole number of 0 or more, not "${s}"`, { exitCode: ExitCode.USAGE });
-  }
-  return Number(s);
-}

@@ -9,6 +9,7 @@ import { isLoopback } from '../metrics/server.js';
 import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
 import { GUARD_UNIT, allowedDevices, outermost, packageRoot, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
 import { homeFromOpts } from './common.js';
+import { layout, outputWidth } from './format.js';
 
 /**
  * `picoclaw-guard install-units [--dest DIR] [--user NAME] [--gateway-unit NAME] [--home DIR] [--dry-run]`
@@ -175,7 +176,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   if (opts.dryRun) {
     for (const u of units) {
       out.push(`# ---- ${join(dest, u.file)} ----`);
-      out.push(u.text.replace(/\n*$/, ''));
+      out.push(...u.text.replace(/\n*$/, '').split('\n'));
       out.push('');
     }
     prepareDirs(dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))), { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null }, true, sudo, out, notes);
@@ -211,6 +212,6 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   if (missingDevices.length > 0) notes.push(`note: no ${missingDevices.join(' or ')} on this board (no Raspberry Pi firmware): their DeviceAllow= lines were left out`);
   if (!values.loopbackOnly) notes.push('note: the guard or the gateway uses a non-loopback address, so the loopback-only IP filter was left out');
   out.push(...notes);
-  process.stdout.write(out.join('\n') + '\n');
+  process.stdout.write(layout(out, outputWidth(opts)) + '\n');
   return ExitCode.OK;
 }

@@ -4,8 +4,8 @@ import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, addHolds, holdDetail, holdsPath, releaseHolds } from '../prune/holds.js';
 import { resolveKey, restoreArchives } from '../prune/restore.js';
-import { homeFromOpts, parseCount } from './common.js';
-import { printJson, shortKey, table } from './format.js';
+import { homeFromOpts } from './common.js';
+import { fitTable, layout, outputWidth, printJson, shortKey } from './format.js';
 
 const DAY_MS = 86_400_000;
 
@@ -16,7 +16,7 @@ async function release(opts: Record<string, unknown>, stateDir: string, now: Dat
   const key = resolveKey(String(opts.release), held.map((h) => h.key), holdsPath(stateDir));
   const gone = releaseHolds(stateDir, homeReal, (k) => k === key, now.getTime());
   if (opts.json) printJson({ home: home.home, released: gone });
-  else for (const h of gone) process.stdout.write(`released ${h.agent} ${shortKey(h.key, 40)} (${holdDetail(h)}): the next pass applies the policy to it again\n`);
+  else process.stdout.write(layout(gone.map((h) => `released ${h.agent} ${shortKey(h.key, 40)} (${holdDetail(h)}): the next pass applies the policy to it again`), outputWidth(opts)) + '\n');
   return ExitCode.OK;
 }
 
@@ -26,9 +26,10 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   if (typeof opts.release === 'string') return release(opts, stateDir, now);
   const path = args[0];
   if (typeof path !== 'string') {
-    throw new GuardError('restore needs an archive file or folder (or --release KEY)', { exitCode: ExitCode.USAGE, hint: 'picoclaw-guard restore /var/backups/picoclaw --list' });
+    // One line, like commander's own "missing required argument" (the argument is optional only for --release).
+    throw new GuardError("missing required argument 'DIR|FILE' (an archive folder or file; or --release KEY)", { exitCode: ExitCode.USAGE });
   }
-  const holdDays = parseCount(opts.holdDays, '--hold-days') ?? 7;
+  const holdDays = typeof opts.holdDays === 'number' ? opts.holdDays : 7;
   const list = opts.list === true;
   // Listing needs no PicoClaw; with --home (or $PICOCLAW_HOME) it lists that home's archives only.
   const home = list && typeof opts.home !== 'string' && !process.env.PICOCLAW_HOME ? null : homeFromOpts(opts);
@@ -50,15 +51,17 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   if (opts.json) {
     printJson({ home: home?.home ?? null, hold_until: restored.length > 0 && holdDays > 0 && !holdProblem ? until : null, hold_problem: holdProblem, other_homes: otherHomes, entries });
   } else {
+    const width = outputWidth(opts);
     const out: string[] = [];
     if (entries.length > 0) {
       out.push(
-        table(
-          ['ACTION', 'AGENT', 'KEY', 'ARCHIVED'],
-          entries.map((e) => [e.action, e.agent ?? '-', shortKey(e.key ?? basename(e.archive), 40), e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-']),
+        ...fitTable(
+          [{ header: 'ACTION' }, { header: 'AGENT', fit: 'end', min: 8 }, { header: 'KEY', fit: 'middle', min: 24 }, { header: 'ARCHIVED' }],
+          entries.map((e) => [e.action, e.agent ?? '-', e.key ?? basename(e.archive), e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-']),
+          width,
         ),
       );
-      for (const e of entries) if (e.reason && e.action !== 'listed') out.push(`  ${e.action} ${e.key === null ? basename(e.archive) : shortKey(e.key, 24)}: ${e.reason}`);
+      for (const e of entries) if (e.reason && e.action !== 'listed') out.push(`  ${e.action} ${e.key === null ? basename(e.archive) : width === Infinity ? e.key : shortKey(e.key, 24)}: ${e.reason}`);
     } else out.push('No archives.');
     if (restored.length > 0) {
       out.push(`Restored ${restored.length} session(s); PicoClaw re-indexes them into seahorse.db at its next start.`);
@@ -70,7 +73,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     if (count('invalid') > 0) out.push(`${count('invalid')} archive(s) could not be used (see above); nothing of them was restored.`);
     if (otherHomes > 0) out.push(`${otherHomes} archive(s) taken from other PicoClaw homes were left alone.`);
     if (holdProblem) out.push(`warning: ${holdProblem}`);
-    process.stdout.write(out.join('\n') + '\n');
+    process.stdout.write(layout(out, width) + '\n');
   }
   return failed > 0 || holdProblem ? ExitCode.PARTIAL : ExitCode.OK;
 }

@@ -85,7 +85,30 @@ export function validUnitName(name: string): boolean {
 }
 
 function header(file: string, v: UnitValues): string {
-  return `# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${v.version}) from the shipped ${file}.\n`;
+  return `# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${v.version})\n# from the shipped ${file}.\n`;
+}
+
+/** Width the written units keep to, so `install-units --dry-run` and an editor show them whole. */
+const UNIT_WIDTH = 80;
+
+/**
+ * `Key=word word ...` on one line, or continued with a trailing backslash (systemd joins
+ * such lines, the backslash read as a space) when long paths make it wider than 80
+ * columns. Only for space-separated values whose words hold no whitespace (unitPath).
+ */
+function continued(key: string, words: string[]): string {
+  const one = `${key}=${words.join(' ')}`;
+  if (one.length <= UNIT_WIDTH) return one;
+  const lines: string[] = [];
+  let cur = `${key}=${words[0]}`;
+  for (const w of words.slice(1)) {
+    if (cur.length + 1 + w.length + 2 > UNIT_WIDTH) {
+      lines.push(cur + ' \\');
+      cur = '    ' + w;
+    } else cur += ' ' + w;
+  }
+  lines.push(cur);
+  return lines.join('\n');
 }
 
 function rewrite(text: string, v: UnitValues): string {
@@ -97,12 +120,12 @@ function rewrite(text: string, v: UnitValues): string {
     if (key === 'ExecStart') {
       const parts = /^(\S+)\s+(\S+)(.*)$/.exec(value);
       if (!parts) throw new Error(`unexpected ExecStart= in a shipped unit: ${value}`);
-      out.push(`ExecStart=${unitPath(v.node, 'the Node.js binary', true)} ${unitPath(v.cli, 'the picoclaw-guard CLI', true)}${parts[3]}`);
+      out.push(continued('ExecStart', [unitPath(v.node, 'the Node.js binary', true), unitPath(v.cli, 'the picoclaw-guard CLI', true), ...parts[3]!.trim().split(/\s+/).filter(Boolean)]));
     } else if (key === 'User') out.push(`User=${v.user}`);
     else if (key === 'Group') {
       if (v.group) out.push(`Group=${v.group}`);
     } else if (key === 'Environment' && value.startsWith('PICOCLAW_HOME=')) out.push(`Environment=PICOCLAW_HOME=${unitPath(v.home, 'the PicoClaw home')}`);
-    else if (key === 'ReadWritePaths') out.push(`ReadWritePaths=${[v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path'))).join(' ')}`);
+    else if (key === 'ReadWritePaths') out.push(continued('ReadWritePaths', [v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path')))));
     else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
     else if (key === 'DeviceAllow' && !v.devices.includes(value.split(/\s+/)[0]!)) continue;
     else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;

@@ -148,8 +148,10 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
   let locked: string | null = null;
   const stop = () => locked !== null || archiver?.failure != null || !!o.shouldStop?.();
+  // Progress counts sessions (alias group members), as the report's totals do; orphan
+  // conversations and the size guard's extra sessions report progress without changing it.
   let done = 0;
-  const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
+  let total = ageCount.reduce((n, g) => n + g.members.length, 0);
 
   /** Whether conversation c still holds exactly what the plan saw, less the `gone` oldest messages this pass deleted. */
   const convUnchanged = (c: ConversationStat, gone: number): boolean => {
@@ -285,7 +287,8 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       continue;
     }
     deleteGroup(g, g.reason);
-    o.onProgress?.(++done, total, g.key);
+    done += g.members.length;
+    o.onProgress?.(done, total, g.key);
   }
   for (const or of plan.orphans) {
     if (or.action !== 'delete') continue;
@@ -321,7 +324,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
       res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
     }
-    o.onProgress?.(++done, total, c.key);
+    o.onProgress?.(done, total, c.key);
   }
 
   // The size guard, on measurements (src/prune/size-guard.ts).
@@ -329,7 +332,20 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   let vacuumedBySize = false;
   let vacuumMs = 0;
   if (db && plan.size.checked && !res.interrupted) {
-    const g = runSizeGuard({ db, plan, o, res, deleteGroup, stop, locked: () => locked, progress: (what) => o.onProgress?.(done, total, what) });
+    const g = runSizeGuard({
+      db,
+      plan,
+      o,
+      res,
+      deleteGroup,
+      stop,
+      locked: () => locked,
+      progress: (what, sessions) => {
+        total += sessions;
+        done += sessions;
+        o.onProgress?.(done, total, what);
+      },
+    });
     vacuumedBySize = g.vacuumed;
     vacuumMs = g.vacuumMs;
   }

@@ -71,13 +71,25 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; name?: boolean } = {}): string | null {
+/**
+ * `name: 'agent'` is an agent id (strict: it names a folder); `name: 'base'` is a session's file
+ * base, which is whatever PicoClaw's sanitizeKey leaves of the key (only `:`, `/` and `\` are
+ * replaced), so control characters and a leading dot are legal there: refusing them would make a
+ * deleted session impossible to restore. A path separator, NUL, `.`/`..` or an over-long name never is.
+ */
+function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; name?: 'agent' | 'base' } = {}): string | null {
   const v = o[field.replace(/^.*\./, '')];
   if (v === null && opts.nullable) return null;
   if (typeof v !== 'string') throw new ArchiveInvalid(path, field, `must be a string, not ${v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 40)}`);
   if (v.length === 0 || v.includes('\0')) throw new ArchiveInvalid(path, field, 'is empty or holds a NUL byte');
-  if (opts.name && (v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 245)) {
-    throw new ArchiveInvalid(path, field, `${JSON.stringify(v)} is not a safe file or folder name (a path separator, a leading dot, a control character, or too long)`);
+  const unsafe =
+    opts.name === 'agent'
+      ? v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 245
+      : opts.name === 'base'
+        ? v.includes('/') || v === '.' || v === '..' || Buffer.byteLength(v) > 245
+        : false;
+  if (unsafe) {
+    throw new ArchiveInvalid(path, field, `${JSON.stringify(v)} is not a safe file or folder name (a path separator, ${opts.name === 'agent' ? 'a leading dot, a control character, ' : '"." or "..", '}or too long)`);
   }
   return v;
 }
@@ -110,8 +122,8 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
     archivedAt: stamp(path, m, 'archived_at'),
     home,
     sessionsDir: str(path, m, 'sessions_dir', { nullable: !session }),
-    agent: str(path, m, 'agent', { nullable: !session, name: true }),
-    base: str(path, m, 'base', { nullable: !session, name: true }),
+    agent: str(path, m, 'agent', { nullable: !session, name: 'agent' }),
+    base: str(path, m, 'base', { nullable: !session, name: 'base' }),
     key: str(path, m, 'key')!,
     aliases: aliasesOf(path, m),
     files: [],
@@ -149,7 +161,7 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
   if (!isObj(a)) throw new ArchiveInvalid(path, 'the document', 'is not a JSON object');
   if (a.format !== ARCHIVE_FORMAT) throw new ArchiveInvalid(path, 'format', `is not "${ARCHIVE_FORMAT}"`);
   if (a.version !== 1) throw new ArchiveInvalid(path, 'version', `${JSON.stringify(a.version)} is not 1`);
-  const base = str(path, a, 'base', { name: true })!;
+  const base = str(path, a, 'base', { name: 'base' })!;
   const info: ArchiveInfo = {
     path,
     format: 'json.gz',
@@ -157,7 +169,7 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
     archivedAt: stamp(path, a, 'archived_at'),
     home: null,
     sessionsDir: str(path, a, 'sessions_dir')!,
-    agent: str(path, a, 'agent', { name: true }),
+    agent: str(path, a, 'agent', { name: 'agent' }),
     base,
     key: str(path, a, 'key')!,
     aliases: aliasesOf(path, a),

@@ -116,6 +116,25 @@ function unsafeDetail(path: string, issues: string[], reason: string): string | 
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
+/** How old, in words: "7 days", "5 hours". */
+function ageWords(ms: number): string {
+  const h = Math.max(0, Math.round(ms / 3_600_000));
+  if (h < 48) return `${h} hour${h === 1 ? '' : 's'}`;
+  const d = Math.round(h / 24);
+  return `${d} days`;
+}
+
+/**
+ * A kept member of an alias group that is older than the group: it stays because a newer
+ * member does (the group is kept or deleted together), which its own date does not show.
+ */
+function groupDetail(g: Plan['groups'][number], m: Plan['groups'][number]['members'][number], nowMs: number): string | null {
+  if (g.members.length < 2 || g.lastActivityMs === null || m.lastActivityMs === g.lastActivityMs) return null;
+  const newest = g.members.find((x) => x.lastActivityMs === g.lastActivityMs);
+  if (!newest) return null;
+  return `kept with its alias group: ${newest.key ?? newest.base} is ${ageWords(nowMs - g.lastActivityMs)} old`;
+}
+
 export function buildReport(r: ReportInput): PruneReport {
   const policy: PruneReport['policy'] = {};
   for (const k of POLICY_KEYS) policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
@@ -147,7 +166,14 @@ export function buildReport(r: ReportInput): PruneReport {
           group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
           action: outcome.action,
           reason: outcome.reason,
-          detail: 'detail' in outcome && outcome.detail ? outcome.detail : outcome.reason === 'restored_hold' && g.hold ? holdDetail(g.hold) : ((outcome.reason === g.reason ? g.detail : undefined) ?? unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason)),
+          detail:
+            'detail' in outcome && outcome.detail
+              ? outcome.detail
+              : outcome.reason === 'restored_hold' && g.hold
+                ? holdDetail(g.hold)
+                : ((outcome.reason === g.reason ? g.detail : undefined) ??
+                  unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason) ??
+                  (outcome.action === 'keep' ? groupDetail(g, m, r.now.getTime()) : null)),
           bytes: m.jsonlBytes + m.metaBytes,
           seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,

@@ -26,7 +26,8 @@ export interface SizeGuardContext {
   stop: () => boolean;
   /** Why the database stayed locked, if it did. */
   locked: () => string | null;
-  progress: (what: string) => void;
+  /** Called after each group the size guard tried, with its member count (progress counts sessions). */
+  progress: (what: string, sessions: number) => void;
 }
 
 export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuumMs: number } {
@@ -115,7 +116,7 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
       } else {
         refused = g;
       }
-      progress(`size guard: ${g.key}`);
+      progress(`size guard: ${g.key}`, g.members.length);
       if (refused) break;
     }
     res.size.steps.push(step);

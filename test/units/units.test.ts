@@ -50,7 +50,8 @@ function security(dest: string, file: string) {
 /** Active (uncommented) settings of a unit: key → values. */
 function settings(text: string): Map<string, string[]> {
   const m = new Map<string, string[]>();
-  for (const line of text.split('\n')) {
+  // As systemd reads them: a line ending in a backslash goes on with the next, the backslash read as a space.
+  for (const line of text.replace(/ ?\\\n\s*/g, ' ').split('\n')) {
     const kv = /^([A-Za-z]+)=(.*)$/.exec(line);
     if (kv) m.set(kv[1]!, [...(m.get(kv[1]!) ?? []), kv[2]!]);
   }
@@ -225,7 +226,7 @@ describe('the shipped units (package root)', () => {
 
   it('are what install-units rewrites: only the board-specific lines change', () => {
     const shipped = readFileSync(join(ROOT, 'picoclaw-guard.service'), 'utf8').split('\n');
-    const rendered = renderUnits(values)[0]!.text.split('\n').slice(1); // minus the "Written by" header
+    const rendered = renderUnits(values)[0]!.text.split('\n').slice(2); // minus the two-line "Written by" header
     const changed = rendered.filter((l, i) => l !== shipped[i]);
     expect(changed).toEqual(['ExecStart=/usr/bin/node /opt/pcg/dist/src/cli.js run', 'User=pi', 'Group=pi', 'Environment=PICOCLAW_HOME=/home/pi/.picoclaw', 'ReadWritePaths=/home/pi/.picoclaw', 'SupplementaryGroups=video']);
     for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service']) {
