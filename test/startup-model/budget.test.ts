@@ -67,7 +67,9 @@ describe('max_bootstrap_seconds', () => {
     const rng = new Rng(99);
     const next = lawGap(LAW, after, rng);
     expect(lawGap(LAW, after, null)).toBeLessThanOrEqual(budget);
-    expect(next).toBeLessThan(budget);
+    // One noisy draw (sd LAW.noise) may land just above the budget the noise-free law meets;
+    // the volume `after` depends on the clock, so the draw is not fixed: allow three sigma.
+    expect(next).toBeLessThan(budget + 3 * LAW.noise);
 
     // Logged, it is paired with the pre-start sample; `startup` predicts within its error.
     const h = restartHistory({ law: { ...LAW, noise: 0 }, volumes: [after], seed: 1, endMs: Date.parse(pending[0]!.recorded_at) + 3000 + 6 * 3600_000, home: b.dir });
