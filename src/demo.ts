@@ -7,7 +7,7 @@
  * A health view of a home whose gateway is not running is an alarm (gateway down), which
  * is the wrong first impression of a healthy board. So for the tour the demo stands in
  * for PicoClaw's gateway: it serves /health and /ready on a free loopback port, the way
- * the real gateway does (docs/picoclaw.md#health-endpoints), and writes the PID file
+ * the real gateway does (docs/picoclaw.md#health-endpoints-and-ports), and writes the PID file
  * with its own PID. It removes that PID file when the tour ends, as a clean gateway stop
  * does, so the folder left behind is a home whose gateway stopped cleanly.
  */
