@@ -42,7 +42,7 @@ function fileEntry(path: string): ArchivedFile {
   return { name: basename(path), sha256: sha256(data), data_base64: data.toString('base64') };
 }
 
-/** Every seahorse row of the given conversations, table by table (picoclaw-facts.md §3.4). */
+/** Every seahorse row of the given conversations, table by table (docs/picoclaw.md#which-rows-belong-to-a-session). */
 export function seahorseRows(db: Database, conversationIds: number[]): Record<string, unknown[]> {
   const out: Record<string, unknown[]> = { conversations: [], messages: [], message_parts: [], summaries: [], summary_parents: [], summary_messages: [], context_items: [] };
   for (const C of conversationIds) {

@@ -9,7 +9,7 @@ import { Rng } from '../../src/sample/random.js';
 import { dumpSeahorse, integrity, snapshot } from './home.js';
 
 /**
- * The "crash at any moment" harness (issue 4).
+ * The "crash at any moment" harness.
  *
  * A real `prune --apply` subprocess is killed with SIGKILL at a random moment on a
  * copy of a pristine sample home, then the copy is checked against what the plan
