@@ -11,7 +11,7 @@ import { tempDir } from '../support/tmp.js';
 /**
  * The systemd units: `install-units` renders them with this machine's Node and this
  * checkout's CLI, then `systemd-analyze verify` must print nothing at all (it exits 0 on
- * warnings such as "Unknown key", ops-facts.md §4) and `systemd-analyze security
+ * warnings such as "Unknown key", see systemd-analyze(1)) and `systemd-analyze security
  * --offline=true` must stay under THRESHOLD (exposure 2.0 of 10: "OK").
  */
 const SA = ['/usr/bin/systemd-analyze', '/bin/systemd-analyze'].find((p) => existsSync(p)) ?? null;
