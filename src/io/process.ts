@@ -30,3 +30,38 @@ export function processProgramNames(pid: number, procRoot = '/proc'): string[] |
   }
   return names.map((n) => n.slice(0, 64));
 }
+
+let bootMs: number | null | undefined;
+
+/**
+ * When a process started (epoch ms), from /proc/<pid>/stat (field 22, clock ticks since
+ * boot; USER_HZ is 100 on every Linux architecture) and the boot time in /proc/stat.
+ * null when /proc does not tell.
+ */
+export function processStartMs(pid: number, procRoot = '/proc'): number | null {
+  try {
+    if (bootMs === undefined) {
+      const m = /^btime (\d+)$/m.exec(readFirst(`${procRoot}/stat`, 64 * 1024));
+      bootMs = m ? Number(m[1]) * 1000 : null;
+    }
+    if (bootMs === null) return null;
+    const stat = readFirst(`${procRoot}/${pid}/stat`, 4096);
+    // The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[19]);
+    return Number.isFinite(ticks) ? bootMs + ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+function readFirst(path: string, max: number): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(max);
+    const n = readSync(fd, buf, 0, max, 0);
+    return buf.subarray(0, n).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { processAlive } from '../io/lock.js';
-import { processProgramNames } from '../io/process.js';
+import { processProgramNames, processStartMs } from '../io/process.js';
 import type { PicoClawHome } from './home.js';
 import { readPidFile, type PidInfo } from './pidfile.js';
 
@@ -106,17 +106,25 @@ export function httpProbe(host: string, port: number, path: string, timeoutMs: n
 }
 
 /**
- * Whether a live PID is PicoClaw's. After a power cut the PID file survives and its PID
- * may belong to any other process (pid 1 among them): that is a stale PID file, not a
- * hung gateway. Only asked when nothing answers HTTP on the gateway's port (an answer is
- * the gateway, whatever its PID says: in Docker it is 1). Unknown (no /proc): assume it is.
+ * Why a live PID is not PicoClaw's, or null when it may be. After a power cut the PID
+ * file survives and its PID may belong to any other process (pid 1 among them): that is
+ * a stale PID file, not a hung gateway. Only asked when nothing answers HTTP on the
+ * gateway's port (an answer is the gateway, whatever its PID says: in Docker it is 1).
+ *
+ * Not PicoClaw: a process that started after the PID file was written (the gateway
+ * writes it seconds after it starts), or one whose executable and first arguments do
+ * not name picoclaw, unless it started in the minute before the file was written (a
+ * renamed binary that did write it). Unknown (no /proc): it may be.
  */
-export function notTheGateway(pid: number, procRoot?: string): string | null {
+export function notTheGateway(pid: number, pidFileWrittenMs: number, procRoot?: string): string | null {
   const names = processProgramNames(pid, procRoot);
   if (names === null) return null;
-  const isPico = names.some((n) => /picoclaw/i.test(n) && !/picoclaw-guard/i.test(n));
-  if (isPico) return null;
-  return names[0] ?? 'a kernel thread';
+  const name = names[0] ?? 'a kernel thread';
+  const started = processStartMs(pid, procRoot);
+  if (started !== null && started > pidFileWrittenMs + 2000) return `${name}, started after the PID file was written`;
+  if (names.some((n) => /picoclaw/i.test(n) && !/picoclaw-guard/i.test(n))) return null;
+  if (started !== null && started >= pidFileWrittenMs - 60_000) return null;
+  return name;
 }
 
 export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}): Promise<GatewayState> {
@@ -149,7 +157,7 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
   if (ready.status === 200) return { ...out, state: 'ready', reason: '/ready answered 200' };
   if (ready.status === 503) return { ...out, state: 'starting', reason: '/ready answered 503 (not ready yet)' };
   if (ready.status !== null) return { ...out, state: 'hung', reason: `/ready answered HTTP ${ready.status}` };
-  const other = notTheGateway(pid.pid);
+  const other = notTheGateway(pid.pid, pid.writtenAtMs);
   if (other !== null) {
     return { ...out, state: 'down', reason: `PID ${pid.pid} from the PID file is now another program (${other}) and nothing answers on ${host}:${port} (stale PID file)` };
   }

@@ -94,7 +94,8 @@ describe('gateway classification', () => {
   });
 
   it('hung: never answers and the PID file is older than hung_after', async () => {
-    const g = await classify(home(picoclawStandIn(), await serve('silent'), 120_000), 60_000);
+    // Not back-dated: the stand-in must have started before its PID file was written, as a gateway does.
+    const g = await classify(home(picoclawStandIn(), await serve('silent')), 0);
     expect(g).toMatchObject({ state: 'hung', ready: { error: 'timeout' } });
   });
 
@@ -115,7 +116,17 @@ describe('gateway classification', () => {
     expect(g1.reason).toMatch(/^PID 1 from the PID file is now another program \(.+\) and nothing answers on 127\.0\.0\.1:\d+ \(stale PID file\)$/);
     const g2 = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
     expect(g2).toMatchObject({ state: 'down', ready: { error: 'timeout' } });
-    expect(g2.reason).toContain(`PID ${process.pid} from the PID file is now another program (node)`);
+    expect(g2.reason).toContain(`PID ${process.pid} from the PID file is now another program (node`);
+  });
+
+  it('a process named picoclaw that started after the PID file was written did not write it: stale', async () => {
+    const port = await serve(200);
+    const s = servers.pop()!;
+    await new Promise((r) => s.close(r));
+    // The PID file is back-dated two minutes; the stand-in starts now.
+    const g = await classify(home(picoclawStandIn(), port, 120_000));
+    expect(g.state).toBe('down');
+    expect(g.reason).toMatch(/is now another program \(.+, started after the PID file was written\)/);
   });
 
   it('an answer on the port is the gateway whatever its PID (Docker: the PID file says 1)', async () => {
