@@ -230,7 +230,7 @@ export class Daemon {
   }
 
   private renderStatus(): void {
-    this.status.render(this.readings, { enabled: this.stats.enabled, running: this.stats.running, next_run_at_ms: this.stats.next_run_at_ms });
+    this.status.invalidate(this.readings, { enabled: this.stats.enabled, running: this.stats.running, next_run_at_ms: this.stats.next_run_at_ms });
   }
 
   private writeTextfile(): void {

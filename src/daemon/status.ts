@@ -14,7 +14,10 @@ import { MAX_CHART_POINTS, renderStatusPage, STYLE_HASH, type GapPrediction, typ
  * What the status page needs beyond the readings cache: the history of readings, when the
  * gateway entered its state, the passes (the guard's prune history plus this daemon's own
  * passes, which the history file leaves out when they deleted nothing), and the rendered
- * page. The page is rendered when the cache changes, never for a request.
+ * page. The page is rendered from these objects alone (no file, no process) at the first
+ * request after the cache changed, then served as is until the next change: a daemon
+ * nobody looks at renders nothing (its idle memory stays where it was), and a page that
+ * is open costs one render (about 1 ms) per refresh.
  */
 export const HTML_TYPE = 'text/html; charset=utf-8';
 /** Tests and the footprint benchmark only: start with this many synthetic readings ('full': a whole buffer). */
@@ -25,6 +28,8 @@ const PAGE_HEADERS = { 'content-security-policy': `default-src 'none'; style-src
 
 const OWN_PASSES = 20;
 
+type Schedule = { enabled: boolean; running: boolean; next_run_at_ms: number | null };
+
 export class StatusState {
   private history: ReadingHistory;
   private readonly gateway = new GatewayTracker();
@@ -34,6 +39,7 @@ export class StatusState {
   private filePasses: PassRow[] = [];
   private fileKey: string | null = null;
   private body: Buffer | null = null;
+  private source: { readings: Readings; schedule: Schedule } | null = null;
 
   constructor(
     private settings: DaemonSettings,
@@ -103,7 +109,13 @@ export class StatusState {
     return out.sort((a, b) => b.at_ms - a.at_ms);
   }
 
-  render(readings: Readings, schedule: { enabled: boolean; running: boolean; next_run_at_ms: number | null }): void {
+  /** The cache changed: the next request renders the page again. */
+  invalidate(readings: Readings, schedule: Schedule): void {
+    this.source = { readings, schedule };
+    this.body = null;
+  }
+
+  private render(readings: Readings, schedule: Schedule): Buffer {
     const s = this.settings;
     const nowMs = Date.now();
     const tolerance = s.metrics.refresh_seconds * 2000;
@@ -129,10 +141,11 @@ export class StatusState {
       prediction: predictionOf(readings.startup),
       maxDbBytes: s.policy.max_db_size_mb > 0 ? s.policy.max_db_size_mb * 1024 * 1024 : null,
     });
-    this.body = Buffer.from(html);
+    return Buffer.from(html);
   }
 
   reply(): Reply | null {
+    if (!this.body && this.source) this.body = this.render(this.source.readings, this.source.schedule);
     return this.body ? { status: 200, contentType: HTML_TYPE, body: this.body, headers: PAGE_HEADERS } : null;
   }
 }
