@@ -5,7 +5,11 @@
  * - resident memory idle (before the first pass ran? no: the pass runs in a child; the
  *   daemon's own RSS) and after the pass, VmHWM since start;
  * - CPU time and bytes written over an idle window (default 5 min), per idle hour;
- * - /health and /metrics latency at 50 requests per second on loopback (p50, p99).
+ * - /health and /metrics latency at 50 requests per second on loopback (p50, p99);
+ * - the status page (/) at 10 requests per second (what a few open browser tabs cost and
+ *   more), and its size.
+ * The status page's history starts full (PICOGUARD_TEST_HISTORY_FILL=full: 24 h of
+ * synthetic readings), so the figures are those of a daemon that has run for a day.
  *
  *   npm run build && node dist/bench/daemon-footprint.js [--minutes N] [--quick]
  *
@@ -34,7 +38,7 @@ buildSampleHome({ dir: join(dir, 'home'), seed: 1, sessions: 500, now: Date.now(
 writeFileSync(join(dir, 'guard.json'), JSON.stringify({ prune: { enabled: true } }));
 const board = join(root, 'test/fixtures/boards/pi4');
 const child = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'run', '--home', join(dir, 'home'), '--state-dir', join(dir, 'state'), '--config', join(dir, 'guard.json'), '--port', '0', '--sys-root', join(board, 'sys'), '--proc-root', join(board, 'proc'), '--vcgencmd', join(board, 'vcgencmd')], {
-  env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1' },
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1', PICOGUARD_TEST_HISTORY_FILL: 'full' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 const lines: Record<string, unknown>[] = [];
@@ -78,20 +82,21 @@ const w0 = sample();
 await sleep(minutes * 60_000);
 const w1 = sample();
 
-/** Requests at a fixed 50 per second (open loop), latency from send to last byte. */
-async function load(path: string, seconds: number): Promise<{ p50: number; p99: number; max: number; n: number }> {
+/** Requests at a fixed rate (open loop), latency from send to last byte. */
+async function load(path: string, seconds: number, perSecond = 50): Promise<{ p50: number; p99: number; max: number; n: number; bytes: number }> {
   const lat: number[] = [];
   const pending: Promise<void>[] = [];
+  let bytes = 0;
   const t0 = performance.now();
-  for (let i = 0; i < seconds * 50; i++) {
-    const due = t0 + i * 20;
+  for (let i = 0; i < seconds * perSecond; i++) {
+    const due = t0 + (i * 1000) / perSecond;
     const wait = due - performance.now();
     if (wait > 0) await sleep(wait);
     pending.push(
       new Promise<void>((resolve) => {
         const s = performance.now();
         const req = request({ host: '127.0.0.1', port: listening.port, path, agent: false }, (res) => {
-          res.resume();
+          res.on('data', (c: Buffer) => (bytes += c.length));
           res.on('end', () => {
             lat.push(performance.now() - s);
             resolve();
@@ -105,10 +110,12 @@ async function load(path: string, seconds: number): Promise<{ p50: number; p99: 
   await Promise.all(pending);
   lat.sort((a, b) => a - b);
   const q = (p: number) => +lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!.toFixed(2);
-  return { p50: q(0.5), p99: q(0.99), max: +lat[lat.length - 1]!.toFixed(2), n: lat.length };
+  return { p50: q(0.5), p99: q(0.99), max: +lat[lat.length - 1]!.toFixed(2), n: lat.length, bytes: Math.round(bytes / Math.max(1, lat.length)) };
 }
 const health = await load('/health', quick ? 5 : 20);
 const metrics = await load('/metrics', quick ? 5 : 20);
+const page = await load('/', quick ? 10 : 60, 10);
+const afterLoad = sample();
 child.kill('SIGTERM');
 await new Promise((r) => child.once('exit', r));
 gw.close();
@@ -127,9 +134,12 @@ const out = {
   bytes_written_per_idle_hour: Math.round((w1.writeBytes - w0.writeBytes) / hours),
   health_ms: health,
   metrics_ms: metrics,
+  status_page_ms: page,
+  rss_after_load_mb: +afterLoad.rssMb.toFixed(1),
 };
 console.log(`daemon footprint (${out.idle_window_minutes} idle minutes, 500-session home, pi4 fixture board, ready fake gateway)`);
 console.log(`  RSS idle ${out.rss_idle_mb} MB, after a pass ${out.rss_after_pass_mb} MB, end ${out.rss_end_of_idle_mb} MB (peak ${out.hwm_mb} MB)`);
 console.log(`  CPU ${out.cpu_seconds_per_idle_hour} s per idle hour; ${out.bytes_written_per_idle_hour} bytes written per idle hour`);
 console.log(`  /health at 50 req/s: p50 ${health.p50} ms, p99 ${health.p99} ms; /metrics: p50 ${metrics.p50} ms, p99 ${metrics.p99} ms`);
+console.log(`  / (status page, ${page.bytes} bytes, full 24 h history) at 10 req/s, ${page.n} requests: p50 ${page.p50} ms, p99 ${page.p99} ms, max ${page.max} ms; RSS after ${out.rss_after_load_mb} MB`);
 console.log(JSON.stringify(out));

@@ -69,7 +69,7 @@ if (mode === 'guard') {
       const now = convStat.get(id) as { n: number; last: string | null };
       return now.n === before.n && now.last === before.last;
     });
-    if (!ok) changed++;
+    if (!ok.complete) changed++;
   }
   const deleteMs = performance.now() - t0;
   hwm.deleted = hwmKb();

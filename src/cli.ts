@@ -4,7 +4,8 @@
  * imported when it runs, so `--help` loads nothing but commander. This is the one
  * place that turns errors into exit codes and calls process.exit.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { escapeControl, layout, outputWidth, type Line } from './commands/format.js';
 import { ExitCode, GuardError } from './errors.js';
 
 // A reader that closed the pipe (`| head`) is not an error.
@@ -13,7 +14,47 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
+/**
+ * Commander's own messages in the tool's voice: one line, `picoclaw-guard: ...`, its
+ * "Did you mean" hint kept on the same line. Every parse error then ends in the catch
+ * below with exit code 2.
+ */
+function oneLineError(text: string): string {
+  const lines = text
+    .replace(/^error: /, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  return `picoclaw-guard: ${escapeControl(lines.map((l) => l.replace(/^\(Did you mean/, '(did you mean')).join(' '))}\n`;
+}
+
+/** An option value that must be a whole number of at least `min`, checked while parsing. */
+function wholeNumber(min: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`Expected a whole number of ${min} or more.`);
+    return Number(value);
+  };
+}
+
 const program = new Command();
+// Before any subcommand is added: subcommands copy these settings when they are created.
+program.exitOverride();
+program.configureOutput({
+  outputError: (text, write) => write(oneLineError(text)),
+  // Commander wraps its own columns; the texts added below are fitted to the same width here.
+  writeOut: (text) => process.stdout.write(layout(paragraphs(text.replace(/\n$/, '')), outputWidth({})) + '\n'),
+});
+
+/** Help text lines, with prose (unindented lines that run on) joined into paragraphs to re-wrap. */
+function paragraphs(text: string): Line[] {
+  const out: Line[] = [];
+  for (const line of text.split('\n')) {
+    const prev = out[out.length - 1];
+    if (prev && prev.indent === 0 && prev.text !== '' && line !== '' && !/^\s/.test(line) && !/[.:]$/.test(prev.text)) prev.text += ' ' + line;
+    else out.push({ text: line, indent: /^\s/.test(line) ? /^ */.exec(line)![0].length + 2 : 0 });
+  }
+  return out;
+}
 program
   .name('picoclaw-guard')
   .description(
@@ -22,27 +63,34 @@ program
       'It finds PicoClaw by itself (--home, $PICOCLAW_HOME, or ~/.picoclaw).',
   )
   .version(process.env.npm_package_version ?? '0.1.0', '-V, --version')
-  .showHelpAfterError('(run with --help for usage)')
   .addHelpText(
     'after',
     `
 Exit codes:
-  0  success (health: OK)              5  gateway is starting: prune skipped
-  1  unexpected failure                6  a store cannot delete: prune skipped, nothing deleted
-  2  bad command line or configuration 7  prune kept sessions it planned to delete (see report)
-  3  PicoClaw data unreadable          10 health: WARN
-  4  another prune pass is running     11 health: CRITICAL
+  0   success (health: OK)
+  1   unexpected failure
+  2   bad command line or configuration
+  3   PicoClaw data cannot be handled safely
+  4   another prune pass is running
+  5   gateway is starting or hung: prune skipped
+  6   a store cannot delete: prune skipped, nothing deleted
+  7   prune kept sessions it planned to delete; restore: some already existed
+  10  health: WARN
+  11  health: CRITICAL
 
 Examples:
   picoclaw-guard sessions                 what is on this board
-  picoclaw-guard prune                    the plan (a dry-run: nothing is changed)
+  picoclaw-guard prune                    the plan (a dry-run: changes nothing)
   picoclaw-guard prune --apply            delete what the plan says
   picoclaw-guard health --json            one JSON object for a dashboard
   picoclaw-guard startup --last 5         the last five gateway restarts`,
   );
 
+/** One wording of the state folder's default (src/io/statedir.ts), for every command that has one. */
+const STATE_DIR_DEFAULT = 'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else $XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
 const homeOpt = () => new Option('--home <dir>', 'PicoClaw home (default: $PICOCLAW_HOME, else ~/.picoclaw)');
 const jsonOpt = () => new Option('--json', 'print one JSON object instead of the table');
+const wideOpt = () => new Option('--wide', 'do not fit the text to the terminal (or to 80 columns): full keys, paths and every column');
 
 /** Lazily import a command module and run it; its return value is the exit code. */
 function lazy(name: string) {
@@ -59,6 +107,7 @@ program
   .description('list every session of every agent: last activity, age, messages, bytes, seahorse rows')
   .addOption(homeOpt())
   .addOption(jsonOpt())
+  .addOption(wideOpt())
   .addHelpText('after', '\nExample:\n  picoclaw-guard sessions --home /srv/picoclaw --json | jq .totals')
   .action(lazy('sessions'));
 
@@ -68,21 +117,22 @@ const prune = program
   .addOption(homeOpt())
   .option('--config <file>', "the guard's config file (default: $PICOCLAW_GUARD_CONFIG, else /etc/picoclaw-guard/config.json if present)")
   .option('--apply', 'delete what the plan says (without it nothing is written anywhere)')
-  .option('--max-age-days <n>', 'delete sessions idle longer than this (0 disables)')
-  .option('--max-sessions <n>', 'keep at most this many sessions, all agents together (0 disables)')
-  .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)')
+  .option('--max-age-days <n>', 'delete sessions idle longer than this (0 disables)', wholeNumber(0))
+  .option('--max-sessions <n>', 'keep at most this many sessions, all agents together (0 disables)', wholeNumber(0))
+  .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)', wholeNumber(0))
   .option('--no-vacuum', 'never VACUUM seahorse.db')
   .option('--force-vacuum', 'VACUUM even while the gateway is running (it blocks the gateway\'s writes while it runs)')
   .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
-  .option('--cron-keep-runs <n>', 'keep at most the newest N runs of each cron job (0 disables)')
-  .option('--cron-max-age-days <n>', 'delete cron runs idle longer than this, whatever max_age_days says (0 disables)')
+  .option('--cron-keep-runs <n>', 'keep at most the newest N runs of each cron job (0 disables)', wholeNumber(0))
+  .option('--cron-max-age-days <n>', 'delete cron runs idle longer than this, whatever max_age_days says (0 disables)', wholeNumber(0))
   .option('--max-sessions-counts-cron <bool>', 'false: cron runs neither count toward nor are deleted by --max-sessions (default true, PicoClaw\'s rule)')
-  .option('--max-bootstrap-seconds <n>', "keep the gateway's predicted startup gap under this: delete the default agent's oldest sessions beyond the cap the startup model derives (0 disables)")
+  .option('--max-bootstrap-seconds <n>', "keep the gateway's predicted startup gap under this: delete the default agent's oldest sessions beyond the cap the startup model derives (0 disables)", wholeNumber(0))
   .option('--pre-start', 'run by the pre-start unit before the gateway starts: implies --deadline 120')
-  .option('--deadline <seconds>', 'stop deleting after this many seconds (between sessions; the next pass goes on)')
+  .option('--deadline <seconds>', 'stop deleting after this many seconds (between sessions; the next pass goes on)', wholeNumber(0))
   .option('--if-enabled', 'do nothing unless the policy key `enabled` is true (for automatic runs)')
-  .option('--state-dir <dir>', 'where the prune history is kept (default: $STATE_DIRECTORY, /var/lib/picoclaw-guard for root, else ~/.local/state/picoclaw-guard)')
+  .option('--state-dir <dir>', `where the prune history is kept (${STATE_DIR_DEFAULT})`)
   .addOption(jsonOpt())
+  .addOption(wideOpt())
   .addHelpText(
     'after',
     `
@@ -114,11 +164,15 @@ void prune;
 program
   .command('restore')
   .description('put archived sessions back into their agent\'s sessions folder (PicoClaw re-indexes them at its next start)')
-  .argument('<archive>', 'an archive file written by prune --archive')
+  .argument('[DIR|FILE]', 'a folder of archives written by prune --archive, or one archive file (not needed with --release)')
   .addOption(homeOpt())
-  .option('--key <key>', 'restore only this session key')
-  .option('--list', 'list what the archive holds and restore nothing')
+  .option('--key <key>', 'restore only this session key (a unique prefix, or the shortened form --list prints)')
+  .option('--list', 'list the archives and restore nothing (no PicoClaw home needed)')
+  .option('--hold-days <n>', 'keep restored sessions out of every prune pass for this many days (0: no hold)', wholeNumber(0), 7)
+  .option('--release <key>', 'end the hold on a restored session (prune decides on it again)')
+  .option('--state-dir <dir>', 'where the holds are kept (as for prune)')
   .addOption(jsonOpt())
+  .addOption(wideOpt())
   .action(lazy('restore'));
 
 program
@@ -126,11 +180,12 @@ program
   .description('board temperature, throttling, under-voltage, CPU frequency, memory, disk and the gateway, with a status')
   .addOption(homeOpt())
   .addOption(jsonOpt())
+  .addOption(wideOpt())
   .option('--config <file>', "the guard's config file (thresholds)")
   .option('--sys-root <dir>', 'root of sysfs (for tests and containers)', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
   .option('--vcgencmd <path>', 'path to vcgencmd (default: found on PATH; not looked for when --sys-root is not /sys)')
-  .option('--state-dir <dir>', 'where the under-voltage latch is kept and the prune history is read')
+  .option('--state-dir <dir>', `where the under-voltage latch is kept and the prune history is read (${STATE_DIR_DEFAULT})`)
   .addHelpText(
     'after',
     '\nThresholds: the "health" section of the guard config (--config).\n' +
@@ -144,9 +199,13 @@ program
   .description("each gateway restart from gateway.log: time to ready, the silent bootstrap gap, and the sessions behind it")
   .addOption(homeOpt())
   .addOption(jsonOpt())
-  .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)")
-  .option('--last <n>', 'show only the last N restarts')
-  .option('--state-dir <dir>', 'where the prune history is kept, to mark restarts after a prune (default: as for run)')
+  .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)", (v: string) => {
+    if (v === '') throw new InvalidArgumentError('Expected a file name, or - for standard input.');
+    return v;
+  })
+  .option('--last <n>', 'show only the last N restarts', wholeNumber(1))
+  .addOption(wideOpt())
+  .option('--state-dir <dir>', `where the prune history is kept, to mark restarts after a prune (${STATE_DIR_DEFAULT})`)
   .addHelpText(
     'after',
     `
@@ -169,7 +228,7 @@ program
   .option('--host <addr>', 'address to serve on (default 127.0.0.1; anything else needs a token)')
   .option('--port <n>', 'port to serve on (default 9109)')
   .option('--textfile-dir <dir>', 'also write metrics to this node_exporter textfile collector folder')
-  .option('--state-dir <dir>', 'where the last-run marker and latches are kept (default: $STATE_DIRECTORY or ~/.local/state/picoclaw-guard)')
+  .option('--state-dir <dir>', `where the last-run marker and latches are kept (${STATE_DIR_DEFAULT})`)
   .option('--sys-root <dir>', 'root of sysfs', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
   .option('--vcgencmd <path>', 'path to vcgencmd')
@@ -199,6 +258,7 @@ program
   .option('--config <file>', "the guard's config file (for server.host, archive and textfile folders)")
   .addOption(homeOpt())
   .option('--dry-run', 'print the units instead of writing them')
+  .addOption(wideOpt())
   .addHelpText(
     'after',
     `
@@ -212,17 +272,17 @@ Examples:
   )
   .action(lazy('install-units'));
 
+/** Messages name files and keys, which may hold control characters: shown escaped, as in the reports. */
 function printError(err: GuardError): void {
-  process.stderr.write(`picoclaw-guard: ${err.message}\n`);
-  if (err.hint) process.stderr.write(`  what to do: ${err.hint}\n`);
+  process.stderr.write(`picoclaw-guard: ${escapeControl(err.message)}\n`);
+  if (err.hint) process.stderr.write(`  what to do: ${escapeControl(err.hint)}\n`);
 }
 
-program.exitOverride();
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
-    // --help and --version end here with code 0; usage errors were already printed.
+    // --help and --version end here with code 0; usage errors were already printed, on one line.
     process.exitCode = err.exitCode === 0 ? 0 : ExitCode.USAGE;
   } else if (err instanceof GuardError) {
     printError(err);

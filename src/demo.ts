@@ -4,7 +4,7 @@
  * installed. Nothing outside the temporary folder is touched.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,9 +28,12 @@ const steps: { title: string; args: string[] }[] = [
   { title: 'Board health', args: ['health'] },
   { title: 'Gateway restarts and their bootstrap gaps', args: ['startup'] },
 ];
+// An empty guard config, so that a /etc/picoclaw-guard/config.json on this machine does not change the tour.
+const guardConfig = join(dir, 'guard-config.json');
+writeFileSync(guardConfig, '{}\n');
 for (const step of steps) {
   process.stdout.write(`\n=== ${step.title}\n$ picoclaw-guard ${step.args.join(' ')} --home ${home}\n\n`);
-  const r = spawnSync(process.execPath, [cli, ...step.args, '--home', home], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PICOCLAW_GUARD_CONFIG: join(dir, 'none.json') } });
+  const r = spawnSync(process.execPath, [cli, ...step.args, '--home', home], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PICOCLAW_GUARD_CONFIG: guardConfig } });
   if (r.status !== 0) process.stdout.write(`(exit code ${r.status})\n`);
 }
 process.stdout.write(`\nThe sample home stays in ${dir} for you to explore; delete it when done.\n`);

@@ -1,14 +1,15 @@
+import { existsSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
-import type { PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, type PicoClawHome } from '../picoclaw/home.js';
 import { parseHealthConfig } from '../health/config.js';
 import { collectHealth, type HealthReport } from '../health/index.js';
 import type { ThrottleFlags } from '../health/throttle.js';
 import type { Status } from '../health/types.js';
 import { homeFromOpts } from './common.js';
-import { formatBytes, printJson } from './format.js';
+import { DEFAULT_WIDTH, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
 
 /**
  * `picoclaw-guard health [--json]`: the board and the gateway, with a status.
@@ -38,6 +39,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     if (!(err instanceof GuardError)) throw err;
     homeError = err.message;
   }
+  // A --home that exists but is no PicoClaw home is a typo, not a finding about the board.
+  if (home && typeof opts.home === 'string' && existsSync(home.home)) assertPicoClawHome(home);
   const report = await collectHealth({
     sysRoot: str(opts.sysRoot) ?? '/sys',
     procRoot: str(opts.procRoot) ?? '/proc',
@@ -50,7 +53,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     freeSpace: freeSpaceFromEnv(),
   });
   if (opts.json) printJson(report);
-  else process.stdout.write(renderHealth(report) + '\n');
+  else process.stdout.write(renderHealth(report, outputWidth(opts)) + '\n');
   return EXIT_BY_STATUS[report.status];
 }
 
@@ -76,11 +79,11 @@ function duration(s: number): string {
   return `${Math.round(s / 86400)} d`;
 }
 
-/** The short human summary: the status line first, then one line per source. */
-export function renderHealth(r: HealthReport): string {
-  const lines: string[] = [];
+/** The short human summary: the status line first, then one line per source, fitted to `width` columns. */
+export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): string {
+  const lines: (string | Line)[] = [];
   lines.push(r.problems.length === 0 ? r.status : `${r.status}: ${r.problems.map((p) => p.message).join('; ')}`);
-  const row = (label: string, text: string) => lines.push(`${label.padEnd(11)}${text}`);
+  const row = (label: string, text: string) => lines.push({ text: `${label.padEnd(11)}${text}`, indent: 11 });
 
   const b = r.board;
   if (b.available) {
@@ -138,10 +141,11 @@ export function renderHealth(r: HealthReport): string {
     const who = g.pid !== null ? ` (pid ${g.pid}${g.version ? `, ${g.version}` : ''}, ${g.host}:${g.port})` : '';
     row('gateway', `${g.state}${who}: ${g.reason}`);
     const db = pc.seahorse.present ? `; seahorse.db ${formatBytes(pc.seahorse.db_bytes)} + WAL ${formatBytes(pc.seahorse.wal_bytes)}` : '';
-    row('sessions', `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), ${formatBytes(pc.sessions.jsonl_bytes)} of transcripts${db}`);
+    // Counted without reading a file: .jsonl sizes only (`sessions` shows .jsonl and .meta.json apart).
+    row('sessions', `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), .jsonl files ${formatBytes(pc.sessions.jsonl_bytes)}${db}`);
     const lp = pc.last_prune;
     row('last prune', lp ? `${lp.at} ${lp.outcome}: ${lp.deleted_sessions} deleted, ${formatBytes(lp.freed_bytes)} freed` : 'none recorded');
     if (pc.last_bootstrap_gap_seconds !== null) row('bootstrap', `last start's bootstrap gap ${pc.last_bootstrap_gap_seconds} s`);
   } else row('picoclaw', pc.reason);
-  return lines.join('\n');
+  return layout(lines, width);
 }

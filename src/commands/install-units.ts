@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
@@ -7,8 +7,9 @@ import { findVcgencmd } from '../health/vcgencmd.js';
 import { writeFileAtomic } from '../io/atomic.js';
 import { isLoopback } from '../metrics/server.js';
 import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
-import { GUARD_UNIT, outermost, packageRoot, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
+import { GUARD_UNIT, allowedDevices, outermost, packageRoot, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
 import { homeFromOpts } from './common.js';
+import { layout, outputWidth } from './format.js';
 
 /**
  * `picoclaw-guard install-units [--dest DIR] [--user NAME] [--gateway-unit NAME] [--home DIR] [--dry-run]`
@@ -16,7 +17,11 @@ import { homeFromOpts } from './common.js';
  * Writes the sidecar unit, the pre-start unit and the gateway drop-in with the paths of
  * this Node (process.execPath) and this install (the CLI's real path), running as the
  * user that owns the PicoClaw home, then prints the two systemctl commands to run.
- * --dry-run prints the units instead of writing them. Nothing is started or enabled.
+ * It also creates the folders outside the home that the units make writable (the archive
+ * and textfile folders), owned by that user: systemd silently skips a `ReadWritePaths=-DIR`
+ * that does not exist when the unit starts, and the guard then meets a read-only file
+ * system there. --dry-run prints the units (and the folders to create) instead of writing
+ * them. Nothing is started or enabled.
  * Exit 0 written (or printed), 2 bad option or no PicoClaw home, 1 cannot write.
  */
 function str(v: unknown): string | undefined {
@@ -34,6 +39,60 @@ function version(): string {
 /** The gateway answers on loopback unless its config (or PID file) says otherwise. */
 function gatewayOnLoopback(host: string): boolean {
   return host === '' || isLoopback(host);
+}
+
+interface WritableDir {
+  path: string;
+  what: string;
+  /** The archive holds conversations: not for others. node_exporter (another user) reads the textfile folder. */
+  mode: number;
+}
+
+interface Owner {
+  name: string;
+  group: string | null;
+  uid: number | null;
+  gid: number | null;
+}
+
+function writableBy(st: Stats, o: Owner): boolean {
+  if (st.uid === o.uid) return (st.mode & 0o200) !== 0;
+  if (st.gid === o.gid) return (st.mode & 0o020) !== 0;
+  return (st.mode & 0o002) !== 0;
+}
+
+/** Create each missing folder with its owner and mode, or say what to run; a folder that exists is never changed. */
+function prepareDirs(dirs: WritableDir[], o: Owner, dryRun: boolean, sudo: string, out: string[], notes: string[]): void {
+  for (const d of dirs) {
+    const mode = d.mode.toString(8).padStart(4, '0');
+    const how = `${sudo}install -d -o ${o.name}${o.group ? ` -g ${o.group}` : ''} -m ${mode} ${d.path}`;
+    let st: Stats | null = null;
+    try {
+      st = statSync(d.path);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') {
+        notes.push(`note: cannot check ${d.path} (${d.what}): ${errnoCode(err) ?? String(err)}`);
+        continue;
+      }
+    }
+    if (st) {
+      if (!st.isDirectory()) notes.push(`note: ${d.path} (${d.what}) is not a folder: the guard cannot write there`);
+      else if (o.uid !== null && !writableBy(st, o)) notes.push(`note: ${d.path} (${d.what}) exists but ${o.name} cannot write it; give it to ${o.name}: ${sudo}chown ${o.name} ${d.path}`);
+      continue;
+    }
+    if (dryRun || o.uid === null || o.gid === null) {
+      notes.push(`note: ${d.path} (${d.what}) does not exist and systemd skips a missing ReadWritePaths= folder; ${dryRun ? 'without --dry-run it is created, or run' : 'create it'}: ${how}`);
+      continue;
+    }
+    try {
+      mkdirSync(d.path, { recursive: true, mode: d.mode });
+      chownSync(d.path, o.uid, o.gid);
+      chmodSync(d.path, d.mode);
+      out.push(`created ${d.path} (${d.what}), owner ${o.name}, mode ${mode}`);
+    } catch (err) {
+      notes.push(`note: cannot create ${d.path} (${d.what}) for ${o.name}: ${errnoCode(err) ?? String(err)}; create it: ${how}`);
+    }
+  }
 }
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
@@ -76,20 +135,23 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const server = parseServerConfig(cfg.sections.server, cfg.path);
   const metrics = parseMetricsConfig(cfg.sections.metrics, cfg.path);
   const archive = cfg.sections.prune?.archive_dir;
+  const dirs: WritableDir[] = [
+    ...(typeof archive === 'string' && isAbsolute(archive) ? [{ path: archive, what: 'prune.archive_dir', mode: 0o750 }] : []),
+    ...(metrics.textfile_dir ? [{ path: metrics.textfile_dir, what: 'metrics.textfile_dir', mode: 0o755 }] : []),
+  ];
 
   // Writable: the home (sessions, seahorse.db, the lock), agents' sessions folders elsewhere,
   // the archive folder and the textfile folder. `-`: may not exist yet.
-  const extra = outermost([
-    ...home.sessionsDirs.map((s) => s.dir),
-    ...(typeof archive === 'string' && isAbsolute(archive) ? [archive] : []),
-    ...(metrics.textfile_dir ? [metrics.textfile_dir] : []),
-  ]).filter((p) => !(p === homeDir || p.startsWith(homeDir + '/')));
+  const extra = outermost([...home.sessionsDirs.map((s) => s.dir), ...dirs.map((d) => d.path)]).filter((p) => !(p === homeDir || p.startsWith(homeDir + '/')));
 
   const cli = realpathSync(fileURLToPath(new URL('../cli.js', import.meta.url)));
   const node = process.execPath;
   const everything = [node, cli, homeDir, ...extra];
   const videoGroup = groups.some((g) => g.name === 'video') && findVcgencmd() !== null;
   const gatewayUnit = str(opts.gatewayUnit) ?? 'picoclaw.service';
+  const shippedDevices = allowedDevices();
+  const devices = shippedDevices.filter((d) => existsSync(d));
+  const missingDevices = shippedDevices.filter((d) => !devices.includes(d));
 
   const values: UnitValues = {
     node,
@@ -101,6 +163,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     protectHome: everything.some(underHomeDirs) ? 'read-only' : 'yes',
     gatewayUnit,
     videoGroup,
+    devices,
     loopbackOnly: isLoopback(server.host) && gatewayOnLoopback(home.gateway.host),
     version: version(),
   };
@@ -113,9 +176,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   if (opts.dryRun) {
     for (const u of units) {
       out.push(`# ---- ${join(dest, u.file)} ----`);
-      out.push(u.text.replace(/\n*$/, ''));
+      out.push(...u.text.replace(/\n*$/, '').split('\n'));
       out.push('');
     }
+    prepareDirs(dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))), { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null }, true, sudo, out, notes);
     out.push(`Dry run: nothing was written. Without --dry-run these ${units.length} files are written, then run:`);
   } else {
     for (const u of units) {
@@ -133,6 +197,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       }
       out.push(`wrote ${path}`);
     }
+    prepareDirs(dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))), { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null }, false, sudo, out, notes);
     out.push('');
     out.push(`The guard runs as ${user}${group ? `:${group}` : ''} with ${node} and ${cli}, for ${homeDir}.`);
     out.push('Now run:');
@@ -144,8 +209,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   if (!existsSync(join('/etc/systemd/system', gatewayUnit)) && !existsSync(join('/lib/systemd/system', gatewayUnit)) && !existsSync(join('/usr/lib/systemd/system', gatewayUnit)) && !existsSync(join(dest, gatewayUnit))) {
     notes.push(`note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has that name (--gateway-unit)`);
   }
+  if (missingDevices.length > 0) notes.push(`note: no ${missingDevices.join(' or ')} on this board (no Raspberry Pi firmware): their DeviceAllow= lines were left out`);
   if (!values.loopbackOnly) notes.push('note: the guard or the gateway uses a non-loopback address, so the loopback-only IP filter was left out');
   out.push(...notes);
-  process.stdout.write(out.join('\n') + '\n');
+  process.stdout.write(layout(out, outputWidth(opts)) + '\n');
   return ExitCode.OK;
 }

@@ -4,9 +4,8 @@ import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
-import { parseCount } from './common.js';
 import { cronRulesOn, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
-import { formatAge, formatBytes, printJson, shortKey, table } from './format.js';
+import { DEFAULT_WIDTH, displayWidth, fitTable, formatAge, formatBytes, layout, outputWidth, printJson, shortKey, type Column, type Line } from './format.js';
 
 const REASON_TEXT: Record<string, string> = {
   max_age_days: 'older than max_age_days',
@@ -17,6 +16,7 @@ const REASON_TEXT: Record<string, string> = {
   within_policy: 'within policy',
   unreadable_meta: 'meta unreadable: kept',
   not_regular_file: '.jsonl is a symlink or folder: kept',
+  restored_hold: 'restored: held (see below)',
   changed_since_plan: 'changed since planning: kept',
   archive_failed: 'archive failed: kept',
   not_writable: 'not writable: kept',
@@ -24,6 +24,24 @@ const REASON_TEXT: Record<string, string> = {
   size_limit_reached: 'not needed: db fits',
   interrupted: 'pass stopped: kept',
   ...EXTRA_REASON_TEXT,
+};
+
+/** The same reasons in at most 20 columns, for a table that has to fit a terminal. */
+const REASON_SHORT: Record<string, string> = {
+  max_age_days: 'over max_age_days',
+  max_sessions: 'over max_sessions',
+  max_db_size_mb: 'over max_db_size_mb',
+  newest: 'newest session',
+  undated: 'no usable date',
+  within_policy: 'within policy',
+  unreadable_meta: 'meta unreadable',
+  not_regular_file: '.jsonl not a file',
+  changed_since_plan: 'changed since plan',
+  archive_failed: 'archive failed',
+  not_writable: 'not writable',
+  delete_failed: 'delete failed',
+  size_limit_reached: 'db fits',
+  interrupted: 'pass stopped',
 };
 
 /** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */
@@ -43,49 +61,75 @@ function progressReporter(): (done: number, total: number, what: string) => void
   };
 }
 
-export function renderPruneText(r: PruneReport): string {
-  const out: string[] = [];
+/** The text report, fitted to `width` columns (Infinity: --wide). */
+export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): string {
+  const out: (string | Line)[] = [];
   const dry = r.mode === 'dry-run';
   const pol = Object.entries(r.policy)
     .filter(([k, v]) => k !== 'enabled' && k !== 'check_interval_minutes' && !(GUARD_ONLY_KEYS.has(k as PolicyKey) && v.source === 'default'))
     .map(([k, v]) => `${k}=${v.value === null ? '-' : String(v.value)}${v.source === 'default' ? '' : ` (${v.source})`}`)
     .join('  ');
-  out.push(`${dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY'}   home: ${r.home}   now: ${r.now}`);
-  out.push(`policy: ${pol}`);
-  if (r.gateway) out.push(`gateway: ${r.gateway.state} (${r.gateway.reason})`);
+  out.push(dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY');
+  out.push(`home: ${r.home}   now: ${r.now}`);
+  out.push({ text: `policy: ${pol}`, indent: 8 });
+  if (r.gateway) out.push({ text: `gateway: ${r.gateway.state} (${r.gateway.reason})`, indent: 9 });
   if (r.skipped) {
     out.push('');
-    out.push(`SKIPPED: ${r.skipped}`);
-    return out.join('\n');
+    out.push({ text: `SKIPPED: ${r.skipped}`, indent: 9 });
+    return layout(out, width);
   }
   if (r.age_check === 'skipped_clock') out.push('age check: SKIPPED (the clock reads before 2024; set the time, e.g. NTP, and run again)');
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
+  else if (r.age_check === 'skipped_clock_jump') out.push('age check: SKIPPED this pass (the wall clock jumped since the last pass; see the warning below)');
   out.push('');
   const nowMs = Date.parse(r.now);
-  const rows = r.sessions.map((s) => [
-    s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : 'keep',
-    REASON_TEXT[s.reason] ?? s.reason,
-    s.agent,
-    shortKey(s.key) + (s.group ? ' *' : ''),
-    s.last_activity ? s.last_activity.replace(/\.\d{3}Z$/, 'Z') : '-',
-    s.last_activity ? formatAge(nowMs - Date.parse(s.last_activity)) : '-',
-    formatBytes(s.bytes),
-    ...(cronRulesOn(r) ? [s.cron_job ?? ''] : []),
-  ]);
-  if (rows.length === 0) out.push('No sessions.');
-  else out.push(table(['ACTION', 'REASON', 'AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'BYTES', ...(cronRulesOn(r) ? ['CRON JOB'] : [])], rows, ['left', 'left', 'left', 'left', 'left', 'right', 'right']));
+  const cron = cronRulesOn(r);
+  const rows = (reasons: Record<string, string>) =>
+    r.sessions.map((s) => [
+      s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep' : 'kept',
+      reasons[s.reason] ?? REASON_TEXT[s.reason] ?? s.reason,
+      s.agent,
+      (s.key ?? '(unreadable meta)') + (s.group ? ' *' : ''),
+      s.last_activity ? s.last_activity.replace(/\.\d{3}Z$/, 'Z') : '-',
+      s.last_activity ? formatAge(nowMs - Date.parse(s.last_activity)) : '-',
+      formatBytes(s.bytes),
+      ...(cron ? [s.cron_job ?? ''] : []),
+    ]);
+  const columns: Column[] = [
+    { header: 'ACTION' },
+    { header: 'REASON', fit: 'end', min: 14 },
+    { header: 'AGENT', fit: 'end', min: 8 },
+    { header: 'KEY', fit: 'middle', min: 20 },
+    // AGE says the same in fewer columns.
+    { header: 'LAST ACTIVITY', drop: 1 },
+    { header: 'AGE', align: 'right' },
+    { header: 'BYTES', align: 'right' },
+    ...(cron ? [{ header: 'CRON JOB', fit: 'middle', min: 10, drop: 2 } as Column] : []),
+  ];
+  if (r.sessions.length === 0) out.push('No sessions.');
+  else {
+    // The full reasons when the whole table fits, else the short ones.
+    const full = fitTable(columns, rows(REASON_TEXT), Infinity);
+    out.push(...(full.every((l) => displayWidth(l) <= width) ? full : fitTable(columns, rows(REASON_SHORT), width)));
+  }
   if (r.sessions.some((s) => s.group)) out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
     out.push('');
     out.push(`Orphan seahorse conversations (no session file in any agent's folder): ${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length} by age`);
-    for (const o of r.orphans.slice(0, 20)) out.push(`  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : 'keep  '}  ${shortKey(o.key, 60)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}  ${o.messages} messages`);
+    const keyCols = Number.isFinite(width) ? Math.max(20, width - 48) : Infinity;
+    for (const o of r.orphans.slice(0, 20)) out.push(`  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep  ' : 'kept  '}  ${shortKey(o.key, keyCols)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}  ${o.messages} messages`);
     if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
   }
   for (const o of r.orphan_jsonl) out.push(`  kept: ${o.path}: ${o.reason}`);
+  for (const o of r.orphans) if (o.action === 'keep' && o.detail) out.push(`  kept orphan ${shortKey(o.key, 60)}: ${REASON_TEXT[o.reason] ?? o.reason}: ${o.detail}`);
+  for (const c of r.shared_conversations ?? []) {
+    if (c.action === 'delete') out.push(`  deleted shared conversation ${shortKey(c.key, 60)}: ${c.detail ?? ''}`);
+    else out.push(`  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}${c.detail ? `: ${c.detail}` : ''}`);
+  }
   out.push('');
   const t = r.totals;
-  out.push(`Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, keep ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`);
+  out.push(`Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, ${dry ? 'keep' : 'kept'} ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`);
   const d = r.database;
   if (d.present) {
     let line = `seahorse.db: ${formatBytes(d.bytes_before)}`;
@@ -105,28 +149,33 @@ export function renderPruneText(r: PruneReport): string {
   const byDetail = new Map<string, string[]>();
   for (const s of r.sessions) if (s.detail && s.action === 'keep') byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
   for (const [detail, keys] of byDetail) {
-    if (keys.length <= 3) for (const k of keys) out.push(`kept ${k}: ${detail}`);
-    else out.push(`kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...): ${detail}`);
+    // A detail that starts with "kept" says so itself ("kept with its alias group: ...").
+    const why = detail.startsWith('kept ') ? detail.slice(5) : `: ${detail}`;
+    if (keys.length <= 3) for (const k of keys) out.push(`kept ${k}${why.startsWith(':') ? why : ` ${why}`}`);
+    else out.push(`kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`);
   }
   out.push(`(${r.duration_ms} ms)`);
-  return out.join('\n');
+  return layout(out, width);
 }
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const flags = {
-    max_age_days: parseCount(opts.maxAgeDays, '--max-age-days'),
-    max_sessions: parseCount(opts.maxSessions, '--max-sessions'),
-    max_db_size_mb: parseCount(opts.maxDbSizeMb, '--max-db-size-mb'),
+    // Whole numbers: cli.ts checks them while parsing.
+    max_age_days: num(opts.maxAgeDays),
+    max_sessions: num(opts.maxSessions),
+    max_db_size_mb: num(opts.maxDbSizeMb),
     vacuum: opts.vacuum === false ? false : undefined,
     archive_dir: typeof opts.archive === 'string' ? opts.archive : undefined,
-    cron_keep_runs: parseCount(opts.cronKeepRuns, '--cron-keep-runs'),
-    cron_max_age_days: parseCount(opts.cronMaxAgeDays, '--cron-max-age-days'),
+    cron_keep_runs: num(opts.cronKeepRuns),
+    cron_max_age_days: num(opts.cronMaxAgeDays),
     max_sessions_counts_cron: opts.maxSessionsCountsCron,
-    max_bootstrap_seconds: parseCount(opts.maxBootstrapSeconds, '--max-bootstrap-seconds'),
+    max_bootstrap_seconds: num(opts.maxBootstrapSeconds),
   };
   const apply = opts.apply === true;
   // A deadline keeps a pre-start pass from holding the gateway back: it stops between sessions.
-  const deadline = parseCount(opts.deadline, '--deadline') ?? (opts.preStart ? 120 : undefined);
+  const deadline = num(opts.deadline) ?? (opts.preStart ? 120 : undefined);
   const stopAt = deadline === undefined ? Infinity : Date.now() + deadline * 1000;
   const report = await runPrunePass({
     shouldStop: () => Date.now() > stopAt,
@@ -138,9 +187,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     ifEnabled: opts.ifEnabled === true,
     clock: systemClock,
     freeSpace: freeSpaceFromEnv(),
-    stateDir: apply ? resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined) : null,
-    // The startup-time model's samples are read for a dry-run too (never written by one).
-    modelStateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
+    // Read by the dry-run too (restore holds, an owed VACUUM, the startup-time model's samples), so it
+    // shows what apply would do; only --apply writes there.
+    stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
   });
   if (apply && opts.preStart === true) {
@@ -149,6 +198,6 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     if (w) report.warnings.push(w);
   }
   if (opts.json) printJson(report);
-  else process.stdout.write(renderPruneText(report) + '\n');
+  else process.stdout.write(renderPruneText(report, outputWidth(opts)) + '\n');
   return report.exit_code;
 }

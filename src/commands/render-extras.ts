@@ -1,6 +1,6 @@
 import type { PruneReport } from '../prune/report.js';
 import type { StartupPrediction } from '../startup-model/learn.js';
-import { formatAge, formatBytes, table } from './format.js';
+import { fitTable, formatAge, formatBytes } from './format.js';
 
 /**
  * Text for the guard's own keys (cron runs, the startup-time budget), shared by `prune`,
@@ -39,15 +39,21 @@ export function pruneExtraLines(r: PruneReport): string[] {
 }
 
 /** `sessions`: cron runs grouped by job (runs, newest, bytes), newest job first. */
-export function cronJobsTable(jobs: { job: string; runs: number; newest: string | null; bytes: number }[], nowMs: number): string[] {
+export function cronJobsTable(jobs: { job: string; runs: number; newest: string | null; bytes: number }[], nowMs: number, width: number = Infinity): string[] {
   if (jobs.length === 0) return [];
   return [
     '',
     'Cron jobs (each agent-turn run is its own session):',
-    table(
-      ['JOB', 'RUNS', 'NEWEST RUN', 'AGE', 'BYTES'],
+    ...fitTable(
+      [
+        { header: 'JOB', fit: 'middle', min: 16 },
+        { header: 'RUNS', align: 'right' },
+        { header: 'NEWEST RUN', drop: 1 },
+        { header: 'AGE', align: 'right' },
+        { header: 'BYTES', align: 'right' },
+      ],
       jobs.map((j) => [j.job, String(j.runs), j.newest ? j.newest.replace(/\.\d{3}Z$/, 'Z') : '-', j.newest ? formatAge(nowMs - Date.parse(j.newest)) : '-', formatBytes(j.bytes)]),
-      ['left', 'right', 'left', 'right', 'right'],
+      width,
     ),
   ];
 }

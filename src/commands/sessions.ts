@@ -1,10 +1,14 @@
+import { realpathSync } from 'node:fs';
+import { errorMessage } from '../errors.js';
+import { resolveStateDir } from '../io/statedir.js';
+import { activeHolds, holdDetail, type Hold } from '../prune/holds.js';
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
 import { cronJobsOf } from '../prune/cron.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-extras.js';
-import { formatAge, formatBytes, isoOrDash, printJson, shortKey, table } from './format.js';
+import { fitTable, formatAge, formatBytes, isoOrDash, layout, outputWidth, printJson, shortKey } from './format.js';
 
 export interface AgentTotals {
   agent: string;
@@ -35,7 +39,7 @@ export function byActivity(a: SessionRecord, b: SessionRecord): number {
   return (a.key ?? '').localeCompare(b.key ?? '') || a.id.localeCompare(b.id);
 }
 
-export function inventoryJson(inv: Inventory, now: Date) {
+export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = []) {
   const sessions = [...inv.sessions].sort(byActivity);
   return {
     home: inv.home.home,
@@ -56,6 +60,7 @@ export function inventoryJson(inv: Inventory, now: Date) {
       aliases: s.aliases,
       seahorse: s.conversations.map((c) => ({ conversation_id: c.conversationId, key: c.key, messages: c.messages, summaries: c.summaries, last_message_at: c.lastMessageAt })),
       issues: s.issues,
+      hold: holdOf(holds, s),
     })),
     orphan_jsonl: inv.orphanJsonl.map((o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
     orphan_conversations: inv.orphanConversations.map((c) => ({
@@ -90,17 +95,39 @@ export function inventoryJson(inv: Inventory, now: Date) {
 }
 
 
+function holdOf(holds: Hold[], s: SessionRecord): { restored_at: string; until: string } | null {
+  const h = holds.find((x) => x.agent === s.agent && x.key === s.key);
+  return h ? { restored_at: h.restored_at, until: h.until } : null;
+}
+
+/** Restore holds of this home, from the guard's state folder; a problem is a line of the output, never fatal. */
+function readHomeHolds(opts: Record<string, unknown>, home: string, nowMs: number): { holds: Hold[]; problem: string | null } {
+  try {
+    return { holds: activeHolds(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), realpathSync(home), nowMs), problem: null };
+  } catch (err) {
+    return { holds: [], problem: errorMessage(err) };
+  }
+}
+
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const home = homeFromOpts(opts);
   const now = systemClock();
   const inv = buildInventory(home);
+  const { holds, problem } = readHomeHolds(opts, home.home, now.getTime());
   if (opts.json) {
-    printJson(inventoryJson(inv, now));
+    printJson(inventoryJson(inv, now, holds));
     return 0;
   }
+  process.stdout.write(renderSessions(inv, now, outputWidth(opts), holds, problem) + '\n');
+  return 0;
+}
+
+/** The text report, fitted to `width` columns (Infinity: --wide). */
+export function renderSessions(inv: Inventory, now: Date, width: number, holds: Hold[] = [], problem: string | null = null): string {
+  const home = inv.home;
   const rows = [...inv.sessions].sort(byActivity).map((s) => [
     s.agent,
-    shortKey(s.key),
+    s.key ?? '(unreadable meta)',
     isoOrDash(s.lastActivityMs),
     s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
     s.messages === null ? '-' : String(s.messages),
@@ -112,17 +139,47 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
   if (rows.length === 0) out.push('No sessions found.');
-  else out.push(table(['AGENT', 'KEY', 'LAST ACTIVITY', 'AGE', 'MSGS', 'BYTES', 'IN SEAHORSE', ''], rows, ['left', 'left', 'left', 'right', 'right', 'right', 'right']));
+  else
+    out.push(
+      ...fitTable(
+        [
+          { header: 'AGENT', fit: 'end', min: 8 },
+          { header: 'KEY', fit: 'middle', min: 24 },
+          // AGE says the same in fewer columns.
+          { header: 'LAST ACTIVITY', drop: 1 },
+          { header: 'AGE', align: 'right' },
+          { header: 'MSGS', align: 'right' },
+          { header: 'BYTES', align: 'right' },
+          { header: 'IN SEAHORSE', short: 'SEAHORSE', align: 'right' },
+          { header: '' },
+        ],
+        rows,
+        width,
+      ),
+    );
   out.push('');
   out.push('Per agent:');
   out.push(
-    table(
-      ['AGENT', 'SESSIONS', 'MESSAGES', 'BYTES', 'FOLDER'],
+    ...fitTable(
+      [
+        { header: 'AGENT', fit: 'end', min: 8 },
+        { header: 'SESSIONS', align: 'right' },
+        { header: 'MESSAGES', align: 'right' },
+        { header: 'BYTES', align: 'right' },
+        { header: 'FOLDER', fit: 'middle', min: 20 },
+      ],
       agentTotals(inv).map((t) => [t.agent, String(t.sessions), String(t.messages), formatBytes(t.jsonl_bytes + t.meta_bytes), home.agents.find((a) => a.id === t.agent)!.sessionsDir]),
-      ['left', 'right', 'right', 'right', 'left'],
+      width,
     ),
   );
-  out.push(...cronJobsTable(cronJobsOf(inv.sessions), now.getTime()));
+  out.push(...cronJobsTable(cronJobsOf(inv.sessions), now.getTime(), width));
+  const jsonl = inv.sessions.reduce((n, x) => n + x.jsonlBytes, 0);
+  const meta = inv.sessions.reduce((n, x) => n + x.metaBytes, 0);
+  const orphanJsonl = inv.orphanJsonl.reduce((n, o) => n + o.file.bytes, 0);
+  out.push(
+    `Total: ${inv.sessions.length} sessions, ${formatBytes(jsonl + meta)} (.jsonl ${formatBytes(jsonl)} + .meta.json ${formatBytes(meta)})` +
+      (inv.orphanJsonl.length > 0 ? `; ${inv.orphanJsonl.length} orphan .jsonl ${formatBytes(orphanJsonl)}` : ''),
+  );
   const sh = inv.seahorse;
   out.push('');
   if (sh.state === 'absent') out.push(`seahorse.db: none at ${sh.path}`);
@@ -139,8 +196,14 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     for (const o of inv.orphanJsonl) out.push(`  ${o.file.path}: orphan .jsonl without .meta.json (PicoClaw does not list it)`);
     for (const e of inv.storeErrors) out.push(`  ${e.dir}: ${e.error}`);
   }
+  const held = inv.sessions.filter((x) => holdOf(holds, x));
+  if (held.length > 0 || problem) {
+    out.push('');
+    out.push('Held after a restore (every prune pass keeps them; restore --release KEY ends a hold):');
+    for (const x of held) out.push(`  ${x.agent}  ${width === Infinity ? (x.key ?? '') : shortKey(x.key)}  keep: ${holdDetail(holdOf(holds, x)!)}`);
+    if (problem) out.push(`  restore holds not read: ${problem}`);
+  }
   const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');
   for (const i of symlinks) out.push(`  ${i.dir}/${i.entry.name}: ${i.entry.why}, ignored (never followed)`);
-  process.stdout.write(out.join('\n') + '\n');
-  return 0;
+  return layout(out, width);
 }

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
 import { analyzeStartupLog, DEFAULT_MAX_RESTARTS, markPrunes, settleLatest, summarize, type PruneEffect, type RestartEntry, type Span, type StartupReport } from '../health/startup.js';
 import { processAlive } from '../io/lock.js';
@@ -6,7 +6,7 @@ import { resolveStateDir } from '../io/statedir.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { readPidFile } from '../picoclaw/pidfile.js';
 import { homeFromOpts } from './common.js';
-import { formatBytes, printJson, table } from './format.js';
+import { fitTable, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
 import { predictionLines } from './render-extras.js';
 
 /**
@@ -59,6 +59,13 @@ function findHome(opts: Record<string, unknown>, logGiven: boolean): PicoClawHom
   }
 }
 
+/** Two names of one file (a relative path, a symlink, a bind mount). */
+function sameFile(a: string, b: string): boolean {
+  const x = statSync(a, { throwIfNoEntry: false });
+  const y = statSync(b, { throwIfNoEntry: false });
+  return x !== undefined && y !== undefined && x.dev === y.dev && x.ino === y.ino;
+}
+
 export function formatSeconds(s: Span | null, none = '-'): string {
   if (s === null) return none;
   const v = s.precision_seconds < 1 ? s.seconds.toFixed(3).replace(/\.?0+$/, '') : String(Math.round(s.seconds));
@@ -88,8 +95,8 @@ function method(s: Span): string {
   return `${s.from} → ${s.to} (${precision})`;
 }
 
-function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome | null, now: SessionsNow | { error: string } | null, prunes: PruneEffect[]): string {
-  const out: string[] = [];
+function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome | null, now: SessionsNow | { error: string } | null, prunes: PruneEffect[], width: number): string {
+  const out: (string | Line)[] = [];
   const src = report.source;
   const what = src.path ?? 'standard input';
   const formats = [report.lines.json > 0 ? 'JSON' : '', report.lines.console > 0 ? 'console' : '', report.lines.journald > 0 ? 'journald' : ''].filter(Boolean).join(' + ') || 'no log lines';
@@ -114,8 +121,17 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
     const more = report.restarts_found > shown.length ? ` (the last ${shown.length} of ${report.restarts_found})` : '';
     out.push(`Restarts${more}:`);
     out.push(
-      table(
-        ['#', 'STARTED', 'ENDED', 'READY IN', 'BOOTSTRAP GAP', 'INGEST', 'WARNINGS', 'NOTE'],
+      ...fitTable(
+        [
+          { header: '#', align: 'right' },
+          { header: 'STARTED' },
+          { header: 'ENDED' },
+          { header: 'READY IN', align: 'right' },
+          { header: 'BOOTSTRAP GAP', short: 'GAP', align: 'right' },
+          { header: 'INGEST', align: 'right', drop: 1 },
+          { header: 'WARNINGS', short: 'WARN', align: 'right', drop: 2 },
+          { header: 'NOTE', fit: 'wrap', min: 20 },
+        ],
         shown.map((r) => [
           String(r.n),
           r.started_at_text,
@@ -126,7 +142,7 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
           r.gap.warnings === 0 && r.reached === 'starting' ? '-' : String(r.gap.warnings),
           noteFor(r),
         ]),
-        ['right', 'left', 'left', 'right', 'right', 'right', 'right', 'left'],
+        width,
       ),
     );
     const methods = new Map<string, Set<string>>();
@@ -137,7 +153,7 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
     if (methods.size > 0) {
       out.push('');
       out.push('How the figures were measured:');
-      for (const [col, set] of methods) [...set].forEach((m, i) => out.push(`  ${i === 0 ? col.padEnd(13) : ' '.repeat(13)}  ${m}`));
+      for (const [col, set] of methods) [...set].forEach((m, i) => out.push({ text: `  ${i === 0 ? col.padEnd(13) : ' '.repeat(13)}  ${m}`, indent: 17 }));
       if (shown.some((r) => r.bootstrap_gap?.lower_bound || r.time_to_ready?.lower_bound)) out.push(`  ${'≥'.padEnd(13)}  the end was never logged (killed, or still running): at least this long`);
       out.push('  INGEST / WARNINGS: `ingest` and WARN lines inside the bootstrap gap.');
     }
@@ -159,7 +175,7 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
   if (now && 'error' in now) out.push(`  sessions now: unknown (${now.error})`);
   else if (now) {
     out.push(
-      `  sessions now: ${now.sessions} in ${now.agents} agent(s), ${formatBytes(now.bytes)}; bootstrapped at each start (agent ${now.bootstrapped.agent}): ${now.bootstrapped.sessions}, ${formatBytes(now.bootstrapped.bytes)}` +
+      `  sessions now: ${now.sessions} in ${now.agents} agent(s), ${formatBytes(now.bytes)} of .jsonl + .meta.json; bootstrapped at each start (agent ${now.bootstrapped.agent}): ${now.bootstrapped.sessions}, ${formatBytes(now.bootstrapped.bytes)}` +
         (now.seahorse_bytes !== null ? `; seahorse.db ${formatBytes(now.seahorse_bytes)}` : ''),
     );
   }
@@ -175,18 +191,13 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
     out.push(`  tip: ${a.message}`);
     for (const setting of a.settings) out.push(`       ${setting}`);
   }
-  return out.join('\n') + '\n';
+  return layout(out, width) + '\n';
 }
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
-  let last: number | undefined;
-  if (opts.last !== undefined) {
-    const v = String(opts.last);
-    if (!/^\d+$/.test(v) || Number(v) < 1) throw new GuardError(`--last takes a whole number of 1 or more, not "${v}"`, { exitCode: ExitCode.USAGE });
-    last = Number(v);
-  }
+  // A whole number of 1 or more: cli.ts checks it while parsing.
+  const last = typeof opts.last === 'number' ? opts.last : undefined;
   const logFlag = typeof opts.log === 'string' ? opts.log : undefined;
-  if (opts.log !== undefined && (logFlag === undefined || logFlag === '')) throw new GuardError('--log takes a file name, or - for standard input', { exitCode: ExitCode.USAGE });
   const home = findHome(opts, logFlag !== undefined);
   const path = logFlag === undefined ? home!.logPath : logFlag === '-' ? null : logFlag;
 
@@ -206,8 +217,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     throw new GuardError(`cannot read ${path}: ${report.source.error}`, { exitCode: ExitCode.DATA, path: path ?? undefined, hint: 'run as a user that can read it (e.g. the gateway\'s user), or pipe it in with --log -' });
   }
 
-  // The home's own log: whether the gateway runs now settles a latest restart with no closing line.
-  if (home && logFlag === undefined) {
+  // The home's own log, however it is named: whether the gateway runs now settles a latest
+  // restart with no closing line. Another board's log (or standard input) is read as it is.
+  if (home && (logFlag === undefined || (path !== null && sameFile(path, home.logPath)))) {
     const pf = readPidFile(home.pidPath);
     settleLatest(report, pf.state === 'present' && processAlive(pf.info.pid));
   }
@@ -225,6 +237,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     printJson({ ...report, restarts: shown, summary, shown_last: last ?? null, sessions_now: now, prunes, prediction });
     return 0;
   }
-  process.stdout.write(render({ ...report, summary }, shown, home, now, prunes) + (prediction ? predictionLines(prediction).join('\n') + '\n' : ''));
+  const width = outputWidth(opts);
+  process.stdout.write(render({ ...report, summary }, shown, home, now, prunes, width) + (prediction ? layout(predictionLines(prediction), width) + '\n' : ''));
   return 0;
 }

@@ -5,11 +5,14 @@ import { renderMetrics, emptyPruneStats, type PruneOutcome, type PruneStats } fr
 import { isLoopback, jsonReply, startServer, METRICS_TYPE, type Reply, type RunningServer } from '../metrics/server.js';
 import { TextfileWriter } from '../metrics/textfile.js';
 import type { PruneReport } from '../prune/report.js';
+import { ClockWatch } from './clock-watch.js';
+import { assertPicoClawHome } from '../picoclaw/home.js';
 import { createLogger, type Logger } from './log.js';
 import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
 import { PassRunner } from './pass-runner.js';
 import { Readings } from './readings.js';
 import { resolveSettings, type DaemonSettings, type RunFlags } from './settings.js';
+import { StatusState } from './status.js';
 import type { PassOutput } from './prune-child.js';
 
 /**
@@ -17,7 +20,7 @@ import type { PassOutput } from './prune-child.js';
  * - prunes on a schedule (croner, `protect`: never two passes at once; a last-run marker
  *   so a restart does not repeat a pass that just finished), each pass in a child process;
  * - keeps a cache of readings refreshed in the background (src/daemon/readings.ts);
- * - serves /health, /metrics, /startup and /prune from that cache, and optionally
+ * - serves the status page (/) and /health, /metrics, /startup and /prune from that cache, and optionally
  *   mirrors /metrics into a node_exporter textfile folder;
  * - on SIGTERM/SIGINT stops the pass between sessions, stops serving and resolves 0;
  *   on SIGHUP re-reads its configuration and reschedules.
@@ -61,14 +64,6 @@ function packageVersion(): string {
   }
 }
 
-const INDEX = Buffer.from(
-  'picoclaw-guard\n\n' +
-    '/health   the health report (JSON; 503 when CRITICAL)\n' +
-    '/metrics  Prometheus metrics\n' +
-    '/startup  gateway restarts from gateway.log (JSON)\n' +
-    '/prune    the last prune pass (JSON)\n',
-);
-
 interface LastPass {
   report: PruneReport | null;
   error: string | null;
@@ -81,10 +76,13 @@ export class Daemon {
   private settings: DaemonSettings;
   private readonly log: Logger;
   private readonly readings: Readings;
+  private readonly status: StatusState;
   private readonly runner = new PassRunner();
   private readonly stats: PruneStats = emptyPruneStats();
   private readonly version = packageVersion();
   private readonly startedAt = Date.now();
+  /** Wall clock against monotonic between passes: a jump skips that pass's age check. */
+  private readonly clockWatch = new ClockWatch();
   private server: RunningServer | null = null;
   private textfile: TextfileWriter | null = null;
   private job: Cron | null = null;
@@ -99,20 +97,17 @@ export class Daemon {
   readonly done: Promise<number>;
   private readonly requests = new Map<string, number>();
   private readonly signalHandlers: [NodeJS.Signals, () => void][] = [];
+  /** Aborted at stop: a probe in flight must not keep the process alive after SIGTERM. */
+  private readonly stopSignal = new AbortController();
   /** The last error logged per background job: a failure that repeats every refresh is logged once. */
   private readonly lastProblem = new Map<string, string>();
 
   constructor(private readonly opts: DaemonOptions) {
     this.settings = resolveSettings(opts.flags, opts.env ?? process.env);
-    if (!existsSync(this.settings.home.home)) {
-      throw new GuardError(`no PicoClaw home at ${this.settings.home.home}`, {
-        exitCode: ExitCode.USAGE,
-        path: this.settings.home.home,
-        hint: 'pass --home <dir> or set PICOCLAW_HOME to the folder that holds config.json and workspace/',
-      });
-    }
+    assertPicoClawHome(this.settings.home);
     this.log = opts.logger ?? createLogger();
     this.readings = new Readings(this.settings);
+    this.status = new StatusState(this.settings, opts.env ?? process.env, this.version, this.startedAt);
     this.done = new Promise((r) => (this.resolveDone = r));
   }
 
@@ -127,7 +122,10 @@ export class Daemon {
     } catch (err) {
       this.log.warn({ state_dir: s.stateDir, error: errnoCode(err) ?? errorMessage(err) }, 'the state folder cannot be created: passes will not be remembered across restarts');
     }
+    // Signals first: SIGTERM during the first refresh (a slow gateway probe) still exits 0.
+    this.installSignals();
     await this.refresh(true);
+    if (this.stopping) return;
     this.server = await startServer({
       host: s.host,
       port: s.port,
@@ -138,7 +136,10 @@ export class Daemon {
         this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
       },
     });
-    this.installSignals();
+    if (this.stopping) {
+      await this.server.close();
+      return;
+    }
     this.schedule('start');
     this.log.info(
       {
@@ -199,12 +200,14 @@ export class Daemon {
           this.problem('sessions', errorMessage(err), {}, 'counting sessions failed');
         }
         try {
-          await this.readings.refreshHealth();
+          await this.readings.refreshHealth(this.stopSignal.signal);
           this.problem('health', null, {}, '');
         } catch (err) {
           if (first) throw err;
           this.problem('health', errorMessage(err), {}, 'collecting health failed');
         }
+        // Stopped meanwhile: the textfile is already removed and must not come back.
+        if (this.stopping) return;
         this.rebuild();
       } finally {
         this.refreshing = null;
@@ -221,7 +224,13 @@ export class Daemon {
     this.startupReply = st
       ? jsonReply(200, { ...st.report, prunes: st.prunes, analyzed_at: st.analyzed_at, prediction: this.readings.prediction })
       : jsonReply(404, { error: this.readings.startupMissing?.error ?? 'gateway.log not read yet', path: this.readings.startupMissing?.path ?? this.settings.home.logPath });
+    this.status.observe(h);
+    this.renderStatus();
     this.writeTextfile();
+  }
+
+  private renderStatus(): void {
+    this.status.render(this.readings, { enabled: this.stats.enabled, running: this.stats.running, next_run_at_ms: this.stats.next_run_at_ms });
   }
 
   private writeTextfile(): void {
@@ -265,7 +274,7 @@ export class Daemon {
   private route(path: string): Reply | null {
     switch (path) {
       case '/':
-        return { status: 200, contentType: 'text/plain; charset=utf-8', body: INDEX };
+        return this.status.reply() ?? { status: 503, contentType: 'text/plain; charset=utf-8', body: Buffer.from('no reading yet\n') };
       case '/health':
         return this.healthReply ?? jsonReply(503, { error: 'no health reading yet' });
       case '/metrics':
@@ -352,6 +361,9 @@ export class Daemon {
     const t0 = Date.now();
     this.stats.running = true;
     this.stats.next_run_at_ms = null;
+    const clockJump = this.clockWatch.check();
+    if (clockJump) this.log.warn({ clock_jump: clockJump }, 'the wall clock jumped since the last pass: this pass skips its age check');
+    this.renderStatus();
     let out: PassOutput;
     try {
       out = await this.runner.run({
@@ -359,6 +371,7 @@ export class Daemon {
         configPath: s.configFlag,
         stateDir: s.stateDir,
         stepDelayMs: Number(this.env.PICOGUARD_TEST_STEP_DELAY_MS ?? 0) || 0,
+        skipAgeCheck: clockJump,
       });
     } catch (err) {
       out = { ok: false, message: errorMessage(err), exitCode: null };
@@ -399,6 +412,8 @@ export class Daemon {
       const wait = transient ? Math.min(this.settings.intervalSeconds, RETRY_SECONDS) : this.settings.intervalSeconds;
       this.arm(finished + wait * 1000);
     }
+    this.status.notePass(finished, outcome, report);
+    this.renderStatus();
 
     const line = {
       outcome,
@@ -418,6 +433,9 @@ export class Daemon {
       stopped_early: this.stopping,
       next_run: this.stats.next_run_at_ms ? new Date(this.stats.next_run_at_ms).toISOString() : null,
     };
+    // Each warning in full (a clock that looks wrong, undated sessions pushing dated ones out, a size
+    // limit that cannot be met): the pass line only counts them.
+    if (report && report.warnings.length > 0) this.log.warn({ warnings: report.warnings }, 'prune pass warnings');
     if (outcome === 'failed') this.log.error(line, 'prune pass');
     else if (outcome === 'ok' || outcome === 'partial' || outcome === 'disabled') this.log.info(line, 'prune pass');
     else this.log.warn(line, 'prune pass');
@@ -461,6 +479,7 @@ export class Daemon {
     }
     this.settings = { ...next, host: old.host, port: old.port };
     this.readings.reconfigure(this.settings);
+    this.status.reconfigure(this.settings);
     this.schedule('reload');
     this.log.info(
       {
@@ -483,6 +502,7 @@ export class Daemon {
     this.log.info({ signal, pass_running: this.runner.running }, 'stopping');
     this.job?.stop();
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.stopSignal.abort();
     this.runner.requestStop();
     let abandoned = false;
     if (this.currentPass) {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
 import { readHistory } from '../prune/history.js';
+import { readSmallText } from '../io/smallfile.js';
 
 /**
  * The daemon's last-run marker: when its last prune pass for a home ran to its end.
@@ -31,7 +32,7 @@ export function markerPath(stateDir: string, home: string): string {
 
 export function readMarker(stateDir: string, home: string): LastRunMarker | null {
   try {
-    const m = JSON.parse(readFileSync(markerPath(stateDir, home), 'utf8')) as Partial<LastRunMarker>;
+    const m = JSON.parse(readSmallText(markerPath(stateDir, home), 'state')) as Partial<LastRunMarker>;
     if (m.home === home && typeof m.finished_at === 'string' && Number.isFinite(Date.parse(m.finished_at))) return m as LastRunMarker;
   } catch {
     // missing or torn: as if no pass ran

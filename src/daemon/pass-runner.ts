@@ -26,6 +26,8 @@ export interface PassRequest {
   configPath: string | undefined;
   stateDir: string;
   stepDelayMs: number;
+  /** Why this pass must skip its age check (the wall clock jumped since the last pass), or null. */
+  skipAgeCheck: string | null;
 }
 
 const CHILD = fileURLToPath(new URL('./prune-child.js', import.meta.url));

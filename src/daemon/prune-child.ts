@@ -25,6 +25,8 @@ export interface PassInput {
   stopFile: string;
   /** Tests only (PICOGUARD_TEST_STEP_DELAY_MS): hold the pass this long after each session. */
   stepDelayMs: number;
+  /** Why this pass must skip its age check (the wall clock jumped since the last pass), or null. */
+  skipAgeCheck: string | null;
 }
 
 export type PassOutput = { ok: true; report: PruneReport } | { ok: false; message: string; exitCode: number | null };
@@ -54,6 +56,7 @@ async function pass(input: PassInput): Promise<PassOutput> {
       stateDir: input.stateDir,
       shouldStop,
       onProgress,
+      skipAgeCheck: input.skipAgeCheck ?? undefined,
     });
     return { ok: true, report };
   } catch (err) {

@@ -148,11 +148,12 @@ export class Readings {
     this.prediction = predictionFor(this.learned, v, s.policy.max_bootstrap_seconds > 0 ? s.policy.max_bootstrap_seconds : DEFAULT_TARGET_SECONDS);
   }
 
-  async refreshHealth(): Promise<HealthReport> {
+  async refreshHealth(signal?: AbortSignal): Promise<HealthReport> {
     const s = this.settings;
     const t0 = performance.now();
     try {
       this.health = await collectHealth({
+        signal,
         sysRoot: s.sysRoot,
         procRoot: s.procRoot,
         vcgencmd: s.vcgencmd,

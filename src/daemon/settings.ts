@@ -5,7 +5,7 @@ import { parseHealthConfig, type HealthThresholds } from '../health/config.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { isLoopback } from '../metrics/server.js';
 import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
-import { policyValues, resolvePolicy, type Policy } from '../prune/policy.js';
+import { policyValues, resolvePolicy, type Policy, type ResolvedPolicy } from '../prune/policy.js';
 
 /**
  * Everything `picoclaw-guard run` needs, resolved from its flags, the guard's config file
@@ -124,6 +124,8 @@ export interface DaemonSettings {
   metrics: MetricsConfig;
   thresholds: HealthThresholds;
   policy: Policy;
+  /** The same values with where each came from (the status page shows them). */
+  policySources: ResolvedPolicy;
   /** Seconds between scheduled passes; 0: none. */
   intervalSeconds: number;
   intervalSource: 'policy' | 'env';
@@ -141,13 +143,12 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
   const thresholds = parseHealthConfig(cfg.sections.health, cfg.path, cfg.sections.prune);
 
   const home = discoverHome({ home: flags.home, env });
-  const policy = policyValues(
-    resolvePolicy({
-      env,
-      guardConfig: cfg.path && cfg.sections.prune ? { path: cfg.path, values: cfg.sections.prune } : null,
-      picoclawConfig: home.sessionPrune ? { path: home.configPath, values: home.sessionPrune } : null,
-    }),
-  );
+  const policySources = resolvePolicy({
+    env,
+    guardConfig: cfg.path && cfg.sections.prune ? { path: cfg.path, values: cfg.sections.prune } : null,
+    picoclawConfig: home.sessionPrune ? { path: home.configPath, values: home.sessionPrune } : null,
+  });
+  const policy = policyValues(policySources);
 
   const hostSource = flags.host !== undefined ? 'flag' : cfg.sections.server && 'host' in cfg.sections.server ? 'config' : 'default';
   const host = flags.host ?? server.host;
@@ -197,6 +198,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
     metrics: { ...metrics, textfile_dir: flags.textfileDir ?? metrics.textfile_dir },
     thresholds,
     policy,
+    policySources,
     intervalSeconds,
     intervalSource,
   };

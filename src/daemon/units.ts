@@ -9,8 +9,8 @@ import { ExitCode, GuardError } from '../errors.js';
  * working files for the common layout (Node in /usr/bin, a global npm install, user
  * `picoclaw`). `install-units` rewrites the few lines that depend on the board: the Node
  * and CLI paths, the user, the PicoClaw home, the writable paths, ProtectHome, the video
- * group, the loopback-only IP filter, and the gateway unit's name. Everything else,
- * hardening included, is the shipped text.
+ * group, the firmware devices, the loopback-only IP filter, and the gateway unit's name.
+ * Everything else, hardening included, is the shipped text.
  */
 export const GUARD_UNIT = 'picoclaw-guard.service';
 export const PRESTART_UNIT = 'picoclaw-guard-prestart.service';
@@ -30,6 +30,12 @@ export interface UnitValues {
   gatewayUnit: string;
   /** Add SupplementaryGroups=video (vcgencmd on a Raspberry Pi). */
   videoGroup: boolean;
+  /**
+   * The device nodes of the shipped DeviceAllow= lines that exist on this board. The
+   * others are left out: systemd logs "Couldn't stat device" for each missing one at
+   * every start (every board without the Raspberry Pi firmware, every RISC-V board).
+   */
+  devices: string[];
   /** Keep IPAddressDeny=any + IPAddressAllow=localhost. */
   loopbackOnly: boolean;
   version: string;
@@ -79,7 +85,30 @@ export function validUnitName(name: string): boolean {
 }
 
 function header(file: string, v: UnitValues): string {
-  return `# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${v.version}) from the shipped ${file}.\n`;
+  return `# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${v.version})\n# from the shipped ${file}.\n`;
+}
+
+/** Width the written units keep to, so `install-units --dry-run` and an editor show them whole. */
+const UNIT_WIDTH = 80;
+
+/**
+ * `Key=word word ...` on one line, or continued with a trailing backslash (systemd joins
+ * such lines, the backslash read as a space) when long paths make it wider than 80
+ * columns. Only for space-separated values whose words hold no whitespace (unitPath).
+ */
+function continued(key: string, words: string[]): string {
+  const one = `${key}=${words.join(' ')}`;
+  if (one.length <= UNIT_WIDTH) return one;
+  const lines: string[] = [];
+  let cur = `${key}=${words[0]}`;
+  for (const w of words.slice(1)) {
+    if (cur.length + 1 + w.length + 2 > UNIT_WIDTH) {
+      lines.push(cur + ' \\');
+      cur = '    ' + w;
+    } else cur += ' ' + w;
+  }
+  lines.push(cur);
+  return lines.join('\n');
 }
 
 function rewrite(text: string, v: UnitValues): string {
@@ -91,13 +120,14 @@ function rewrite(text: string, v: UnitValues): string {
     if (key === 'ExecStart') {
       const parts = /^(\S+)\s+(\S+)(.*)$/.exec(value);
       if (!parts) throw new Error(`unexpected ExecStart= in a shipped unit: ${value}`);
-      out.push(`ExecStart=${unitPath(v.node, 'the Node.js binary', true)} ${unitPath(v.cli, 'the picoclaw-guard CLI', true)}${parts[3]}`);
+      out.push(continued('ExecStart', [unitPath(v.node, 'the Node.js binary', true), unitPath(v.cli, 'the picoclaw-guard CLI', true), ...parts[3]!.trim().split(/\s+/).filter(Boolean)]));
     } else if (key === 'User') out.push(`User=${v.user}`);
     else if (key === 'Group') {
       if (v.group) out.push(`Group=${v.group}`);
     } else if (key === 'Environment' && value.startsWith('PICOCLAW_HOME=')) out.push(`Environment=PICOCLAW_HOME=${unitPath(v.home, 'the PicoClaw home')}`);
-    else if (key === 'ReadWritePaths') out.push(`ReadWritePaths=${[v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path'))).join(' ')}`);
+    else if (key === 'ReadWritePaths') out.push(continued('ReadWritePaths', [v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path')))));
     else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
+    else if (key === 'DeviceAllow' && !v.devices.includes(value.split(/\s+/)[0]!)) continue;
     else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;
     else if ((key === 'PartOf' || key === 'After' || key === 'WantedBy') && value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)) {
       out.push(`${key}=${value.split(/\s+/).map((u) => (u === SHIPPED_GATEWAY_UNIT ? v.gatewayUnit : u)).join(' ')}`);
@@ -117,6 +147,13 @@ export function renderUnits(v: UnitValues, t = readTemplates()): RenderedUnit[] 
     { file: PRESTART_UNIT, text: header(PRESTART_UNIT, v) + rewrite(t.prestart, v) },
     { file: `${v.gatewayUnit}.d/${DROPIN_NAME}`, text: header(`${SHIPPED_GATEWAY_UNIT}.d/${DROPIN_NAME}`, v) + rewrite(t.dropin, v) },
   ];
+}
+
+/** The device nodes the shipped units' DeviceAllow= lines name. */
+export function allowedDevices(t = readTemplates()): string[] {
+  const out = new Set<string>();
+  for (const text of [t.guard, t.prestart]) for (const m of text.matchAll(/^DeviceAllow=(\S+)/gm)) out.add(m[1]!);
+  return [...out];
 }
 
 // --- facts about this board, for the values ----------------------------------------------

@@ -19,6 +19,8 @@ import { findVcgencmd, type VcgencmdCache } from './vcgencmd.js';
  * configured as a temperature fallback.
  */
 export interface CollectOptions {
+  /** Ends the gateway probes at once (the daemon stopping). */
+  signal?: AbortSignal;
   sysRoot?: string;
   procRoot?: string;
   /** A vcgencmd path; null never runs one; undefined: thresholds.vcgencmd, else PATH (real /sys only). */
@@ -39,7 +41,7 @@ export interface CollectOptions {
   /** The last restart's bootstrap gap, from the startup report (issue 6). */
   lastBootstrapGapSeconds?: number | null;
   /** Counts one sessions folder (default: a readdir now); the daemon passes its cached counts. */
-  countSessions?: (dir: string) => { sessions: number; jsonl_bytes: number; error: string | null };
+  countSessions?: (dir: string) => { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null };
 }
 
 export interface HealthReport {
@@ -112,6 +114,7 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
           nowMs,
           lastBootstrapGapSeconds: opts.lastBootstrapGapSeconds,
           countSessions: opts.countSessions,
+          signal: opts.signal,
         })
       : Promise.resolve(noData(opts.homeError ?? 'PicoClaw not checked')),
   ]);

@@ -48,6 +48,8 @@ export interface SessionStoreCount {
   agents: string[];
   dir: string;
   sessions: number;
+  /** Of those, agent-turn cron runs (`agent_cron-…`: each run leaves a new session). */
+  cron_sessions: number;
   /** Bytes of the session transcripts (.jsonl); .meta.json files are not measured. */
   jsonl_bytes: number;
   error: string | null;
@@ -63,6 +65,13 @@ export interface LastPrune {
   sessions_after: number;
   duration_seconds: number;
   reason: string | null;
+  /** Undated sessions (never deleted, yet counted toward max_sessions) and the dated ones they pushed out; absent before they were recorded. */
+  undated_sessions?: number;
+  displaced_by_undated?: number;
+  /** Why seahorse.db cannot be brought under max_db_size_mb by deleting (which sessions hold the rows). */
+  size_limit_unmet?: string | null;
+  /** A VACUUM deferred while the gateway ran, waiting for an offline pass. */
+  vacuum_owed_since?: string | null;
 }
 
 export interface PicoClawReading {
@@ -85,8 +94,8 @@ export type PicoClaw = Section<PicoClawReading>;
  * Count one sessions folder the way sessions.ts classifies it: a session is a regular
  * `*.meta.json`; `.tmp-*` and `session-*.tmp` files, symlinks and folders never count.
  */
-export function countSessions(dir: string): { sessions: number; jsonl_bytes: number; error: string | null } {
-  const out = { sessions: 0, jsonl_bytes: 0, error: null as string | null };
+export function countSessions(dir: string): { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null } {
+  const out = { sessions: 0, cron_sessions: 0, jsonl_bytes: 0, error: null as string | null };
   let entries: Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
@@ -101,7 +110,11 @@ export function countSessions(dir: string): { sessions: number; jsonl_bytes: num
     const name = e.name;
     if (name.startsWith('.tmp-') || (name.startsWith('session-') && name.endsWith('.tmp'))) continue;
     if (name.endsWith(META_SUFFIX)) {
-      if (name.length > META_SUFFIX.length) out.sessions++;
+      if (name.length > META_SUFFIX.length) {
+        out.sessions++;
+        // The file name is the key with ':' made '_' (agent:cron-<job>-<uuid>, upstream pkg/tools/cron.go): no read needed.
+        if (name.startsWith(CRON_PREFIX)) out.cron_sessions++;
+      }
     } else if (name.endsWith(JSONL_SUFFIX) && name.length > JSONL_SUFFIX.length) {
       // dir + '/' + name, not path.join: this runs once per session (thousands of times).
       const st = lstatSync(dir + '/' + name, { throwIfNoEntry: false });
@@ -110,6 +123,8 @@ export function countSessions(dir: string): { sessions: number; jsonl_bytes: num
   }
   return out;
 }
+
+const CRON_PREFIX = 'agent_cron-';
 
 function probe(p: ProbeResult | null): ProbeReading | null {
   return p === null ? null : { http_status: p.status, error: p.error, duration_seconds: Math.round(p.durationMs) / 1000 };
@@ -122,6 +137,8 @@ export interface PicoClawOptions {
   hungAfterMs: number;
   nowMs: () => number;
   lastBootstrapGapSeconds?: number | null;
+  /** Ends the gateway probes at once. */
+  signal?: AbortSignal;
   /** How a sessions folder is counted; the daemon passes a cached count refreshed on its own, slower cadence. */
   countSessions?: (dir: string) => ReturnType<typeof countSessions>;
 }
@@ -129,7 +146,7 @@ export interface PicoClawOptions {
 export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
   const { home } = opts;
   if (!existsSync(home.home)) return noData(`no PicoClaw home at ${home.home}`);
-  const g = await probeGateway(home, { timeoutMs: opts.timeoutMs, hungAfterMs: opts.hungAfterMs, now: opts.nowMs });
+  const g = await probeGateway(home, { timeoutMs: opts.timeoutMs, hungAfterMs: opts.hungAfterMs, now: opts.nowMs, signal: opts.signal });
   const gateway: GatewayReading = {
     state: g.state,
     reason: g.reason,
@@ -171,6 +188,10 @@ export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
           sessions_after: last.sessions_after,
           duration_seconds: last.duration_ms / 1000,
           reason: last.reason,
+          undated_sessions: last.undated_sessions,
+          displaced_by_undated: last.displaced_by_undated,
+          size_limit_unmet: last.size_limit_unmet,
+          vacuum_owed_since: last.vacuum_owed_since,
         }
       : null,
     last_bootstrap_gap_seconds: opts.lastBootstrapGapSeconds ?? null,

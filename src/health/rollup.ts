@@ -1,3 +1,4 @@
+import { formatBytes } from '../io/bytes.js';
 import type { HealthThresholds } from './config.js';
 import type { Filesystem } from './resources.js';
 import type { PicoClaw } from './picoclaw.js';
@@ -20,9 +21,6 @@ export interface RollupInput {
 
 const MIB = 1024 * 1024;
 
-function mib(bytes: number): string {
-  return bytes >= 10 * 1024 * MIB ? `${(bytes / 1024 / MIB).toFixed(1)} GiB` : `${Math.round(bytes / MIB)} MiB`;
-}
 
 const FLAG_TEXT: Record<Exclude<keyof ThrottleFlags, 'under_voltage'>, string> = {
   arm_freq_capped: 'ARM frequency capped',
@@ -71,8 +69,8 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
   if (fs.available) {
     const at = fs.mount_point ? ` on ${fs.mount_point}` : '';
     if (fs.read_only) add('critical', 'filesystem_read_only', `the file system${at} holding PicoClaw is mounted read-only`);
-    if (fs.free_bytes < t.disk_free_critical_mb * MIB) add('critical', 'disk_free', `${mib(fs.free_bytes)} free${at} (critical below ${t.disk_free_critical_mb} MiB)`);
-    else if (fs.free_bytes < t.disk_free_warn_mb * MIB) add('warn', 'disk_free', `${mib(fs.free_bytes)} free${at} (warn below ${t.disk_free_warn_mb} MiB)`);
+    if (fs.free_bytes < t.disk_free_critical_mb * MIB) add('critical', 'disk_free', `${formatBytes(fs.free_bytes)} free${at} (critical below ${t.disk_free_critical_mb} MiB)`);
+    else if (fs.free_bytes < t.disk_free_warn_mb * MIB) add('warn', 'disk_free', `${formatBytes(fs.free_bytes)} free${at} (warn below ${t.disk_free_warn_mb} MiB)`);
     if (fs.free_inodes !== null && fs.total_inodes) {
       const pct = (100 * fs.free_inodes) / fs.total_inodes;
       if (pct < t.inodes_free_critical_percent) add('critical', 'inodes_free', `${pct.toFixed(1)} % of inodes free${at} (critical below ${t.inodes_free_critical_percent} %)`);
@@ -92,10 +90,15 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
       const used = pc.seahorse.total_bytes;
       const pct = (100 * used) / (budget * MIB);
       if (pct >= t.db_size_warn_percent) {
-        add('warn', 'seahorse_db_size', `seahorse.db + WAL is ${mib(used)}, ${Math.round(pct)} % of max_db_size_mb ${budget} (warn from ${t.db_size_warn_percent} %)`);
+        add('warn', 'seahorse_db_size', `seahorse.db + WAL is ${formatBytes(used)}, ${Math.round(pct)} % of max_db_size_mb ${budget} (warn from ${t.db_size_warn_percent} %)`);
       }
     }
     for (const s of pc.sessions.stores) if (s.error) add('warn', 'sessions_unreadable', `sessions folder ${s.dir}: ${s.error}`);
+    const lp = pc.last_prune;
+    if (lp?.displaced_by_undated) {
+      add('warn', 'undated_sessions_displace', `${lp.undated_sessions ?? '?'} undated session(s) count toward max_sessions and are never deleted: the last prune (${lp.at}) deleted ${lp.displaced_by_undated} dated session(s) in their place`);
+    }
+    if (lp?.size_limit_unmet) add('warn', 'seahorse_limit_unmet', `seahorse.db cannot be brought under max_db_size_mb by pruning (last prune ${lp.at}): ${lp.size_limit_unmet}`);
   }
 
   const status: Status = problems.some((p) => p.level === 'critical') ? 'CRITICAL' : problems.length > 0 ? 'WARN' : 'OK';

@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { errnoCode } from '../errors.js';
 import {
@@ -332,9 +333,12 @@ interface ReadState {
 }
 
 async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
-  const fh = await open(path, 'r');
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (a pipe is read with --log -).
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   let next: Promise<{ bytesRead: number }> | null = null;
   try {
+    const kind = await fh.stat();
+    if (!kind.isFile()) throw new Error(`${kind.isDirectory() ? 'a directory' : kind.isFIFO() ? 'a FIFO' : 'a device or socket'}, not a regular file`);
     // Two buffers: the next read runs while the caller works on the current chunk.
     const bufs = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
     const head = Buffer.alloc(64);

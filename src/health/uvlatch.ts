@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
 import { writeFileAtomic } from '../io/atomic.js';
+import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
  * The guard's own "under-voltage seen" latch, in the state folder.
@@ -44,9 +45,10 @@ export interface LatchView {
 export function readLatch(stateDir: string): { record: LatchRecord | null; error: string | null } {
   let text: string;
   try {
-    text = readFileSync(join(stateDir, LATCH_FILE), 'utf8');
+    text = readSmallText(join(stateDir, LATCH_FILE), 'state');
   } catch (err) {
-    return { record: null, error: errnoCode(err) === 'ENOENT' ? null : `cannot read the latch: ${errnoCode(err) ?? 'error'}` };
+    if (err instanceof SmallFileError) return { record: null, error: err.problem === 'absent' ? null : `cannot read the latch: ${err.message}` };
+    return { record: null, error: `cannot read the latch: ${errnoCode(err) ?? 'error'}` };
   }
   try {
     const o = JSON.parse(text) as Partial<LatchRecord>;

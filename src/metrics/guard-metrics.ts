@@ -181,6 +181,15 @@ function picoclawMetrics(r: Registry, h: HealthReport): void {
   for (const st of pc.sessions.stores) {
     r.gauge('picoclaw_guard_sessions_bytes', 'Bytes of session transcripts (.jsonl) per agent\'s sessions folder.', st.jsonl_bytes, { agent: st.agents.join(',') });
   }
+  const lp = pc.last_prune;
+  if (lp && lp.undated_sessions !== undefined) {
+    r.gauge('picoclaw_guard_prune_undated_sessions', 'Sessions with no usable timestamp at the last prune: never deleted, yet counted toward max_sessions.', lp.undated_sessions);
+    r.gauge('picoclaw_guard_prune_displaced_by_undated_sessions', 'Dated sessions the last prune deleted under max_sessions only because undated sessions count toward it.', lp.displaced_by_undated ?? 0);
+  }
+  if (lp && lp.size_limit_unmet !== undefined) {
+    r.gauge('picoclaw_guard_seahorse_limit_unmet', 'Whether the last prune found seahorse.db over max_db_size_mb with nothing it may delete (1) or not (0).', lp.size_limit_unmet ? 1 : 0);
+    r.gauge('picoclaw_guard_vacuum_owed', 'Whether a VACUUM deferred while the gateway ran waits for an offline prune pass (1) or not (0).', lp.vacuum_owed_since ? 1 : 0);
+  }
   if (pc.seahorse.present) {
     r.gauge('picoclaw_guard_seahorse_db_bytes', 'Size of seahorse.db (without its WAL).', pc.seahorse.db_bytes);
     r.gauge('picoclaw_guard_seahorse_wal_bytes', 'Size of seahorse.db-wal.', pc.seahorse.wal_bytes);

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { processAlive } from '../io/lock.js';
+import { processProgramNames } from '../io/process.js';
 import type { PicoClawHome } from './home.js';
 import { readPidFile, type PidInfo } from './pidfile.js';
 
@@ -42,17 +43,29 @@ export interface GatewayState {
 
 export interface ProbeOptions {
   timeoutMs?: number;
+  /** Ends the probes at once (the daemon stopping); the result then reads as a timeout. */
+  signal?: AbortSignal;
   hungAfterMs?: number;
   now?: () => number;
 }
 
-export function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<ProbeResult> {
+/** A probe's answer is read up to this size (a /ready or /health body is a few dozen bytes). */
+export const PROBE_BODY_CAP = 64 * 1024;
+
+/**
+ * One GET with a total deadline: connect, headers and body together must finish within
+ * `timeoutMs` (a socket timeout alone only fires on an idle socket, and a body trickled a
+ * byte at a time is never idle). A body over PROBE_BODY_CAP ends the read.
+ */
+export function httpProbe(host: string, port: number, path: string, timeoutMs: number, signal?: AbortSignal): Promise<ProbeResult> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     let done = false;
     const finish = (r: Omit<ProbeResult, 'durationMs'>) => {
       if (done) return;
       done = true;
+      clearTimeout(deadline);
+      signal?.removeEventListener('abort', onAbort);
       resolve({ ...r, durationMs: performance.now() - t0 });
     };
     const hostname = host === 'localhost' ? '127.0.0.1' : host.replace(/^\[|\]$/g, '');
@@ -61,18 +74,48 @@ export function httpProbe(host: string, port: number, path: string, timeoutMs: n
       let size = 0;
       res.on('data', (c: Buffer) => {
         size += c.length;
-        if (size <= 65536) chunks.push(c);
+        if (size <= PROBE_BODY_CAP) {
+          chunks.push(c);
+          return;
+        }
+        finish({ status: res.statusCode ?? null, error: 'body_too_large', body: null });
+        req.destroy();
       });
       res.on('end', () => finish({ status: res.statusCode ?? null, error: null, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
+      res.on('aborted', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
     });
-    req.on('timeout', () => {
-      req.destroy();
+    const deadline = setTimeout(() => {
       finish({ status: null, error: 'timeout', body: null });
+      req.destroy();
+    }, timeoutMs);
+    req.on('timeout', () => {
+      finish({ status: null, error: 'timeout', body: null });
+      req.destroy();
     });
+    const onAbort = () => {
+      finish({ status: null, error: 'aborted', body: null });
+      req.destroy();
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     req.on('error', (err: NodeJS.ErrnoException) => finish({ status: null, error: err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? 'error'), body: null }));
     req.end();
   });
+}
+
+/**
+ * Whether a live PID is PicoClaw's. After a power cut the PID file survives and its PID
+ * may belong to any other process (pid 1 among them): that is a stale PID file, not a
+ * hung gateway. Only asked when nothing answers HTTP on the gateway's port (an answer is
+ * the gateway, whatever its PID says: in Docker it is 1). Unknown (no /proc): assume it is.
+ */
+export function notTheGateway(pid: number, procRoot?: string): string | null {
+  const names = processProgramNames(pid, procRoot);
+  if (names === null) return null;
+  const isPico = names.some((n) => /picoclaw/i.test(n) && !/picoclaw-guard/i.test(n));
+  if (isPico) return null;
+  return names[0] ?? 'a kernel thread';
 }
 
 export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}): Promise<GatewayState> {
@@ -89,11 +132,11 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
   }
   const alive = processAlive(pid.pid);
   if (!alive) return { ...base, state: 'down', alive, reason: `PID ${pid.pid} from the PID file is not running (stale PID file)` };
-  const ready = await httpProbe(host, port, '/ready', timeoutMs);
+  const ready = await httpProbe(host, port, '/ready', timeoutMs, opts.signal);
   let health: ProbeResult | null = null;
   let healthPidMatches: boolean | null = null;
   if (ready.status !== null) {
-    health = await httpProbe(host, port, '/health', timeoutMs);
+    health = await httpProbe(host, port, '/health', timeoutMs, opts.signal);
     try {
       const h = JSON.parse(health.body ?? '') as { pid?: unknown };
       healthPidMatches = typeof h.pid === 'number' ? h.pid === pid.pid : null;
@@ -105,6 +148,10 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
   if (ready.status === 200) return { ...out, state: 'ready', reason: '/ready answered 200' };
   if (ready.status === 503) return { ...out, state: 'starting', reason: '/ready answered 503 (not ready yet)' };
   if (ready.status !== null) return { ...out, state: 'hung', reason: `/ready answered HTTP ${ready.status}` };
+  const other = notTheGateway(pid.pid);
+  if (other !== null) {
+    return { ...out, state: 'down', reason: `PID ${pid.pid} from the PID file is now another program (${other}) and nothing answers on ${host}:${port} (stale PID file)` };
+  }
   if (ready.error === 'refused') return { ...out, state: 'hung', reason: `process ${pid.pid} is alive but ${host}:${port} refuses connections` };
   const age = now() - pid.writtenAtMs;
   if (age <= hungAfterMs) {

@@ -236,6 +236,33 @@ function isBinary(str: string, s: number, e: number): boolean {
 }
 
 /**
+ * A JSON log line not in zerolog's own compact form: the same object re-serialised by a
+ * log shipper or `jq -c` (spaces after colons, other key order). Parsed in full (this is
+ * the slow path; zerolog's own lines never come here); the message is put back in its
+ * latin1 form so the marker texts match as they do on raw lines.
+ */
+function scanOtherJson(str: string, s: number, e: number, out: LineScan): boolean {
+  if (str.charCodeAt(e - 1) !== 125) return false;
+  let o: unknown;
+  try {
+    o = JSON.parse(str.slice(s, e));
+  } catch {
+    return false;
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
+  const { level, message } = o as { level?: unknown; message?: unknown };
+  if (typeof level !== 'string' && typeof message !== 'string') return false;
+  out.format = LineFormat.JSON;
+  out.level = typeof level === 'string' ? (JSON_LEVELS[level.toLowerCase()] ?? Level.UNKNOWN) : Level.UNKNOWN;
+  if (typeof message === 'string') {
+    // \u escapes decode to characters above latin1; the marker table holds UTF-8 bytes as latin1.
+    const m = /[^\u0000-\u00ff]/.test(message) ? Buffer.from(message, 'utf8').toString('latin1') : message;
+    out.marker = matchMarker(m + '"', 0, m.length + 1, true);
+  }
+  return true;
+}
+
+/**
  * Look at one line `str[s, e)` (latin1, no `\n`). Cheap: a few char compares, one
  * backward search for the message key on JSON lines, one forward search for ` > ` on
  * console lines. Never parses JSON.
@@ -277,6 +304,7 @@ export function scanLine(str: string, s: number, e: number, out: LineScan): void
       if (mi >= 0) out.marker = matchMarker(line, mi + MESSAGE_KEY.length, line.length, true);
       return;
     }
+    if (scanOtherJson(str, s, e, out)) return;
   } else if (isDigit(c)) {
     if (scanConsole(str, s, e, out)) {
       out.format = LineFormat.CONSOLE;
@@ -591,7 +619,7 @@ export function parseLine(text: string): ParsedLine | null {
     const inst = typeof o.time === 'string' ? parseInstant(o.time) : null;
     return {
       format: LineFormat.JSON,
-      level: typeof o.level === 'string' ? (JSON_LEVELS[o.level] ?? Level.UNKNOWN) : Level.UNKNOWN,
+      level: typeof o.level === 'string' ? (JSON_LEVELS[o.level.toLowerCase()] ?? Level.UNKNOWN) : Level.UNKNOWN,
       message: typeof o.message === 'string' ? o.message : '',
       fields: o,
       time: inst ? { kind: 'instant', ...inst } : null,

@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { ExitCode, GuardError, errnoCode } from '../errors.js';
+import { ExitCode, GuardError } from '../errors.js';
+import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
  * Where PicoClaw keeps its things, found the way PicoClaw finds them
@@ -74,6 +75,15 @@ export function normalizeAgentId(id: unknown): string {
   return cleaned === '' ? 'main' : cleaned;
 }
 
+/** A folder's real path when it exists (symlinks resolved), else its resolved path. */
+function realDir(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -82,13 +92,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function readConfigJson(path: string): Record<string, unknown> | null {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readSmallText(path, 'config');
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw new GuardError(`cannot read PicoClaw's config ${path}: ${errnoCode(err) ?? 'unknown error'}`, {
+    if (err instanceof SmallFileError && err.problem === 'absent') return null;
+    throw new GuardError(`cannot read PicoClaw's config: ${err instanceof SmallFileError ? err.message : String(err)}`, {
       exitCode: ExitCode.USAGE,
       path,
-      hint: 'check that the file is readable by this user, or point --home / PICOCLAW_CONFIG elsewhere',
+      hint: 'config.json must be a readable regular file; check it, or point --home / PICOCLAW_CONFIG elsewhere',
     });
   }
   let parsed: unknown;
@@ -106,6 +116,28 @@ export function readConfigJson(path: string): Record<string, unknown> | null {
     throw new GuardError(`PicoClaw's config ${path} is not a JSON object`, { exitCode: ExitCode.USAGE, path });
   }
   return parsed;
+}
+
+/**
+ * An existing folder that is not a PicoClaw home (no config.json, no workspace/, no
+ * sessions folder: say the user's own home directory, given to --home by mistake):
+ * the reason, else null. A fresh PicoClaw with only workspace/sessions/ is a home.
+ * Checked before anything is written there (the prune lock, the history).
+ */
+export function notAPicoClawHome(h: PicoClawHome): string | null {
+  if (h.configFound) return null;
+  if (existsSync(join(h.home, 'workspace')) || existsSync(h.defaultWorkspace)) return null;
+  if (h.sessionsDirs.some((d) => existsSync(d.dir))) return null;
+  return `${h.home} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions folder`;
+}
+
+/** Throw the usage error for a missing home or a folder that is not one. */
+export function assertPicoClawHome(h: PicoClawHome): void {
+  const how = h.homeSource === 'flag' ? '--home' : h.homeSource === 'env' ? '$PICOCLAW_HOME' : 'the default ~/.picoclaw';
+  const hint = 'pass --home <dir> or set PICOCLAW_HOME to the folder that holds config.json and workspace/';
+  if (!existsSync(h.home)) throw new GuardError(`no PicoClaw home at ${h.home} (from ${how})`, { exitCode: ExitCode.USAGE, path: h.home, hint });
+  const why = notAPicoClawHome(h);
+  if (why) throw new GuardError(`${why} (from ${how}); nothing was read or written`, { exitCode: ExitCode.USAGE, path: h.home, hint });
 }
 
 export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
@@ -160,9 +192,16 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   const defaultAgent = agents.find((a) => a.id === 'main')?.id ?? (flagged ? normalizeAgentId(flagged.a.id) : agents[0]!.id);
   for (const a of agents) a.isDefault = a.id === defaultAgent;
 
-  const byDir = new Map<string, string[]>();
-  for (const a of agents) byDir.set(a.sessionsDir, [...(byDir.get(a.sessionsDir) ?? []), a.id]);
-  const sessionsDirs = [...byDir.entries()].map(([dir, ids]) => ({ dir, agents: ids }));
+  // One entry per folder on disk, not per path: an agent whose workspace is a symlink to another
+  // agent's reaches the same files, and each file must be one session once (counted, deleted once).
+  const byDir = new Map<string, { dir: string; agents: string[] }>();
+  for (const a of agents) {
+    const id = realDir(a.sessionsDir);
+    const e = byDir.get(id);
+    if (e) e.agents.push(a.id);
+    else byDir.set(id, { dir: a.sessionsDir, agents: [a.id] });
+  }
+  const sessionsDirs = [...byDir.values()];
 
   const defaultWs = agents.find((a) => a.id === defaultAgent)!.workspace;
   let host = typeof gatewayRaw.host === 'string' && gatewayRaw.host !== '' ? gatewayRaw.host : DEFAULT_HOST;

@@ -1,5 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
-import { errnoCode } from '../errors.js';
+import { statSync } from 'node:fs';
+import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
  * The gateway's PID file (`<home>/.picoclaw.pid`, pkg/pid/pidfile.go): JSON with
@@ -24,11 +24,13 @@ export function readPidFile(path: string): PidFileRead {
   let text: string;
   let mtimeMs: number;
   try {
-    text = readFileSync(path, 'utf8');
+    // Capped and non-blocking: a FIFO or a symlink to /dev/zero here must not hang or exhaust memory.
+    text = readSmallText(path, 'pid');
     mtimeMs = statSync(path).mtimeMs;
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return { state: 'absent' };
-    return { state: 'invalid', reason: `cannot read ${path}: ${errnoCode(err) ?? 'error'}` };
+    if (err instanceof SmallFileError && err.problem === 'absent') return { state: 'absent' };
+    if (err instanceof SmallFileError) return { state: 'invalid', reason: err.message };
+    return { state: 'invalid', reason: `cannot read ${path}: ${String(err)}` };
   }
   let raw: unknown;
   try {

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
 
 /**
  * seahorse.db, read from outside the gateway (picoclaw-facts.md §3).
  * One database per gateway, under the default agent's sessions folder, shared by
- * all agents. Reading never writes: a dry-run opens it `immutable` when there is no
- * -wal file (so no -wal/-shm appears), read-only otherwise.
+ * all agents. Reading never writes: see seahorseReadMode for how a dry-run opens it.
  */
 
 export const SEAHORSE_TABLES = [
@@ -22,6 +21,8 @@ export interface ConversationStat {
   summaries: number;
   /** MAX(messages.created_at) as stored (`YYYY-MM-DD HH:MM:SS`, UTC), or null. */
   lastMessageAt: string | null;
+  /** MAX(messages.message_id): a new message always gets a higher one (null: no message; absent: not read). */
+  lastMessageId?: number | null;
   /** conversations.created_at (set once at insert; PicoClaw never updates the row). */
   createdAt: string | null;
 }
@@ -96,23 +97,53 @@ export function hasFts5Trigram(db: Database): boolean {
   }
 }
 
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+
 /**
- * Open seahorse.db for reading. `immutable` when no -wal exists (nothing is created
- * next to the file), read-only otherwise (the gateway's WAL is read as it is).
+ * How a read-only look at seahorse.db may open it. `immutable` tells SQLite the file
+ * cannot change and skips locking: it creates no -wal/-shm beside a WAL database, but
+ * it reads garbage if anything writes meanwhile, and it never reads a WAL. So it is
+ * used only when the header says WAL mode and neither -wal nor -shm sits beside the
+ * real file (a connected WAL client always has both, so nobody has the database
+ * open). A symlink is resolved first: SQLite keeps the WAL beside the real file.
+ * Everything else (rollback journal mode, a WAL in use) is opened normally read-only:
+ * a reader then takes SQLite's shared lock and sees what an --apply pass would see.
  */
+export function seahorseReadMode(path: string): { realPath: string; mode: 'immutable' | 'readonly' } {
+  let realPath = path;
+  try {
+    realPath = realpathSync(path);
+  } catch {
+    return { realPath, mode: 'readonly' };
+  }
+  const head = Buffer.alloc(20);
+  let fd: number | undefined;
+  try {
+    fd = openSync(realPath, constants.O_RDONLY | constants.O_NONBLOCK);
+    if (!fstatSync(fd).isFile()) return { realPath, mode: 'readonly' };
+    if (readSync(fd, head, 0, head.length, 0) < head.length) return { realPath, mode: 'readonly' };
+  } catch {
+    return { realPath, mode: 'readonly' };
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  // Bytes 18 and 19: the file format write and read versions, 2 in WAL mode (1: rollback journal).
+  const wal = head.subarray(0, 16).equals(SQLITE_MAGIC) && head[18] === 2 && head[19] === 2;
+  if (wal && !existsSync(`${realPath}-wal`) && !existsSync(`${realPath}-shm`)) return { realPath, mode: 'immutable' };
+  return { realPath, mode: 'readonly' };
+}
+
+/** Open seahorse.db for reading, without writing anything (see seahorseReadMode for how). */
 export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } = {}): SeahorseOpen {
   if (!existsSync(path)) return { state: 'absent' };
   const Database = sqlite();
   let db: Database;
-  let mode: 'immutable' | 'readonly';
+  const { realPath, mode } = seahorseReadMode(path);
   try {
-    if (!existsSync(`${path}-wal`)) {
-      db = new Database(sqliteUri(path, { immutable: '1' }), { readonly: true, fileMustExist: true, timeout: opts.busyTimeoutMs ?? 5000 });
-      mode = 'immutable';
-    } else {
-      db = new Database(path, { readonly: true, fileMustExist: true, timeout: opts.busyTimeoutMs ?? 5000 });
-      mode = 'readonly';
-    }
+    const timeout = opts.busyTimeoutMs ?? 5000;
+    db = mode === 'immutable'
+      ? new Database(sqliteUri(realPath, { immutable: '1' }), { readonly: true, fileMustExist: true, timeout })
+      : new Database(realPath, { readonly: true, fileMustExist: true, timeout });
   } catch (err) {
     const c = classifyOpenError(err);
     return { state: 'error', ...c };
@@ -172,6 +203,7 @@ export function readConversations(db: Database): ConversationStat[] {
       `SELECT c.conversation_id AS conversationId, c.session_key AS key, c.created_at AS createdAt,
               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS messages,
               (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageAt,
+              (SELECT MAX(m.message_id) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageId,
               (SELECT COUNT(*) FROM summaries s WHERE s.conversation_id = c.conversation_id) AS summaries
          FROM conversations c ORDER BY c.conversation_id`,
     )

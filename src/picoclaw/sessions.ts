@@ -1,6 +1,7 @@
-import { closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, readdirSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
+import { readSmallFile } from '../io/smallfile.js';
 import { parseGoTime, usable } from './time.js';
 
 /**
@@ -82,24 +83,6 @@ function facts(path: string, st: Stats): FileFacts {
   return { path, bytes: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
 }
 
-/** Read at most `max` bytes of a regular file, refusing to follow a symlink at the last component. */
-function readSmallFile(path: string, max: number): Buffer {
-  const fd = openSync(path, 'r'); // the caller lstat-checked it is a regular file
-  try {
-    const size = Math.min(fstatSync(fd).size, max);
-    const buf = Buffer.alloc(size);
-    let off = 0;
-    while (off < size) {
-      const n = readSync(fd, buf, off, size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function parseMeta(buf: Buffer): { meta: MetaFacts | null; issue: Issue | null } {
@@ -147,8 +130,10 @@ export interface LastLine {
  */
 export function readLastLine(path: string, size: number, firstChunk = 8 * 1024): LastLine {
   if (size === 0) return { createdAt: null, issue: null };
-  const fd = openSync(path, 'r');
+  // Non-blocking and not following a symlink: the file may have been swapped for a FIFO since it was listed.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
     // chunks[i] holds bytes [starts[i], starts[i] + chunks[i].length); chunks[0] is the newest read (lowest offset).
     const chunks: Buffer[] = [];
     const starts: number[] = [];
@@ -468,7 +453,7 @@ export function scanStore(dir: string): StoreScan {
   for (const [base, meta] of metas) {
     const s: StoredSession = { key: null, base, dir, meta, jsonl: null, parsedMeta: null, lastLineCreatedAt: null, issues: [] };
     try {
-      const { meta: m, issue } = parseMeta(readSmallFile(meta.path, 1024 * 1024));
+      const { meta: m, issue } = parseMeta(readSmallFile(meta.path, 'meta', { noFollow: true }));
       if (issue) s.issues.push(issue);
       s.parsedMeta = m;
       s.key = m?.key ?? null;

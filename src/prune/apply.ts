@@ -1,15 +1,18 @@
 import { accessSync, constants, lstatSync, unlinkSync } from 'node:fs';
+import { basename } from 'node:path';
 import { errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
+import { dbFileBytes, type ConversationStat } from '../picoclaw/seahorse.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
-import { archiveSession } from './archive.js';
+import { PassArchiver, type Pending } from './archive-pass.js';
 import type { Plan, PlanGroup, Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
-import { foldFtsTombstones, pageStats, roomForVacuum, runVacuum, vacuumAfterPass, type VacuumReport } from './vacuum.js';
+import { runSizeGuard } from './size-guard.js';
+import { vacuumAfterPass, type VacuumReport } from './vacuum.js';
+import type { OwedVacuum } from './vacuum-owed.js';
 
 /**
  * The only code that deletes. It executes a plan exactly: nothing the plan did not
@@ -24,12 +27,16 @@ export interface Outcome {
   reason: Reason;
   detail?: string;
   archive?: string;
+  /** Kept, but part of it was deleted before a change stopped it: what went. */
+  partial?: string;
 }
 
 export interface SizeLoopReport {
   ran: boolean;
   steps: { deleted: number; bytesAfter: number; vacuumed: boolean }[];
   stoppedBecause: string | null;
+  /** Set when the limit cannot be met by deleting (protected sessions hold the rows): why, and who. */
+  unmet: string | null;
 }
 
 export interface ApplyResult {
@@ -37,6 +44,8 @@ export interface ApplyResult {
   groups: Map<number, Outcome>;
   /** Outcome per orphan conversation id. */
   orphans: Map<number, Outcome>;
+  /** Outcome per shared conversation id, for those whose every claimant was deleted. */
+  shared: Map<number, Outcome>;
   deletedSessions: number;
   deletedFileBytes: number;
   deletedConversations: number;
@@ -44,6 +53,8 @@ export interface ApplyResult {
   vacuum: VacuumReport | null;
   size: SizeLoopReport;
   interrupted: boolean;
+  /** The VACUUM owed after this pass (null: none), for the guard's state. */
+  owed: OwedVacuum | null;
 }
 
 export interface ApplyOptions {
@@ -55,11 +66,17 @@ export interface ApplyOptions {
   forceVacuum: boolean;
   freeSpace: FreeSpaceReader;
   archiveDir: string | null;
+  /** Real path of the home, recorded in each archive (needed with archiveDir). */
+  archiveHome?: string;
   nowMs: number;
   shouldStop?: () => boolean;
   onProgress?: (done: number, total: number, what: string) => void;
   /** Online: how long the database must be quiet before each write (see SeahorseDeleter). */
   quietMs?: number;
+  /** A VACUUM an earlier online pass deferred (from the guard's state). */
+  vacuumOwed?: OwedVacuum | null;
+  /** Test hook: called after each seahorse write transaction commits or rolls back. */
+  onTxn?: () => void;
   /** Test hook: called between the steps of deleting one session. */
   onStep?: (step: 'seahorse' | 'jsonl' | 'meta', s: SessionRecord) => void;
 }
@@ -95,20 +112,22 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   const res: ApplyResult = {
     groups: new Map(),
     orphans: new Map(),
+    shared: new Map(),
     deletedSessions: 0,
     deletedFileBytes: 0,
     deletedConversations: 0,
     seahorse: null,
     vacuum: null,
-    size: { ran: false, steps: [], stoppedBecause: null },
+    size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
+    owed: null,
     interrupted: false,
   };
   for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
   for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
 
-  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? 100) : 0 }) : null;
+  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? 100) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
   if (deleter) res.seahorse = deleter.stats;
-  const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last FROM messages WHERE conversation_id = ?`) : null;
+  const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(message_id) AS lastId FROM messages WHERE conversation_id = ?`) : null;
   const convExists = db ? db.prepare(`SELECT 1 FROM conversations WHERE conversation_id = ?`) : null;
 
   const ageCount = plan.groups.filter((g) => g.action === 'delete' && g.reason !== 'max_db_size_mb');
@@ -125,14 +144,69 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
     deleter.prepare(ids);
   }
 
+  const archiver = o.archiveDir ? new PassArchiver(o.archiveDir, o.archiveHome ?? o.archiveDir, db, o.nowMs, () => (deleter ? deleter.stats.messages + deleter.stats.parts + deleter.stats.summaries : 0)) : null;
   /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
   let locked: string | null = null;
-  const stop = () => locked !== null || !!o.shouldStop?.();
+  const stop = () => locked !== null || archiver?.failure != null || !!o.shouldStop?.();
+  // Progress counts sessions (alias group members), as the report's totals do; orphan
+  // conversations and the size guard's extra sessions report progress without changing it.
   let done = 0;
-  const total = ageCount.length + plan.orphans.filter((x) => x.action === 'delete').length;
+  let total = ageCount.reduce((n, g) => n + g.members.length, 0);
 
-  /** Delete one group; returns false (and records why) if it was kept. */
+  /** Whether conversation c still holds exactly what the plan saw, less the `gone` oldest messages this pass deleted. */
+  const convUnchanged = (c: ConversationStat, gone: number): boolean => {
+    const now = convStat!.get(c.conversationId) as { n: number; last: string | null; lastId: number | null };
+    if (now.n !== c.messages - gone) return false;
+    if (now.n === 0) return true;
+    return now.last === c.lastMessageAt && (c.lastMessageId === undefined || now.lastId === c.lastMessageId);
+  };
+
+  /** Delete one group; returns false (and records why) if it was kept, whole or in part. */
   const deleteGroup = (g: PlanGroup, reason: Reason): boolean => {
+    pending = null;
+    const ok = deleteGroupOnce(g, reason);
+    if (!ok) archiver?.kept(pending);
+    return ok;
+  };
+  let pending: Pending | null = null;
+  const deleteGroupOnce = (g: PlanGroup, reason: Reason): boolean => {
+    // What this group has lost so far, so that a stop part-way says exactly what is left.
+    const unlinked = new Set<string>();
+    const convDone = new Set<number>();
+    const convGone = new Map<number, number>();
+    const deletedParts: string[] = [];
+    /**
+     * Every member's files and every own conversation's rows, as planned (less what this
+     * group already deleted). Run before each irreversible step: a change anywhere in the
+     * group stops the whole group, not just the member it touched.
+     */
+    const checkGroup = (): void => {
+      for (const m of g.members) {
+        for (const f of [m.files.meta, m.files.jsonl]) if (f && !unlinked.has(f.path)) sameFile(f, f.path);
+      }
+      if (db) {
+        for (const c of g.ownConversations) {
+          if (convDone.has(c.conversationId) || !convExists!.get(c.conversationId)) continue;
+          if (!convUnchanged(c, convGone.get(c.conversationId) ?? 0)) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
+        }
+      }
+    };
+    const leftOf = (): string => {
+      const left: string[] = [];
+      for (const m of g.members) for (const f of [m.files.jsonl, m.files.meta]) if (f && !unlinked.has(f.path)) left.push(basename(f.path));
+      for (const c of g.ownConversations) {
+        if (convDone.has(c.conversationId)) continue;
+        const gone = convGone.get(c.conversationId) ?? 0;
+        left.push(`seahorse ${c.key} (${c.messages - gone}${gone ? ` of ${c.messages}` : ''} messages)`);
+      }
+      return left.length > 0 ? left.join(', ') : 'nothing';
+    };
+    const keep = (r: Reason, detail: string): false => {
+      if (deletedParts.length > 0) {
+        res.groups.set(g.id, { action: 'keep', reason: r, detail: `${detail}; stopped part-way: deleted ${deletedParts.join(', ')}; left: ${leftOf()}`, partial: deletedParts.join(', ') });
+      } else res.groups.set(g.id, { action: 'keep', reason: r, detail });
+      return false;
+    };
     try {
       for (const m of g.members) {
         sameFile(m.files.meta, m.files.meta?.path ?? 'meta');
@@ -142,78 +216,79 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           checkWritable(m.files.jsonl);
           accessSync(m.dir, constants.W_OK);
         } catch (err) {
-          res.groups.set(g.id, { action: 'keep', reason: 'not_writable', detail: `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions` });
-          return false;
+          return keep('not_writable', `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions`);
         }
       }
-      // Seahorse rows unchanged since planning (a message arrived → keep).
-      if (db) {
-        for (const c of g.ownConversations) {
-          if (!convExists!.get(c.conversationId)) continue;
-          const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
-          if (now.n !== c.messages || now.last !== c.lastMessageAt) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
-        }
-      }
-      let archive: string | undefined;
-      if (o.archiveDir) {
-        const archived = new Set<number>();
-        for (const m of g.members) {
-          const convs = g.ownConversations.filter((c) => m.conversations.some((x) => x.conversationId === c.conversationId) && !archived.has(c.conversationId)).map((c) => c.conversationId);
-          for (const c of convs) archived.add(c);
-          try {
-            archive = archiveSession(o.archiveDir, m, db, convs, o.nowMs);
-          } catch (err) {
-            res.groups.set(g.id, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
-            return false;
-          }
+      checkGroup();
+      // Archived at the moment of deletion, after every re-check; removed again if the group is kept whole.
+      if (archiver) {
+        try {
+          pending = archiver.group(g.members, g.ownConversations.map((c) => c.conversationId));
+        } catch (err) {
+          return keep('archive_failed', errorMessage(err));
         }
       }
       for (const c of g.ownConversations) {
         o.onStep?.('seahorse', g.members[0]!);
-        if (!convExists!.get(c.conversationId)) continue;
-        const ok = deleter!.deleteConversation(c.conversationId, () => {
-          const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
-          return now.n === c.messages && now.last === c.lastMessageAt;
+        if (!convExists!.get(c.conversationId)) {
+          convDone.add(c.conversationId);
+          continue;
+        }
+        let why: string | null = null;
+        const d = deleter!.deleteConversation(c.conversationId, (gone) => {
+          convGone.set(c.conversationId, gone);
+          try {
+            checkGroup();
+            return true;
+          } catch (err) {
+            if (!(err instanceof Changed)) throw err;
+            why = err.message;
+            return false;
+          }
         });
-        if (!ok) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
+        if (d.deletedMessages > 0 || d.touched) convGone.set(c.conversationId, d.deletedMessages);
+        if (!d.complete) {
+          if (d.touched) deletedParts.push(`${d.deletedMessages} of ${c.messages} seahorse messages of ${c.key} (its summaries too)`);
+          throw new Changed(why ?? `seahorse conversation ${c.key} changed since planning`);
+        }
+        convDone.add(c.conversationId);
+        deletedParts.push(`seahorse ${c.key} (${c.messages} messages)`);
         res.deletedConversations++;
       }
       for (const m of g.members) {
-        o.onStep?.('jsonl', m);
-        unlinkExact(m.files.jsonl, m.files.jsonl?.path ?? '');
-        o.onStep?.('meta', m);
-        unlinkExact(m.files.meta, m.files.meta?.path ?? '');
-        res.deletedFileBytes += m.jsonlBytes + m.metaBytes;
+        for (const [step, f] of [['jsonl', m.files.jsonl], ['meta', m.files.meta]] as const) {
+          o.onStep?.(step, m);
+          if (!f) continue;
+          checkGroup();
+          unlinkExact(f, f.path);
+          unlinked.add(f.path);
+          deletedParts.push(basename(f.path));
+          res.deletedFileBytes += f === m.files.jsonl ? m.jsonlBytes : m.metaBytes;
+        }
         res.deletedSessions++;
       }
       const dirs = new Set(g.members.map((m) => m.dir));
       for (const d of dirs) fsyncDir(d);
-      res.groups.set(g.id, { action: 'delete', reason, archive });
+      res.groups.set(g.id, { action: 'delete', reason, archive: pending?.paths[pending.paths.length - 1] });
       return true;
     } catch (err) {
-      if (err instanceof Changed) {
-        res.groups.set(g.id, { action: 'keep', reason: 'changed_since_plan', detail: err.message });
-        return false;
-      }
+      if (err instanceof Changed) return keep('changed_since_plan', err.message);
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
-      if (err instanceof GatewayBusy) {
-        res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: err.message });
-        return false;
-      }
-      res.groups.set(g.id, { action: 'keep', reason: 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
-      return false;
+      if (err instanceof GatewayBusy) return keep('interrupted', err.message);
+      return keep('delete_failed', `${code ?? ''} ${errorMessage(err)}`.trim());
     }
   };
 
   for (const g of ageCount) {
     if (stop()) {
       res.interrupted = true;
-      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `not reached: ${locked}` : 'the pass was stopped' });
+      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `not reached: ${locked}` : archiver?.failure ? `not reached: an archive could not be written (${archiver.failure})` : 'the pass was stopped' });
       continue;
     }
     deleteGroup(g, g.reason);
-    o.onProgress?.(++done, total, g.key);
+    done += g.members.length;
+    o.onProgress?.(done, total, g.key);
   }
   for (const or of plan.orphans) {
     if (or.action !== 'delete') continue;
@@ -223,124 +298,119 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
       continue;
     }
     const c = or.conversation;
+    let orphanArchive: Pending | null = null;
     try {
-      const ok = convExists!.get(c.conversationId)
-        ? deleter.deleteConversation(c.conversationId, () => {
-            const now = convStat!.get(c.conversationId) as { n: number; last: string | null };
-            return now.n === c.messages && now.last === c.lastMessageAt;
-          })
-        : true;
-      if (ok) res.deletedConversations++;
-      res.orphans.set(c.conversationId, ok ? { action: 'delete', reason: 'max_age_days' } : { action: 'keep', reason: 'changed_since_plan' });
+      if (archiver && convExists!.get(c.conversationId)) {
+        try {
+          orphanArchive = archiver.orphan(c);
+        } catch (err) {
+          res.orphans.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
+          o.onProgress?.(++done, total, c.key);
+          continue;
+        }
+      }
+      const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
+      if (d.complete) res.deletedConversations++;
+      res.orphans.set(
+        c.conversationId,
+        d.complete
+          ? { action: 'delete', reason: 'max_age_days', archive: orphanArchive?.paths[0] }
+          : { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages (and its summaries) were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) },
+      );
+      if (!d.complete) archiver?.kept(orphanArchive);
     } catch (err) {
+      archiver?.kept(orphanArchive);
       const code = errnoCode(err);
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
       res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
     }
-    o.onProgress?.(++done, total, c.key);
+    o.onProgress?.(done, total, c.key);
   }
 
-  // The size guard, on measurements: batches that are prefixes of the oldest-first order.
-  const limit = plan.size.limitBytes;
+  // The size guard, on measurements (src/prune/size-guard.ts).
+  res.owed = o.vacuumOwed ?? null;
   let vacuumedBySize = false;
+  let vacuumMs = 0;
   if (db && plan.size.checked && !res.interrupted) {
-    res.size.ran = true;
-    const queue = plan.groups.filter((g) => g.sizeEligible && res.groups.get(g.id)!.action === 'keep');
-    const canVacuum = plan.policy.vacuum && (!o.online || o.forceVacuum);
-    let qi = 0;
-    // The size guard always vacuums first: free pages alone may bring the file under the limit.
-    let deletedSinceVacuum = true;
-    for (;;) {
-      if (stop()) {
-        res.interrupted = true;
-        res.size.stoppedBecause = locked ? `seahorse.db stayed locked: ${locked}` : 'interrupted';
-        break;
-      }
-      if (canVacuum && deletedSinceVacuum) {
-        const room = roomForVacuum(o.dbPath, dbFileBytes(o.dbPath).db, o.freeSpace);
-        if (!room.ok) {
-          res.size.stoppedBecause = `cannot VACUUM: ${room.reason}`;
-          break;
-        }
-        foldFtsTombstones(db);
-        runVacuum(db, o.dbPath);
-        vacuumedBySize = true;
-        deletedSinceVacuum = false;
-      }
-      const bytes = dbFileBytes(o.dbPath).total;
-      const last = res.size.steps[res.size.steps.length - 1];
-      if (last) last.bytesAfter = bytes;
-      if (bytes <= limit) break;
-      if (qi >= queue.length) {
-        res.size.stoppedBecause = 'only protected sessions (newest, undated or unreadable) hold the remaining rows';
-        break;
-      }
-      // Choose the smallest prefix of what is left whose estimated share covers the excess.
-      const p = pageStats(db);
-      const used = (p.pageCount - p.freelist) * p.pageSize;
-      const content = readContentBytes(db);
-      let totalContent = 0;
-      for (const b of content.values()) totalContent += b;
-      const need = (canVacuum ? bytes : Math.min(bytes, used)) - limit;
-      let covered = 0;
-      let taken = 0;
-      const step = { deleted: 0, bytesAfter: bytes, vacuumed: canVacuum };
-      while (qi < queue.length && (taken === 0 || covered < need) && !stop()) {
-        const g = queue[qi++]!;
-        const share = totalContent === 0 ? 0 : (used * g.ownConversations.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent;
-        if (deleteGroup(g, 'max_db_size_mb')) {
-          covered += share;
-          taken++;
-          step.deleted++;
-          deletedSinceVacuum = true;
-        }
-        o.onProgress?.(done, total, `size guard: ${g.key}`);
-      }
-      res.size.steps.push(step);
-      if (step.deleted === 0 && qi >= queue.length) {
-        res.size.stoppedBecause = 'no remaining session could be deleted';
-        break;
-      }
-      if (!canVacuum) {
-        step.bytesAfter = dbFileBytes(o.dbPath).total;
-        if (step.bytesAfter >= bytes) {
-          res.size.stoppedBecause = o.online && plan.policy.vacuum ? 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass' : 'a step without VACUUM made no progress (vacuum is off)';
-          break;
-        }
-      }
-    }
+    const g = runSizeGuard({
+      db,
+      plan,
+      o,
+      res,
+      deleteGroup,
+      stop,
+      locked: () => locked,
+      progress: (what, sessions) => {
+        total += sessions;
+        done += sessions;
+        o.onProgress?.(done, total, what);
+      },
+    });
+    vacuumedBySize = g.vacuumed;
+    vacuumMs = g.vacuumMs;
   }
 
-  // Shared conversations go once every session that claimed them is gone.
-  if (deleter && !res.interrupted) {
-    for (const sh of plan.shared) {
-      if (sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete') && convExists!.get(sh.conversation.conversationId)) {
+  // Shared conversations go once every session that claimed them is gone, with the same re-check.
+  for (const sh of plan.shared) {
+    const c = sh.conversation;
+    if (!sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete')) continue;
+    if (!deleter || res.interrupted || stop()) {
+      res.shared.set(c.conversationId, { action: 'keep', reason: 'interrupted', detail: 'not reached: the pass was stopped; the next pass deletes it' });
+      continue;
+    }
+    let shArchive: Pending | null = null;
+    try {
+      if (archiver && convExists!.get(c.conversationId)) {
         try {
-          if (deleter.deleteConversation(sh.conversation.conversationId)) res.deletedConversations++;
-        } catch {
-          // kept: the next pass retries
+          shArchive = archiver.orphan(c);
+        } catch (err) {
+          res.shared.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
+          continue;
         }
       }
+      const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
+      if (d.complete) {
+        res.deletedConversations++;
+        res.shared.set(c.conversationId, { action: 'delete', reason: 'max_age_days', detail: `every session that claimed it was deleted`, archive: shArchive?.paths[0] });
+      } else {
+        archiver?.kept(shArchive);
+        res.shared.set(c.conversationId, { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) });
+      }
+    } catch (err) {
+      archiver?.kept(shArchive);
+      const code = errnoCode(err);
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
+      res.shared.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
     }
   }
 
   const deletedAny = res.deletedSessions > 0 || res.deletedConversations > 0;
+  const offline = !o.online || o.forceVacuum;
   if (db && deletedAny && !vacuumedBySize && stop()) {
     // Stopped (SIGTERM, a deadline, a lock): no long VACUUM now; the next pass decides again.
     const b = dbFileBytes(o.dbPath).total;
     res.vacuum = { ran: false, reason: 'skipped: the pass was stopped before its end; the next pass decides again', estimatedReclaimBytes: null, bytesBefore: b, bytesAfter: b, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
-  } else if (db && deletedAny && !vacuumedBySize) {
+    if (plan.policy.vacuum) res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'a pass that deleted rows was stopped before its VACUUM' };
+  } else if (db && (deletedAny || (o.vacuumOwed && offline && plan.policy.vacuum)) && !vacuumedBySize) {
     // What the deletions should give back, from each deleted session's estimated share (when known).
+    // An owed VACUUM was counted on by earlier online passes: measured after the FTS merge, not pre-estimated.
     let estimatedFreed: number | null = null;
-    if (plan.size.method) {
+    if (plan.size.method && !o.vacuumOwed) {
       estimatedFreed = 0;
       for (const g of plan.groups) if (res.groups.get(g.id)!.action === 'delete') estimatedFreed += g.estimatedDbBytes;
       for (const x of plan.orphans) if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
     }
     res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace, estimatedFreedBytes: estimatedFreed });
+    if (o.vacuumOwed && offline) res.vacuum.reason = `owed since ${o.vacuumOwed.since} (${o.vacuumOwed.reason}): ${res.vacuum.reason}`;
+    if (plan.policy.vacuum && !offline) {
+      // Deferred: remembered, so that the next offline pass runs it even if it deletes nothing.
+      res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'rows deleted while the gateway ran' };
+    } else if (offline && !res.vacuum.reason.includes('skipped:')) res.owed = null;
   } else if (db && vacuumedBySize) {
     const b = dbFileBytes(o.dbPath).total;
-    res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: 0, walCheckpoint: 'truncate' };
+    res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: vacuumMs, walCheckpoint: 'truncate' };
   }
+  // vacuum is off in the policy: nothing can be owed any more.
+  if (!plan.policy.vacuum) res.owed = null;
   return res;
 }

@@ -1,116 +1,366 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
-import { gunzipSync, gzipSync } from 'node:zlib';
-import { ExitCode, GuardError, errnoCode } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { encode as encodeTarHeader, encodePax } from 'tar-stream/headers.js';
+import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
+import { fsyncDir } from '../io/atomic.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
+import type { FileFacts } from '../picoclaw/sessions.js';
 
 /**
- * A way back: before a session is deleted, its .jsonl and .meta.json (bytes exact,
- * base64) and its seahorse rows are written to a gzip file in the archive folder
- * (never a sessions folder), fsynced, then read back and checked by SHA-256. If any
- * of that fails the session is kept. Node 20 has no zstd, hence gzip.
+ * A way back: just before a session is deleted, its .jsonl and .meta.json (verbatim)
+ * and its seahorse rows (JSON lines) go into one `.tar.gz` in the archive folder
+ * (never a sessions folder), with a manifest first that names the home, the agent,
+ * the key and the SHA-256 of every file. An operator can restore by hand:
+ *   tar -xzf A.tar.gz -C <sessions dir> --strip-components=1 session/
+ *
+ * Memory stays bounded by a few buffers whatever the session's size: the files are
+ * read through 64 KiB reads, the rows are streamed to a temp file first (a tar entry
+ * needs its size up front), and the tar is compressed in independent gzip members of
+ * 1 MiB input each (as BGZF does; any gunzip or tar reads them as one stream). The
+ * writer is synchronous because it runs inside the deletion loop, between two
+ * SQLite transactions. Each file is hashed before it is copied and again as it is
+ * copied (a file that changes meanwhile fails the archive); the archive is synced,
+ * read back and compared with the bytes written (not decompressed again: that would
+ * cost a buffer per block); only then does it get its name, by link(), which never
+ * replaces an existing archive.
  */
 export const ARCHIVE_FORMAT = 'picoclaw-guard-session-archive';
-export const ARCHIVE_SUFFIX = '.session.json.gz';
+export const ARCHIVE_SUFFIX = '.tar.gz';
+/** The single-JSON format of earlier versions: still read by restore. */
+export const LEGACY_SUFFIX = '.session.json.gz';
+export const MANIFEST_NAME = 'manifest.json';
+export const ROWS_NAME = 'seahorse/rows.jsonl';
+export const SESSION_PREFIX = 'session/';
 
-export interface ArchivedFile {
+export interface ManifestFile {
+  role: 'jsonl' | 'meta';
   name: string;
+  bytes: number;
   sha256: string;
-  data_base64: string;
+  /** Permission bits of the original file (PicoClaw writes 0644). */
+  mode: number;
 }
 
-export interface SessionArchive {
+export interface ArchiveManifest {
   format: typeof ARCHIVE_FORMAT;
-  version: 1;
+  version: 2;
+  kind: 'session' | 'conversation';
   archived_at: string;
-  agent: string;
-  sessions_dir: string;
-  base: string;
+  /** Real path of the PicoClaw home the session was taken from. */
+  home: string;
+  agent: string | null;
+  sessions_dir: string | null;
+  base: string | null;
   key: string;
   aliases: string[];
-  files: { jsonl: ArchivedFile | null; meta: ArchivedFile };
-  seahorse: Record<string, unknown[]> | null;
+  files: ManifestFile[];
+  seahorse: { name: string; bytes: number; sha256: string; conversations: number[]; rows: Record<string, number> } | null;
 }
 
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-function fileEntry(path: string): ArchivedFile {
-  const data = readFileSync(path);
-  return { name: basename(path), sha256: sha256(data), data_base64: data.toString('base64') };
+export interface ArchiveContext {
+  dir: string;
+  /** Real path of the home: recorded in the manifest, hashed into the name. */
+  homeReal: string;
+  db: Database | null;
+  nowMs: number;
 }
 
-/** Every seahorse row of the given conversations, table by table (picoclaw-facts.md §3.4). */
-export function seahorseRows(db: Database, conversationIds: number[]): Record<string, unknown[]> {
-  const out: Record<string, unknown[]> = { conversations: [], messages: [], message_parts: [], summaries: [], summary_parents: [], summary_messages: [], context_items: [] };
-  for (const C of conversationIds) {
-    out.conversations!.push(...db.prepare(`SELECT * FROM conversations WHERE conversation_id = ?`).all(C));
-    out.messages!.push(...db.prepare(`SELECT * FROM messages WHERE conversation_id = ? ORDER BY message_id`).all(C));
-    out.message_parts!.push(...db.prepare(`SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?) ORDER BY part_id`).all(C));
-    out.summaries!.push(...db.prepare(`SELECT * FROM summaries WHERE conversation_id = ?`).all(C));
-    out.summary_parents!.push(...db.prepare(`SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).all(C, C));
-    out.summary_messages!.push(...db.prepare(`SELECT * FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).all(C));
-    out.context_items!.push(...db.prepare(`SELECT * FROM context_items WHERE conversation_id = ? ORDER BY ordinal`).all(C));
+const GZ_BLOCK = 1 << 20;
+const IO_BUF = 1 << 16;
+const sha256 = () => createHash('sha256');
+
+function writeAll(fd: number, b: Buffer): void {
+  let off = 0;
+  while (off < b.length) off += writeSync(fd, b, off, b.length - off);
+}
+
+/** A tar stream compressed block by block into independent gzip members. */
+class GzipTarWriter {
+  private buf = Buffer.allocUnsafe(GZ_BLOCK);
+  private len = 0;
+  private offset = 0;
+  /** SHA-256 of the compressed bytes, to compare with what the disk gives back. */
+  readonly gzHash = sha256();
+  constructor(private readonly fd: number) {}
+
+  get bytesWritten(): number {
+    return this.offset;
   }
-  return out;
+
+  write(data: Buffer): void {
+    let off = 0;
+    while (off < data.length) {
+      const n = Math.min(GZ_BLOCK - this.len, data.length - off);
+      data.copy(this.buf, this.len, off, off + n);
+      this.len += n;
+      off += n;
+      if (this.len === GZ_BLOCK) this.flush();
+    }
+  }
+
+  private flush(): void {
+    if (this.len === 0) return;
+    const gz = gzipSync(this.buf.subarray(0, this.len));
+    writeAll(this.fd, gz);
+    this.gzHash.update(gz);
+    this.offset += gz.length;
+    this.len = 0;
+  }
+
+  header(name: string, size: number, mtime: Date, mode = 0o600): void {
+    const h = { name, size, mode, mtime, type: 'file', uid: 0, gid: 0 };
+    const plain = encodeTarHeader(h);
+    if (plain) return this.write(plain);
+    // A name ustar cannot hold (long, or not ASCII): a pax record carries it.
+    const pax = encodePax({ name });
+    this.write(encodeTarHeader({ ...h, name: 'PaxHeader', size: pax.length, type: 'pax-header' })!);
+    this.write(pax);
+    this.pad(pax.length);
+    this.write(encodeTarHeader({ ...h, name: name.replace(/[^\x20-\x7e]/g, '_').slice(-99) })!);
+  }
+
+  pad(size: number): void {
+    const rest = size % 512;
+    if (rest) this.write(Buffer.alloc(512 - rest));
+  }
+
+  end(): void {
+    this.write(Buffer.alloc(1024));
+    this.flush();
+  }
+}
+
+/** SHA-256 of the first `size` bytes of an open file, read in small pieces. */
+function hashFd(fd: number, size: number, onChunk?: (b: Buffer) => void): string {
+  const h = sha256();
+  const b = Buffer.allocUnsafe(IO_BUF);
+  let pos = 0;
+  while (pos < size) {
+    const n = readSync(fd, b, 0, Math.min(IO_BUF, size - pos), pos);
+    if (n === 0) throw new Error('the file shrank while it was being archived');
+    const chunk = b.subarray(0, n);
+    h.update(chunk);
+    onChunk?.(chunk);
+    pos += n;
+  }
+  return h.digest('hex');
+}
+
+interface OpenFile {
+  fd: number;
+  name: string;
+  role: ManifestFile['role'];
+  bytes: number;
+  sha256: string;
+  mtime: Date;
+  mode: number;
+}
+
+/** Open a session file without following links; it must still be the file the plan saw. */
+function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string): OpenFile {
+  const fd = openSync(f.path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs) throw new Error(`${f.path} changed since planning`);
+    return { fd, name, role, bytes: st.size, sha256: hashFd(fd, st.size), mtime: st.mtime, mode: st.mode & 0o777 };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+const ROW_QUERIES: [table: string, sql: string, params: number][] = [
+  ['conversations', `SELECT * FROM conversations WHERE conversation_id = ?`, 1],
+  ['messages', `SELECT * FROM messages WHERE conversation_id = ? ORDER BY message_id`, 1],
+  ['message_parts', `SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?) ORDER BY part_id`, 1],
+  ['summaries', `SELECT * FROM summaries WHERE conversation_id = ?`, 1],
+  ['summary_parents', `SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`, 2],
+  ['summary_messages', `SELECT * FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`, 1],
+  ['context_items', `SELECT * FROM context_items WHERE conversation_id = ? ORDER BY ordinal`, 1],
+];
+
+/**
+ * Every seahorse row of the conversations (docs/picoclaw.md, seahorse schema), one JSON
+ * line each (`{"table":…,"row":…}`, BLOBs as {"$base64":…}), streamed row by row into
+ * a temp file. Returns its open fd, size, hash and row counts.
+ */
+function writeRows(db: Database, conversationIds: number[], tmpPath: string) {
+  const fd = openSync(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
+  const h = sha256();
+  const rows: Record<string, number> = {};
+  let pending: string[] = [];
+  let pendingLen = 0;
+  let bytes = 0;
+  const flush = () => {
+    const b = Buffer.from(pending.join(''));
+    writeAll(fd, b);
+    h.update(b);
+    bytes += b.length;
+    pending = [];
+    pendingLen = 0;
+  };
+  try {
+    for (const [table, sql, n] of ROW_QUERIES) {
+      rows[table] = 0;
+      const stmt = db.prepare(sql);
+      for (const C of conversationIds) {
+        for (const row of stmt.iterate(...Array<number>(n).fill(C)) as Iterable<Record<string, unknown>>) {
+          for (const k of Object.keys(row)) if (Buffer.isBuffer(row[k])) row[k] = { $base64: (row[k] as Buffer).toString('base64') };
+          const line = JSON.stringify({ table, row }) + '\n';
+          pending.push(line);
+          pendingLen += line.length;
+          rows[table]++;
+          if (pendingLen >= IO_BUF) flush();
+        }
+      }
+    }
+    flush();
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  return { fd, bytes, sha256: h.digest('hex'), rows };
 }
 
 function stamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  return new Date(ms).toISOString().replace(/[-:]/g, '');
 }
 
-/**
- * Write, sync and verify one session's archive. Throws GuardError on any failure
- * (no space, no permission, a read-back mismatch); the caller keeps the session.
- */
-export function archiveSession(dir: string, s: SessionRecord, db: Database | null, conversationIds: number[], nowMs: number): string {
-  if (!s.files.meta || s.key === null) throw new GuardError(`cannot archive ${s.id}: its meta is unreadable`);
-  const archive: SessionArchive = {
-    format: ARCHIVE_FORMAT,
-    version: 1,
-    archived_at: new Date(nowMs).toISOString(),
-    agent: s.agent,
-    sessions_dir: s.dir,
-    base: s.base,
-    key: s.key,
-    aliases: s.aliases,
-    files: { jsonl: s.files.jsonl ? fileEntry(s.files.jsonl.path) : null, meta: fileEntry(s.files.meta.path) },
-    seahorse: db && conversationIds.length > 0 ? seahorseRows(db, conversationIds) : null,
-  };
-  const gz = gzipSync(Buffer.from(JSON.stringify(archive)));
-  const name = `${stamp(nowMs)}_${s.agent}_${s.base}${ARCHIVE_SUFFIX}`;
-  const target = join(dir, name);
+/** 8 hex digits of the home's real path: two homes sharing one archive folder never share a name. */
+export function homeTag(homeReal: string): string {
+  return createHash('sha256').update(homeReal).digest('hex').slice(0, 8);
+}
+
+function fileSafe(s: string): string {
+  return s.replace(/[^A-Za-z0-9._:@+=-]/g, '_').slice(0, 120);
+}
+
+function unlinkQuiet(p: string): void {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileAtomic(target, gz, { mode: 0o600 });
-    // Read back what the disk holds and check every file's bytes.
-    const back = readArchive(target);
-    if (back.files.meta.sha256 !== archive.files.meta.sha256 || sha256(Buffer.from(back.files.meta.data_base64, 'base64')) !== archive.files.meta.sha256) throw new Error('meta checksum mismatch on read-back');
-    if (archive.files.jsonl && (back.files.jsonl === null || sha256(Buffer.from(back.files.jsonl.data_base64, 'base64')) !== archive.files.jsonl.sha256)) throw new Error('jsonl checksum mismatch on read-back');
-    if (JSON.stringify(back.seahorse) !== JSON.stringify(archive.seahorse)) throw new Error('seahorse rows differ on read-back');
+    unlinkSync(p);
+  } catch {
+    // already gone
+  }
+}
+
+/** Write one archive: manifest, files, rows; sync; read back; link under a name no other archive has. */
+function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<ArchiveManifest, 'files' | 'seahorse'>, files: OpenFile[], conversationIds: number[]): string {
+  mkdirSync(ctx.dir, { recursive: true, mode: 0o700 });
+  const nonce = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const rowsTmp = join(ctx.dir, `.rows-${nonce}.tmp`);
+  const tarTmp = join(ctx.dir, `.archive-${nonce}.tmp`);
+  let rows: ReturnType<typeof writeRows> | null = null;
+  let fd: number | null = null;
+  try {
+    if (ctx.db && conversationIds.length > 0) rows = writeRows(ctx.db, conversationIds, rowsTmp);
+    const full: ArchiveManifest = {
+      ...manifest,
+      files: files.map((f) => ({ role: f.role, name: f.name, bytes: f.bytes, sha256: f.sha256, mode: f.mode })),
+      seahorse: rows ? { name: ROWS_NAME, bytes: rows.bytes, sha256: rows.sha256, conversations: conversationIds, rows: rows.rows } : null,
+    };
+    const mtime = new Date(ctx.nowMs);
+    fd = openSync(tarTmp, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const w = new GzipTarWriter(fd);
+    const mbuf = Buffer.from(JSON.stringify(full, null, 2) + '\n');
+    w.header(MANIFEST_NAME, mbuf.length, mtime);
+    w.write(mbuf);
+    w.pad(mbuf.length);
+    for (const f of files) {
+      w.header(f.name, f.bytes, f.mtime, f.mode);
+      if (hashFd(f.fd, f.bytes, (c) => w.write(c)) !== f.sha256) throw new Error(`${f.name} changed while it was being archived`);
+      w.pad(f.bytes);
+    }
+    if (rows) {
+      w.header(ROWS_NAME, rows.bytes, mtime);
+      if (hashFd(rows.fd, rows.bytes, (c) => w.write(c)) !== rows.sha256) throw new Error('the seahorse rows changed on the way into the archive');
+      w.pad(rows.bytes);
+    }
+    w.end();
+    fsyncSync(fd);
+    // Read back what the disk holds and compare it with the bytes that were written.
+    if (hashFd(fd, w.bytesWritten) !== w.gzHash.digest('hex')) throw new Error('the archive read back differs from what was written');
+    closeSync(fd);
+    fd = null;
+    const base = `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_${visibleName}`;
+    for (let i = 1; ; i++) {
+      const target = join(ctx.dir, `${base}${i === 1 ? '' : `-${i}`}${ARCHIVE_SUFFIX}`);
+      try {
+        linkSync(tarTmp, target);
+        fsyncDir(ctx.dir);
+        return target;
+      } catch (err) {
+        if (errnoCode(err) !== 'EEXIST' || i >= 1000) throw err;
+      }
+    }
+  } finally {
+    if (fd !== null) closeSync(fd);
+    if (rows) closeSync(rows.fd);
+    unlinkQuiet(rowsTmp);
+    unlinkQuiet(tarTmp);
+  }
+}
+
+function failed(what: string, dir: string, err: unknown): GuardError {
+  return new GuardError(`archiving ${what} to ${dir} failed: ${errnoCode(err) ?? errorMessage(err)}`, {
+    exitCode: ExitCode.PARTIAL,
+    path: dir,
+    hint: 'nothing of it was deleted; make room or fix the permissions of the archive folder',
+  });
+}
+
+/** Archive one session; throws GuardError (the caller keeps the session). */
+export function archiveSession(ctx: ArchiveContext, s: SessionRecord, conversationIds: number[]): string {
+  if (!s.files.meta || s.key === null) throw new GuardError(`cannot archive ${s.id}: its meta is unreadable`, { exitCode: ExitCode.PARTIAL });
+  const files: OpenFile[] = [];
+  try {
+    files.push(openPlanned(s.files.meta, 'meta', `${SESSION_PREFIX}${s.base}.meta.json`));
+    if (s.files.jsonl) files.push(openPlanned(s.files.jsonl, 'jsonl', `${SESSION_PREFIX}${s.base}.jsonl`));
+    const manifest = {
+      format: ARCHIVE_FORMAT,
+      version: 2,
+      kind: 'session',
+      archived_at: new Date(ctx.nowMs).toISOString(),
+      home: ctx.homeReal,
+      agent: s.agent,
+      sessions_dir: realpathSync(s.dir),
+      base: s.base,
+      key: s.key,
+      aliases: s.aliases,
+    } as const;
+    return writeArchive(ctx, fileSafe(`${s.agent}_${s.base}`), manifest, files, conversationIds);
   } catch (err) {
-    throw new GuardError(`archiving ${s.key} to ${dir} failed: ${errnoCode(err) ?? (err instanceof Error ? err.message : String(err))}`, {
-      exitCode: ExitCode.PARTIAL,
-      path: dir,
-      hint: 'the session was kept; make room or fix the permissions of the archive folder',
-    });
+    throw failed(s.key, ctx.dir, err);
+  } finally {
+    for (const f of files) closeSync(f.fd);
   }
-  return target;
 }
 
-export function readArchive(path: string): SessionArchive {
-  const a = JSON.parse(gunzipSync(readFileSync(path)).toString('utf8')) as SessionArchive;
-  if (a.format !== ARCHIVE_FORMAT || a.version !== 1) throw new Error(`${path} is not a picoclaw-guard session archive`);
-  return a;
+/** Archive the rows of a seahorse conversation deleted on its own (an orphan, or shared by deleted sessions). */
+export function archiveOrphan(ctx: ArchiveContext, c: { conversationId: number; key: string }): string {
+  if (!ctx.db) throw new GuardError(`cannot archive conversation ${c.conversationId}: seahorse.db is not open`, { exitCode: ExitCode.PARTIAL });
+  const manifest = {
+    format: ARCHIVE_FORMAT,
+    version: 2,
+    kind: 'conversation',
+    archived_at: new Date(ctx.nowMs).toISOString(),
+    home: ctx.homeReal,
+    agent: null,
+    sessions_dir: null,
+    base: null,
+    key: c.key,
+    aliases: [] as string[],
+  } as const;
+  try {
+    return writeArchive(ctx, `conversation-${c.conversationId}`, manifest, [], [c.conversationId]);
+  } catch (err) {
+    throw failed(`seahorse conversation ${c.key}`, ctx.dir, err);
+  }
 }
 
-/** Archive files at a path: the file itself, or every archive in a folder (oldest first). */
-export function listArchives(path: string): string[] {
-  const abs = resolve(path);
-  if (statSync(abs).isDirectory()) {
-    return readdirSync(abs).filter((n) => n.endsWith(ARCHIVE_SUFFIX) && !n.startsWith('.')).sort().map((n) => join(abs, n));
-  }
-  return [abs];
+/** Remove an archive of something that was kept after all (it would only be a stale copy). */
+export function removeArchive(path: string): void {
+  unlinkQuiet(path);
 }

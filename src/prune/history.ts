@@ -1,6 +1,7 @@
-import { appendFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../io/atomic.js';
 import { join } from 'node:path';
+import { readSmallText } from '../io/smallfile.js';
 
 /**
  * The guard's prune history: one JSON line per pass that deleted something or
@@ -20,6 +21,14 @@ export interface PruneHistoryEntry {
   sessions_after: number;
   duration_ms: number;
   reason: string | null;
+  /** Sessions with no usable timestamp (never deleted, yet counted toward max_sessions); absent in older lines. */
+  undated_sessions?: number;
+  /** Dated sessions those undated ones pushed out under max_sessions. */
+  displaced_by_undated?: number;
+  /** Why seahorse.db stays over max_db_size_mb when no deletion can bring it under (which sessions hold the rows). */
+  size_limit_unmet?: string | null;
+  /** Set while a VACUUM deferred by an online pass waits for an offline one. */
+  vacuum_owed_since?: string | null;
 }
 
 export const HISTORY_FILE = 'prune-history.jsonl';
@@ -38,18 +47,25 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
     size = 0;
   }
   if (size > HISTORY_MAX_BYTES) {
-    const text = readFileSync(path, 'utf8');
+    const text = readSmallText(path, 'history');
     const tail = text.slice(text.length - HISTORY_MAX_BYTES / 2);
     writeFileAtomic(path, tail.slice(tail.indexOf('\n') + 1));
   }
-  appendFileSync(path, JSON.stringify(e) + '\n', { mode: 0o644 });
+  // Non-blocking and regular files only: a FIFO put here must not hang the pass (ENXIO instead).
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW, 0o644);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
+    writeSync(fd, JSON.stringify(e) + '\n');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Every readable entry (bad lines are skipped), oldest first. Missing file → []. */
 export function readHistory(stateDir: string, home?: string): PruneHistoryEntry[] {
   let text: string;
   try {
-    text = readFileSync(join(stateDir, HISTORY_FILE), 'utf8');
+    text = readSmallText(join(stateDir, HISTORY_FILE), 'history');
   } catch {
     return [];
   }

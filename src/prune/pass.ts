@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,14 +9,17 @@ import { tryLock } from '../io/lock.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
-import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
 import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
+import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
+import { activeHolds, type Hold } from './holds.js';
 import { appendHistory } from './history.js';
 import { planPrune, type DbFacts, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
+import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from './vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 
 /**
@@ -40,6 +43,8 @@ export interface PassOptions {
   probe?: (home: PicoClawHome) => Promise<GatewayState>;
   shouldStop?: () => boolean;
   onProgress?: (done: number, total: number, what: string) => void;
+  /** Why the age check must be skipped this pass (the daemon saw the wall clock jump), or undefined. */
+  skipAgeCheck?: string;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
   /** Where the startup-time model's samples are (max_bootstrap_seconds); default: stateDir. */
@@ -60,8 +65,15 @@ export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
  * state folder, else the temp folder, holds it under a name derived from the home.
  */
 export function lockPathFor(home: PicoClawHome, stateDir: string | null): string {
-  const tag = createHash('sha256').update(home.home).digest('hex').slice(0, 16);
-  for (const [dir, name] of [[home.home, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
+  // Named from the real path: a symlinked path to the same home must find the same lock.
+  let real = home.home;
+  try {
+    real = realpathSync(home.home);
+  } catch {
+    // a home that does not exist is refused before any lock is taken
+  }
+  const tag = createHash('sha256').update(real).digest('hex').slice(0, 16);
+  for (const [dir, name] of [[real, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
     if (!dir) continue;
     try {
       accessSync(dir, constants.W_OK);
@@ -75,6 +87,15 @@ export function lockPathFor(home: PicoClawHome, stateDir: string | null): string
 
 function skipped(base: { mode: 'dry-run' | 'apply'; now: Date; home: PicoClawHome; policy: ResolvedPolicy; t0: number; gateway: GatewayState | null }, reason: string, exitCode: ExitCodeValue): PruneReport {
   return buildReport({ ...base, inventory: null, plan: null, result: null, skipped: reason, exitCode, warnings: [], dbFacts: null });
+}
+
+/** The real path of a file (symlinks resolved), so one database is one record however it is reached. */
+function realPathOf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
 }
 
 /** Every store must be able to delete, or nothing is deleted anywhere (the seed's rule). */
@@ -139,9 +160,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   });
   const values = policyValues(policy);
   const base = { mode, now, home, policy, t0, gateway: null as GatewayState | null } as const;
-  if (!existsSync(home.home)) {
-    throw new GuardError(`no PicoClaw home at ${home.home}`, { exitCode: ExitCode.USAGE, path: home.home, hint: 'pass --home <dir> or set PICOCLAW_HOME' });
-  }
+  assertPicoClawHome(home);
+  if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(base, 'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)', ExitCode.OK);
   }
@@ -219,8 +239,27 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     if (inv.storeErrors.length > 0) for (const e of inv.storeErrors) warnings.push(e.error);
 
+    // Sessions put back by restore are kept until their hold ends.
+    let holds: Hold[] = [];
+    if (o.stateDir) {
+      try {
+        holds = activeHolds(o.stateDir, realpathSync(home.home), now.getTime());
+      } catch (err) {
+        warnings.push(`restore holds not read (${errorMessage(err)}): restored sessions are not protected from this pass`);
+      }
+    }
     const bootstrap = values.max_bootstrap_seconds > 0 ? await bootstrapInput(home, o.modelStateDir ?? o.stateDir, values.max_bootstrap_seconds, now.getTime(), o.apply, warnings) : null;
+    // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
+    const dbKey = realPathOf(inv.seahorse.path);
+    let owedBefore: OwedVacuum | null = null;
+    if (o.stateDir && inv.seahorse.state === 'open') owedBefore = readOwedVacuum(o.stateDir, dbKey);
+    if (owedBefore && online && values.vacuum && !o.forceVacuum && owedBefore.estimated_bytes_after !== null && dbFacts.contentBytes) {
+      let content = 0;
+      for (const b of dbFacts.contentBytes.values()) content += b;
+      dbFacts.owedEstimateBytes = owedBefore.content_bytes ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes) : owedBefore.estimated_bytes_after;
+    }
     const plan: Plan = planPrune({
+      holds,
       bootstrap,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
@@ -228,10 +267,29 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       policy: values,
       now: now.getTime(),
       db: dbFacts,
+      skipAgeCheck: !!o.skipAgeCheck,
     });
+    if (plan.ageCheck === 'skipped_clock_jump') warnings.push(`${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`);
+    if (plan.everyDatedOld) {
+      const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
+      warnings.push(`every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'} by age)`);
+    }
+    if (plan.undated.displaced > 0) {
+      warnings.push(
+        `${plan.undated.groups} undated session(s) (no usable timestamp) count toward max_sessions=${values.max_sessions} and are never deleted (PicoClaw's rule): ` +
+          `they push out ${plan.undated.displaced} dated session(s) that would otherwise be kept; give them a timestamp or remove them by hand (picoclaw-guard sessions lists them)`,
+      );
+    }
+    // The archive folder is checked once, before anything is deleted: one message, not one per session.
+    const archiveProblem = values.archive_dir ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan }) : null;
+    if (archiveProblem && o.apply) {
+      return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+    }
+    if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
     if (o.apply) {
       result = applyPlan({
+        vacuumOwed: owedBefore,
         plan,
         db,
         dbPath: inv.seahorse.path,
@@ -239,13 +297,23 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         forceVacuum: !!o.forceVacuum,
         freeSpace: o.freeSpace ?? statfsFreeSpace,
         archiveDir: values.archive_dir,
+        archiveHome: realpathSync(home.home),
         nowMs: now.getTime(),
         shouldStop: o.shouldStop,
         onProgress: o.onProgress,
       });
     }
-    const partial = result !== null && [...result.groups.values()].some((x) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason));
+    const refused = (x: { action: string; reason: string }) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason);
+    const partial = result !== null && [...result.groups.values(), ...result.orphans.values(), ...result.shared.values()].some(refused);
     const report = buildReport({ ...withGw, inventory: inv, plan, result, skipped: null, exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK, warnings, dbFacts });
+    if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
+      try {
+        writeOwedVacuum(o.stateDir, dbKey, result.owed);
+      } catch (err) {
+        report.warnings.push(`could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+      }
+    }
+    if (result?.size.unmet) report.warnings.push(`seahorse.db stays over max_db_size_mb: ${result.size.unmet}`);
     if (o.apply && o.stateDir) {
       try {
         appendHistory(o.stateDir, {
@@ -260,6 +328,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
           sessions_after: report.totals.sessions - report.totals.deleted_sessions,
           duration_ms: report.duration_ms,
           reason: null,
+          undated_sessions: plan.undated.groups,
+          displaced_by_undated: plan.undated.displaced,
+          size_limit_unmet: result?.size.unmet ?? null,
+          vacuum_owed_since: result?.owed?.since ?? null,
         });
       } catch (err) {
         report.warnings.push(`could not record the pass in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);

@@ -19,6 +19,8 @@ export type KeepReason =
   | 'within_policy'
   | 'unreadable_meta'
   | 'not_regular_file'
+  /** Put back by `restore`: kept until its hold ends. */
+  | 'restored_hold'
   /** Decided at apply time: */
   | 'changed_since_plan'
   | 'archive_failed'
@@ -47,6 +49,16 @@ export interface PlanGroup {
   cronJob: string | null;
   /** Why the planner decided so, when the reason alone does not say (the bootstrap prediction). */
   detail?: string;
+  /** The restore hold that keeps it, if any. */
+  hold?: PlanHold;
+}
+
+/** A session `restore` put back, kept until `until` (read from the guard's state by the caller). */
+export interface PlanHold {
+  agent: string;
+  key: string;
+  restored_at: string;
+  until: string;
 }
 
 export interface PlanOrphan {
@@ -64,6 +76,11 @@ export interface DbFacts {
   usedBytes: number;
   /** Content bytes per conversation id (messages, parts, summaries): the basis of each share. */
   contentBytes: Map<number, number> | null;
+  /**
+   * While the gateway runs and a VACUUM is owed (the guard's state): the estimated size after it.
+   * The file has not shrunk yet, so this, not the used pages, is what the size check measures.
+   */
+  owedEstimateBytes?: number | null;
 }
 
 export interface SizePlan {
@@ -82,7 +99,9 @@ export interface SizePlan {
 export interface Plan {
   now: number;
   policy: Policy;
-  ageCheck: 'applied' | 'disabled' | 'skipped_clock';
+  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump';
+  /** The age check would delete every dated session but the newest: a clock far ahead looks exactly so. */
+  everyDatedOld: boolean;
   newestMs: number | null;
   /** Oldest first by last activity, undated last; ties by key. */
   groups: PlanGroup[];
@@ -90,6 +109,8 @@ export interface Plan {
   /** Conversations claimed by sessions of several groups: deleted only when every one of those groups is. */
   shared: { conversation: ConversationStat; groupIds: number[] }[];
   size: SizePlan;
+  /** Undated groups (no usable timestamp: never deleted, yet counted) and the dated ones they push out. */
+  undated: { groups: number; displaced: number };
   cron: CronPlan;
   /** The max_bootstrap_seconds step; null when the key is off. */
   bootstrap: BootstrapPlan | null;
@@ -102,6 +123,10 @@ export interface PlanInput {
   policy: Policy;
   now: number;
   db: DbFacts;
+  /** The wall clock jumped since the last pass (the daemon measures it): no age deletions this pass. */
+  skipAgeCheck?: boolean;
+  /** Active restore holds of this home. */
+  holds?: PlanHold[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
   bootstrap?: BootstrapInput | null;
 }
@@ -119,6 +144,8 @@ const UNSAFE_ISSUES: Record<string, KeepReason> = {
   jsonl_not_regular_file: 'not_regular_file',
   jsonl_unreadable: 'not_regular_file',
 };
+
+const UNSAFE_REASONS = new Set<Reason>(Object.values(UNSAFE_ISSUES));
 
 function unsafeReason(s: SessionRecord): KeepReason | null {
   for (const i of s.issues) if (UNSAFE_ISSUES[i]) return UNSAFE_ISSUES[i]!;
@@ -165,6 +192,18 @@ function compareGroups(a: { lastActivityMs: number | null; key: string; tie: str
   return a.key < b.key ? -1 : a.key > b.key ? 1 : a.tie < b.tie ? -1 : a.tie > b.tie ? 1 : 0;
 }
 
+const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
+
+/** Which kept sessions hold most of seahorse.db (their estimated share), largest first: why a limit cannot be met. */
+export function sizeHolders(plan: Pick<Plan, 'groups'>, outcome: { groups: Map<number, { action: string; reason: Reason }> } | null): string {
+  const kept = plan.groups
+    .filter((g) => (outcome?.groups.get(g.id)?.action ?? g.action) === 'keep' && g.estimatedDbBytes > 0)
+    .sort((a, b) => b.estimatedDbBytes - a.estimatedDbBytes);
+  if (kept.length === 0) return 'no session holds a measurable share';
+  const top = kept.slice(0, 3).map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${mib(g.estimatedDbBytes)}`);
+  return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
+}
+
 export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
   const raw = groupSessions(input.sessions, input.agentIds).map((members) => {
@@ -201,9 +240,15 @@ export function planPrune(input: PlanInput): Plan {
     }
   }
   const deletable: boolean[] = [];
+  const holds = new Map((input.holds ?? []).map((h) => [`${h.agent}\0${h.key}`, h]));
   for (const g of groups) {
     const unsafe = g.members.map(unsafeReason).find((r) => r !== null) ?? null;
+    const hold = g.members.map((m) => holds.get(`${m.agent}\0${m.key}`)).find((h) => h !== undefined);
     if (unsafe) g.reason = unsafe;
+    else if (hold) {
+      g.reason = 'restored_hold';
+      g.hold = hold;
+    }
     else if (g.lastActivityMs === null) g.reason = 'undated';
     else if (protectedTimes.has(g.lastActivityMs)) g.reason = 'newest';
     deletable[g.id] = g.reason === 'within_policy';
@@ -214,6 +259,7 @@ export function planPrune(input: PlanInput): Plan {
   let cutoff = -Infinity;
   if (policy.max_age_days > 0) {
     if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
+    else if (input.skipAgeCheck) ageCheck = 'skipped_clock_jump';
     else {
       ageCheck = 'applied';
       cutoff = now - policy.max_age_days * DAY_MS;
@@ -226,12 +272,29 @@ export function planPrune(input: PlanInput): Plan {
     }
   }
 
+  // A wall clock far ahead cannot be told from a long silence in general, but a clock that makes
+  // every dated session but the newest old enough to go is worth a word before it acts.
+  const datedDeletable = groups.filter((g) => g.lastActivityMs !== null && deletable[g.id]).length;
+  const ageVictims = groups.filter((g) => g.reason === 'max_age_days').length;
+  const everyDatedOld = ageCheck === 'applied' && ageVictims > 0 && ageVictims === datedDeletable;
+
   const cron = applyCronRules(groups, deletable, policy, now);
 
-  // 2. Count: all agents together, undated and protected groups included (cron runs unless max_sessions_counts_cron is false).
+  // 2. Count: all agents together, undated and protected groups included (cron runs unless
+  // max_sessions_counts_cron is false). Groups kept only because the guard refuses to touch
+  // them (an unreadable meta, a .jsonl that is not a regular file) do not count: PicoClaw's
+  // ListSessions skips an unreadable meta, and a refusal must never make room by deleting
+  // another session.
+  const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
+  const undatedGroups = groups.filter((g) => g.reason === 'undated').length;
+  let displacedByUndated = 0;
   if (policy.max_sessions > 0) {
-    const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
-    let remaining = groups.filter((g) => g.action === 'keep' && counts(g)).length;
+    const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
+    let remaining = groups.filter(counted).length;
+    const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id] && counts(g)).length;
+    const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
+    // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
+    displacedByUndated = over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -279,17 +342,19 @@ export function planPrune(input: PlanInput): Plan {
   if (input.db.present && content) {
     let totalContent = 0;
     for (const b of content.values()) totalContent += b;
+    const basis = input.db.owedEstimateBytes ?? input.db.usedBytes;
     const share = (convs: { conversationId: number }[]) =>
-      totalContent === 0 ? 0 : Math.round((input.db.usedBytes * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
+      totalContent === 0 ? 0 : Math.round((basis * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
     for (const g of groups) g.estimatedDbBytes = share(g.ownConversations);
     for (const o of orphans) o.estimatedDbBytes = share([o.conversation]);
-    let projected = input.db.usedBytes;
+    let projected = basis;
     for (const g of groups) if (g.action === 'delete') projected -= g.estimatedDbBytes;
     for (const o of orphans) if (o.action === 'delete') projected -= o.estimatedDbBytes;
     size.projectedBytesBeforeSize = projected;
     size.method =
       "each session's share of seahorse.db's used pages ((page_count - freelist_count) x page_size) in proportion to its share of the stored message, part and summary text; " +
-      'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.';
+      'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.' +
+      (input.db.owedEstimateBytes != null ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.' : '');
     for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
       size.checked = true;
@@ -300,7 +365,7 @@ export function planPrune(input: PlanInput): Plan {
         g.reason = 'max_db_size_mb';
         projected -= g.estimatedDbBytes;
       }
-      if (projected > limit) size.shortfall = 'only protected sessions (newest, undated or unreadable) hold the remaining rows';
+      if (projected > limit) size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
   } else if (input.db.present && policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
@@ -308,5 +373,5 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, newestMs, groups, orphans, shared: [...shared.values()], size, cron, bootstrap };
+  return { now, policy, ageCheck, everyDatedOld, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated }, cron, bootstrap };
 }

@@ -119,8 +119,13 @@ function coerce(key: PolicyKey, raw: unknown, where: string, fromText: boolean, 
     return fail(where, key, `must be true or false, not ${JSON.stringify(raw)}`, path);
   }
   if (kind === 'path') {
-    if (raw === null || raw === '') return null;
-    if (typeof raw === 'string') return raw;
+    if (raw === null) return null;
+    if (typeof raw === 'string') {
+      // " " would otherwise be a folder named by a space, next to wherever the guard runs.
+      const t = raw.trim();
+      if (t === '') fail(where, key, 'is empty: give a folder path (or leave the key out to archive nothing)', path);
+      return t;
+    }
     return fail(where, key, `must be a folder path, not ${JSON.stringify(raw)}`, path);
   }
   let n: number;
@@ -158,7 +163,7 @@ export function resolvePolicy(inputs: PolicyInputs): ResolvedPolicy {
   for (const k of POLICY_KEYS) {
     const name = envName(k);
     const v = env[name];
-    if (v !== undefined && v !== '') out[k] = { value: coerce(k, v, `environment ${name}`, true, null), source: 'env', from: name };
+    if (v !== undefined && (v !== '' || KIND[k] === 'path')) out[k] = { value: coerce(k, v, `environment ${name}`, true, null), source: 'env', from: name };
   }
   // An unknown PICOCLAW_SESSION_PRUNE_* variable is most likely a typo that would silently do nothing.
   for (const name of Object.keys(env)) {

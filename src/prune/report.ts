@@ -1,3 +1,4 @@
+import { holdDetail } from './holds.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
@@ -26,6 +27,8 @@ export interface PruneSessionEntry {
   estimated_db_bytes: number | null;
   issues: string[];
   archive: string | null;
+  /** Kept, but part of it was deleted before a change stopped the delete: what went. */
+  partly_deleted: string | null;
   /** The cron job this session is a run of (`agent:cron-<job>-<uuid>`), or null. */
   cron_job: string | null;
 }
@@ -38,9 +41,13 @@ export interface PruneReport {
   home: string;
   gateway: { state: string; reason: string } | null;
   policy: Record<string, { value: unknown; source: string; from: string | null }>;
-  age_check: 'applied' | 'disabled' | 'skipped_clock' | null;
+  age_check: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | null;
+  /** Sessions with no usable timestamp: never deleted, yet counted toward max_sessions; `displaced`: dated sessions they push out. */
+  undated: { sessions: number; displaced: number } | null;
   sessions: PruneSessionEntry[];
-  orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null }[];
+  orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
+  /** Conversations claimed by sessions of several groups, once every claimant was deleted (apply only). */
+  shared_conversations: { key: string; conversation_id: number; messages: number; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
   orphan_jsonl: { path: string; bytes: number; action: 'keep'; reason: string }[];
   database: {
     path: string;
@@ -55,8 +62,12 @@ export interface PruneReport {
       projected_bytes_after: number | null;
       method: string | null;
       shortfall: string | null;
+      /** Set when no deletion can bring the database under the limit: why, and which sessions hold the rows. */
+      limit_unmet: string | null;
       steps: { deleted: number; bytes_after: number; vacuumed: boolean }[];
     };
+    /** A VACUUM deferred while the gateway ran, owed to the next offline pass (after this pass). */
+    vacuum_owed: { since: string; estimated_bytes_after: number | null; reason: string } | null;
     vacuum: { ran: boolean; reason: string; estimated_reclaim_bytes: number | null; reclaimed_bytes: number | null; duration_ms: number; wal_checkpoint: string } | null;
     longest_write_ms: number | null;
     transactions: number | null;
@@ -105,11 +116,31 @@ function unsafeDetail(path: string, issues: string[], reason: string): string | 
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
+/** How old, in words: "7 days", "5 hours". */
+function ageWords(ms: number): string {
+  const h = Math.max(0, Math.round(ms / 3_600_000));
+  if (h < 48) return `${h} hour${h === 1 ? '' : 's'}`;
+  const d = Math.round(h / 24);
+  return `${d} days`;
+}
+
+/**
+ * A kept member of an alias group that is older than the group: it stays because a newer
+ * member does (the group is kept or deleted together), which its own date does not show.
+ */
+function groupDetail(g: Plan['groups'][number], m: Plan['groups'][number]['members'][number], nowMs: number): string | null {
+  if (g.members.length < 2 || g.lastActivityMs === null || m.lastActivityMs === g.lastActivityMs) return null;
+  const newest = g.members.find((x) => x.lastActivityMs === g.lastActivityMs);
+  if (!newest) return null;
+  return `kept with its alias group: ${newest.key ?? newest.base} is ${ageWords(nowMs - g.lastActivityMs)} old`;
+}
+
 export function buildReport(r: ReportInput): PruneReport {
   const policy: PruneReport['policy'] = {};
   for (const k of POLICY_KEYS) policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
   const sessions: PruneSessionEntry[] = [];
   const orphans: PruneReport['orphans'] = [];
+  const shared: PruneReport['shared_conversations'] = [];
   const byReason: Record<string, number> = {};
   let deletedSessions = 0;
   let freed = 0;
@@ -135,12 +166,20 @@ export function buildReport(r: ReportInput): PruneReport {
           group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
           action: outcome.action,
           reason: outcome.reason,
-          detail: 'detail' in outcome && outcome.detail ? outcome.detail : ((outcome.reason === g.reason ? g.detail : undefined) ?? unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason)),
+          detail:
+            'detail' in outcome && outcome.detail
+              ? outcome.detail
+              : outcome.reason === 'restored_hold' && g.hold
+                ? holdDetail(g.hold)
+                : ((outcome.reason === g.reason ? g.detail : undefined) ??
+                  unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason) ??
+                  (outcome.action === 'keep' ? groupDetail(g, m, r.now.getTime()) : null)),
           bytes: m.jsonlBytes + m.metaBytes,
           seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
           issues: m.issues,
           archive: 'archive' in outcome && outcome.archive ? outcome.archive : null,
+          partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
           cron_job: cronJobId(m.key),
         });
       }
@@ -155,7 +194,13 @@ export function buildReport(r: ReportInput): PruneReport {
         action: outcome.action,
         reason: outcome.reason,
         detail: 'detail' in outcome && outcome.detail ? outcome.detail : null,
+        partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
       });
+    }
+    for (const sh of r.plan.shared) {
+      const outcome = r.result?.shared.get(sh.conversation.conversationId);
+      if (!outcome) continue;
+      shared.push({ key: sh.conversation.key, conversation_id: sh.conversation.conversationId, messages: sh.conversation.messages, action: outcome.action, reason: outcome.reason, detail: outcome.detail ?? null, partly_deleted: outcome.partial ?? null });
     }
   }
   const inv = r.inventory;
@@ -171,8 +216,10 @@ export function buildReport(r: ReportInput): PruneReport {
     gateway: r.gateway ? { state: r.gateway.state, reason: r.gateway.reason } : null,
     policy,
     age_check: r.plan?.ageCheck ?? null,
+    undated: r.plan ? { sessions: r.plan.undated.groups, displaced: r.plan.undated.displaced } : null,
     sessions,
     orphans,
+    shared_conversations: shared,
     orphan_jsonl: (inv?.orphanJsonl ?? []).map((o) => ({ path: o.file.path, bytes: o.file.bytes, action: 'keep' as const, reason: 'no .meta.json: not a session PicoClaw lists; kept' })),
     database: {
       path: r.home.seahorsePath,
@@ -187,8 +234,10 @@ export function buildReport(r: ReportInput): PruneReport {
         projected_bytes_after: sizePlan?.checked ? sizePlan.projectedBytesAfter : null,
         method: sizePlan?.checked ? (r.mode === 'dry-run' ? `dry-run estimate: ${sizePlan.method}` : sizePlan.method) : null,
         shortfall: r.result ? r.result.size.stoppedBecause : (sizePlan?.shortfall ?? null),
+        limit_unmet: r.result ? r.result.size.unmet : sizePlan?.shortfall?.startsWith('the limit cannot be met') ? sizePlan.shortfall : null,
         steps: (r.result?.size.steps ?? []).map((s) => ({ deleted: s.deleted, bytes_after: s.bytesAfter, vacuumed: s.vacuumed })),
       },
+      vacuum_owed: r.result?.owed ? { since: r.result.owed.since, estimated_bytes_after: r.result.owed.estimated_bytes_after, reason: r.result.owed.reason } : null,
       vacuum: v ? { ran: v.ran, reason: v.reason, estimated_reclaim_bytes: v.estimatedReclaimBytes, reclaimed_bytes: v.reclaimedBytes, duration_ms: Math.round(v.durationMs), wal_checkpoint: v.walCheckpoint } : null,
       longest_write_ms: r.result?.seahorse ? Math.round(r.result.seahorse.longestTxnMs * 10) / 10 : null,
       transactions: r.result?.seahorse?.transactions ?? null,

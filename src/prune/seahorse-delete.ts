@@ -46,6 +46,15 @@ export interface DeleterOptions {
   onTxn?: (ms: number) => void;
 }
 
+/** How far deleteConversation got. */
+export interface ConversationDelete {
+  /** Every row is gone, the conversations row included. */
+  complete: boolean;
+  /** Something was deleted (summaries, messages): an incomplete delete is a partial one. */
+  touched: boolean;
+  deletedMessages: number;
+}
+
 /** The gateway kept writing: the rest of an online pass waits for a quieter moment. */
 export class GatewayBusy extends Error {
   constructor(ms: number) {
@@ -238,17 +247,20 @@ export class SeahorseDeleter {
 
   /**
    * Delete every row of one conversation (picoclaw-facts.md §3.5), the conversations
-   * row last. `guard` runs first inside the first transaction; if it returns false the
-   * transaction is rolled back and nothing is deleted (the conversation changed).
+   * row last. `guard` runs inside every transaction, before it deletes anything, with
+   * the number of this conversation's messages that earlier transactions deleted; if it
+   * returns false that transaction is rolled back and the deletion stops there. So a
+   * message written between two transactions (a large conversation takes several) is
+   * never deleted: the caller learns how far it got and reports a partial delete.
    */
-  deleteConversation(conversationId: number, guard?: () => boolean): boolean {
+  deleteConversation(conversationId: number, guard?: (deletedSoFar: number) => boolean): ConversationDelete {
     const db = this.db;
     const C = conversationId;
     const count = (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number }).n;
+    const out: ConversationDelete = { complete: false, touched: false, deletedMessages: 0 };
     let aborted = false;
-    // The caller's re-check runs inside the first transaction: if the conversation changed, nothing goes.
     const checked = (work: () => void) => () => {
-      if (guard && !guard()) {
+      if (guard && !guard(out.deletedMessages)) {
         aborted = true;
         return false;
       }
@@ -257,32 +269,41 @@ export class SeahorseDeleter {
     if (count <= this.chunk) {
       // Small enough for one short transaction: everything at once (fewer commits, fewer chances
       // to stand in a live gateway's way).
+      let n = 0;
       this.txn(
         checked(() => {
           this.deleteSummaries(C);
-          while (this.deleteMessageChunk(C, this.chunk) > 0);
+          for (let k; (k = this.deleteMessageChunk(C, this.chunk)) > 0; ) n += k;
           this.deleteConversationRow(C);
         }),
       );
-      return !aborted;
+      if (aborted) return out;
+      return { complete: true, touched: true, deletedMessages: n };
     }
     // 1. Summaries and everything hanging off them, plus context items (small).
     this.txn(checked(() => this.deleteSummaries(C)));
-    if (aborted) return false;
-    // 2. Messages in chunks, each with its parts, summary links and FTS rows.
+    if (aborted) return out;
+    out.touched = true;
+    // 2. Messages in chunks, each with its parts, summary links and FTS rows, each re-checked.
     for (;;) {
       let n = 0;
-      const ms = this.txn(() => {
-        n = this.deleteMessageChunk(C, this.chunk);
-      });
+      const ms = this.txn(
+        checked(() => {
+          n = this.deleteMessageChunk(C, this.chunk);
+        }),
+      );
+      if (aborted) return out;
       if (n === 0) break;
+      out.deletedMessages += n;
       // Keep each transaction near the target: halve on a slow one, grow on a fast one.
       if (ms > this.opts.targetTxnMs && this.chunk > 50) this.chunk = Math.max(50, Math.floor(this.chunk / 2));
       else if (ms < this.opts.targetTxnMs / 4 && this.chunk < 20_000) this.chunk *= 2;
     }
     // 3. The conversation row (PicoClaw's ClearConversation keeps it; a prune does not).
-    this.txn(() => this.deleteConversationRow(C));
-    return true;
+    this.txn(checked(() => this.deleteConversationRow(C)));
+    if (aborted) return out;
+    out.complete = true;
+    return out;
   }
 
   /** §3.5 steps 1-4: context items, summary links and parents, summaries with their FTS rows. */

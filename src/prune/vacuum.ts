@@ -1,6 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FreeSpaceReader } from '../io/freespace.js';
+import { formatBytes } from '../io/bytes.js';
 import type { Database } from '../io/sqlite.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
 
@@ -18,8 +19,8 @@ import { dbFileBytes } from '../picoclaw/seahorse.js';
 
 export const MIN_RECLAIM_BYTES = 1024 * 1024;
 
-/** Sizes in reasons read as MiB (the JSON report has the exact byte counts beside them). */
-const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
+/** Sizes in reasons read as people read them (the JSON report has the exact byte counts beside them). */
+export const mib = formatBytes;
 export const MIN_RECLAIM_RATIO = 0.1;
 
 export interface VacuumReport {

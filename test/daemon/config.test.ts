@@ -77,6 +77,65 @@ describe('config/picoclaw-guard.example.jsonc', () => {
   });
 });
 
+describe('the guard config is JSONC', () => {
+  const text = readFileSync(EXAMPLE, 'utf8');
+  const keyLines = text.split('\n').map((l, i) => ({ l, i })).filter(({ l }) => /^ {4}\/\/ "\w+": /.test(l));
+
+  it('uncommenting any one key of the example (trailing comma and all) keeps the file loadable', () => {
+    expect(keyLines.length).toBeGreaterThan(30);
+    const dir = tempDir();
+    for (const { l, i } of keyLines) {
+      const lines = text.split('\n');
+      lines[i] = l.replace('// ', '');
+      const path = join(dir, `one-${i}.jsonc`);
+      writeFileSync(path, lines.join('\n'));
+      const cfg = loadGuardConfig(path, {});
+      const [, section] = /^ {2}"(\w+)": \{/.exec(lines.slice(0, i).reverse().find((x) => /^ {2}"\w+": \{/.test(x))!)!;
+      const key = /"(\w+)"/.exec(l)![1]!;
+      expect(Object.keys(cfg.sections[section as keyof typeof cfg.sections]!), l).toEqual([key]);
+      // and the owner of the section accepts the example's value
+      if (section === 'health') parseHealthConfig(cfg.sections.health, path, cfg.sections.prune);
+      if (section === 'server') parseServerConfig(cfg.sections.server, path);
+      if (section === 'metrics') parseMetricsConfig(cfg.sections.metrics, path);
+      if (section === 'prune') resolvePolicy({ guardConfig: { path, values: cfg.sections.prune! } });
+    }
+  });
+
+  it('block comments and trailing commas are allowed', () => {
+    const path = join(tempDir(), 'g.jsonc');
+    writeFileSync(path, '/* mine */ {\n  "prune": { "enabled": true, /* on */ },\n  "server": { "port": 9200, },\n}\n');
+    expect(loadGuardConfig(path, {}).sections).toEqual({ prune: { enabled: true }, server: { port: 9200 } });
+  });
+
+  it('a syntax error gives file, line and column, never the text (it may hold the token)', () => {
+    const path = join(tempDir(), 'g.json');
+    writeFileSync(path, '{\n  "server": {\n    "token": sk-CANARY-0123456789abcdef\n  }\n}\n');
+    const e = expectUsage(() => loadGuardConfig(path, {}), `the guard config ${path} is not valid JSON at line 3, column 14 (unexpected character)`);
+    expect(e.message).not.toContain('CANARY');
+    expect(e.hint ?? '').not.toContain('CANARY');
+  });
+
+  it('a key or a section given twice is an error naming it', () => {
+    const dir = tempDir();
+    const a = join(dir, 'a.json');
+    writeFileSync(a, '{\n  "prune": { "max_age_days": 30,\n "max_age_days": 3 }\n}');
+    expectUsage(() => loadGuardConfig(a, {}), `the guard config ${a} sets "prune.max_age_days" twice (line 3, column 2)`);
+    const b = join(dir, 'b.json');
+    writeFileSync(b, '{ "health": {}, "prune": {}, "health": { "temp_warn_celsius": 70 } }');
+    expectUsage(() => loadGuardConfig(b, {}), 'sets "health" twice');
+    // The same key in two different objects is fine.
+    const c = join(dir, 'c.json');
+    writeFileSync(c, '{ "prune": { "max_db_size_mb": 64 }, "health": { "max_db_size_mb": 64 } }');
+    expect(Object.keys(loadGuardConfig(c, {}).sections)).toEqual(['prune', 'health']);
+  });
+
+  it('PICOCLAW_GUARD_CONFIG naming a missing file is an error naming the variable, like --config', () => {
+    const missing = join(tempDir(), 'missing.json');
+    expectUsage(() => loadGuardConfig(undefined, { PICOCLAW_GUARD_CONFIG: missing }), `cannot read the guard config PICOCLAW_GUARD_CONFIG=${missing}: no such file`);
+    expectUsage(() => loadGuardConfig(missing, {}), `cannot read the guard config --config ${missing}: no such file`);
+  });
+});
+
 describe('the server and metrics sections', () => {
   it('unknown keys and wrong types are usage errors naming the file and the key', () => {
     expectUsage(() => parseServerConfig({ hots: '127.0.0.1' }, '/etc/g.json'), '/etc/g.json', 'unknown key "server.hots"');

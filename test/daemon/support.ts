@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
-import { CLI } from '../support/cli.js';
+import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { board } from '../health/boards.js';
 
@@ -140,7 +140,7 @@ export function daemonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
-    PICOCLAW_GUARD_CONFIG: '/nonexistent/picoclaw-guard.json',
+    PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
     PICOGUARD_NO_SYSTEM_STATE: '1',
     // Plenty of free space whatever this machine's disk says (src/io/freespace.ts).
     PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`,

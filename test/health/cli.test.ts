@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LATCH_FILE } from '../../src/health/uvlatch.js';
-import { CLI } from '../support/cli.js';
+import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { board, type BoardName } from './boards.js';
 
@@ -47,7 +47,7 @@ function health(name: BoardName, homeDir: string, stateDir: string, extra: strin
   const b = board(name);
   const args = [CLI, 'health', '--sys-root', b.sys, '--proc-root', b.proc, '--home', homeDir, '--state-dir', stateDir, ...(b.vcgencmd ? ['--vcgencmd', b.vcgencmd] : []), ...extra];
   // Plenty of free space whatever this machine's disk says (src/io/freespace.ts).
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: '/nonexistent/picoclaw-guard.json', PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}` };
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}` };
   return new Promise((resolve) => {
     execFile(process.execPath, args, { env, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });

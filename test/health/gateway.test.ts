@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readPicoClaw } from '../../src/health/picoclaw.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
+import { picoclawStandIn } from '../support/picoclaw-process.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
@@ -21,9 +22,21 @@ afterEach(async () => {
   }
 });
 
-async function serve(ready: 200 | 503 | 'silent'): Promise<number> {
+async function serve(ready: 200 | 503 | 'silent' | 'trickle' | 'flood'): Promise<number> {
   const s = createServer((req, res: ServerResponse) => {
     if (ready === 'silent') return; // the bootstrap: the listener accepts, nobody answers
+    if (ready === 'trickle') {
+      // Headers at once, then a body that never ends: the socket is never idle.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const t = setInterval(() => res.write(' '), 20);
+      res.on('close', () => clearInterval(t));
+      return;
+    }
+    if (ready === 'flood') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.alloc(8 * 1024 * 1024, 0x20));
+      return;
+    }
     if (req.url === '/ready') {
       res.writeHead(ready, { 'content-type': 'application/json' });
       res.end(ready === 200 ? '{"status":"ready","uptime":"1m0s"}\n' : '{"status":"not ready","uptime":""}\n');
@@ -76,12 +89,12 @@ describe('gateway classification', () => {
   });
 
   it('starting: the port accepts but never answers, PID file fresh (the seahorse bootstrap)', async () => {
-    const g = await classify(home(process.pid, await serve('silent')));
+    const g = await classify(home(picoclawStandIn(), await serve('silent')));
     expect(g).toMatchObject({ state: 'starting', ready: { http_status: null, error: 'timeout' }, health: null });
   });
 
   it('hung: never answers and the PID file is older than hung_after', async () => {
-    const g = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
+    const g = await classify(home(picoclawStandIn(), await serve('silent'), 120_000), 60_000);
     expect(g).toMatchObject({ state: 'hung', ready: { error: 'timeout' } });
   });
 
@@ -89,8 +102,37 @@ describe('gateway classification', () => {
     const port = await serve(200);
     const s = servers.pop()!;
     await new Promise((r) => s.close(r));
-    const g = await classify(home(process.pid, port));
+    const g = await classify(home(picoclawStandIn(), port));
     expect(g).toMatchObject({ state: 'hung', ready: { error: 'refused' } });
+  });
+
+  it('down, not hung: the PID file names a live process that is not PicoClaw (pid 1, or this test runner)', async () => {
+    const port = await serve(200);
+    const s = servers.pop()!;
+    await new Promise((r) => s.close(r));
+    const g1 = await classify(home(1, port, 120_000));
+    expect(g1).toMatchObject({ state: 'down', alive: true, ready: { error: 'refused' } });
+    expect(g1.reason).toMatch(/^PID 1 from the PID file is now another program \(.+\) and nothing answers on 127\.0\.0\.1:\d+ \(stale PID file\)$/);
+    const g2 = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
+    expect(g2).toMatchObject({ state: 'down', ready: { error: 'timeout' } });
+    expect(g2.reason).toContain(`PID ${process.pid} from the PID file is now another program (node)`);
+  });
+
+  it('an answer on the port is the gateway whatever its PID (Docker: the PID file says 1)', async () => {
+    const g = await classify(home(1, await serve(200)));
+    expect(g).toMatchObject({ state: 'ready', health_pid_matches: false });
+  });
+
+  it('a /ready body that never ends: the probe gives up at its deadline (connect + headers + body)', async () => {
+    const g = await classify(home(picoclawStandIn(), await serve('trickle')));
+    expect(g).toMatchObject({ state: 'starting', ready: { http_status: null, error: 'timeout' } });
+    // The deadline is 300 ms; the bound is generous for a loaded machine, and far from forever.
+    expect(g.ready!.duration_seconds).toBeLessThan(10);
+  });
+
+  it('a /ready body over 64 KiB is not read further', async () => {
+    const g = await classify(home(process.pid, await serve('flood')));
+    expect(g).toMatchObject({ ready: { http_status: 200, error: 'body_too_large' } });
   });
 
   it('down: no PID file, or a PID file whose process is gone', async () => {

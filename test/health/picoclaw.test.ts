@@ -22,6 +22,10 @@ describe('PicoClaw counts for health', () => {
       const c = countSessions(sd);
       const want = totals.filter((t) => agents.includes(t.agent));
       expect(c.sessions).toBe(want.reduce((n, t) => n + t.sessions, 0));
+      // Cron runs are told apart by their file name alone; the inventory knows them by key.
+      const cron = inv.sessions.filter((s) => agents.includes(s.agent) && s.key?.startsWith('agent:cron-')).length;
+      expect(cron).toBeGreaterThan(0);
+      expect(c.cron_sessions).toBe(cron);
       // Orphan .jsonl files (no meta) are data on disk too: they count in the bytes.
       expect(c.jsonl_bytes).toBe(want.reduce((n, t) => n + t.jsonl_bytes, 0) + inv.orphanJsonl.filter((o) => o.file.path.startsWith(sd + '/')).reduce((n, o) => n + o.file.bytes, 0));
     }
@@ -38,8 +42,11 @@ describe('PicoClaw counts for health', () => {
     symlinkSync(join(d, 'a.meta.json'), join(d, 'b.meta.json'));
     symlinkSync(join(d, 'a.jsonl'), join(d, 'b.jsonl'));
     mkdirSync(join(d, 'c.meta.json'));
-    expect(countSessions(d)).toEqual({ sessions: 1, jsonl_bytes: 100, error: null });
-    expect(countSessions(join(d, 'missing'))).toEqual({ sessions: 0, jsonl_bytes: 0, error: null });
+    expect(countSessions(d)).toEqual({ sessions: 1, cron_sessions: 0, jsonl_bytes: 100, error: null });
+    writeFileSync(join(d, 'agent_cron-3f9a1c2b7d4e5f60-0b6f0d5e-8a47-4a4e-9d0e-2f1c3b5a7d91.meta.json'), '{}');
+    mkdirSync(join(d, 'agent_cron-folder.meta.json'));
+    expect(countSessions(d)).toEqual({ sessions: 2, cron_sessions: 1, jsonl_bytes: 100, error: null });
+    expect(countSessions(join(d, 'missing'))).toEqual({ sessions: 0, cron_sessions: 0, jsonl_bytes: 0, error: null });
   });
 
   it('reports seahorse.db with its WAL, the last prune of this home, and the bootstrap gap it is given', async () => {

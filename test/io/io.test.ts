@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +7,9 @@ import { writeFileAtomic } from '../../src/io/atomic.js';
 import { freeSpaceFromEnv, statfsFreeSpace } from '../../src/io/freespace.js';
 import { tryLock } from '../../src/io/lock.js';
 import { resolveStateDir } from '../../src/io/statedir.js';
+import { GuardError } from '../../src/errors.js';
+import { discoverHome } from '../../src/picoclaw/home.js';
+import { lockPathFor } from '../../src/prune/pass.js';
 import { tempDir } from '../support/tmp.js';
 
 describe('writeFileAtomic', () => {
@@ -59,6 +62,73 @@ describe('the lock', () => {
     const mine = tryLock(p, 'me');
     expect(mine.ok).toBe(true);
     if (mine.ok) mine.lock.release();
+  });
+});
+
+describe('a lock file that is not a lock', () => {
+  function guardError(fn: () => unknown): GuardError {
+    try {
+      fn();
+    } catch (err) {
+      expect(err).toBeInstanceOf(GuardError);
+      return err as GuardError;
+    }
+    throw new Error('expected a GuardError');
+  }
+
+  it('garbage is emptied in place (a lock holds no data) and the lock is taken', () => {
+    const p = join(tempDir(), '.picoclaw-guard.lock');
+    writeFileSync(p, 'this is not a database, just junk '.repeat(100));
+    const ino = statSync(p).ino;
+    const a = tryLock(p, 'a');
+    expect(a.ok).toBe(true);
+    expect(statSync(p).ino).toBe(ino);
+    expect(tryLock(p, 'b').ok).toBe(false);
+    if (a.ok) a.lock.release();
+  });
+
+  it('a symlink, a folder or a damaged SQLite database is left alone and named, with what to do', () => {
+    const d = tempDir();
+    const target = join(d, 'precious.txt');
+    writeFileSync(target, 'someone else\'s text, not a database');
+    const link = join(d, 'link.lock');
+    symlinkSync(target, link);
+    const e1 = guardError(() => tryLock(link, 'a'));
+    expect(e1.message).toContain(`the lock file ${link}`);
+    expect(e1.hint).toMatch(/delete it/);
+    expect(readFileSync(target, 'utf8')).toBe('someone else\'s text, not a database');
+
+    const dir = join(d, 'dir.lock');
+    mkdirSync(dir);
+    expect(guardError(() => tryLock(dir, 'a')).message).toContain(`the lock file ${dir}`);
+
+    const damaged = join(d, 'damaged.lock');
+    const bytes = Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.alloc(200, 0xff)]);
+    writeFileSync(damaged, bytes);
+    expect(guardError(() => tryLock(damaged, 'a')).message).toBe(`the lock file ${damaged} is a damaged SQLite database`);
+    expect(readFileSync(damaged).equals(bytes)).toBe(true);
+  });
+
+  it('one lock per home: a symlinked path and the real path name the same lock', () => {
+    const d = tempDir();
+    const real = join(d, 'real-home');
+    mkdirSync(join(real, 'workspace', 'sessions'), { recursive: true });
+    symlinkSync(real, join(d, 'link-home'));
+    const viaLink = discoverHome({ home: join(d, 'link-home'), env: {} });
+    const viaReal = discoverHome({ home: real, env: {} });
+    expect(lockPathFor(viaLink, join(d, 'state'))).toBe(lockPathFor(viaReal, join(d, 'state')));
+    if (process.getuid?.() !== 0) {
+      // A home this user cannot write: the lock moves to the state folder, still named from the real path.
+      chmodSync(real, 0o555);
+      try {
+        mkdirSync(join(d, 'state'));
+        const a = lockPathFor(viaLink, join(d, 'state'));
+        expect(a.startsWith(join(d, 'state'))).toBe(true);
+        expect(lockPathFor(viaReal, join(d, 'state'))).toBe(a);
+      } finally {
+        chmodSync(real, 0o755);
+      }
+    }
   });
 });
 

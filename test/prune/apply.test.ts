@@ -13,14 +13,14 @@ import { runPrunePass } from '../../src/prune/pass.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { buildSampleHome } from '../../src/sample/builder.js';
-import { runCli } from '../support/cli.js';
+import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome, integrity, snapshot } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
 const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 
 function hand(home: string, variant: 'current' | 'legacy' = 'current') {
   return handHome(
@@ -231,34 +231,33 @@ describe('prune --apply', () => {
     expect(r.exit_code).toBe(0);
     const victim = r.sessions.find((s) => s.key === 'sk_v1_old')!;
     expect(victim.action).toBe('delete');
-    expect(victim.archive).toMatch(/\.session\.json\.gz$/);
+    expect(victim.archive).toMatch(/\.tar\.gz$/);
     expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(false);
 
     const list = runCli(['restore', archive, '--home', home, '--list', '--json']);
     expect(JSON.parse(list.stdout).entries.map((e: { key: string }) => e.key).sort()).toEqual(['agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555', 'sk_v1_old']);
-    const res = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_old']);
+    const state = tempDir();
+    const res = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_old', '--state-dir', state]);
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toEqual(original);
     expect(readFileSync(join(sessionsDir, 'sk_v1_old.meta.json'))).toEqual(originalMeta);
     expect(readdirSync(sessionsDir).filter((n) => n.startsWith('.tmp'))).toEqual([]);
     // A second restore refuses to overwrite.
     writeFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'changed\n');
-    const again = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_old']);
+    const again = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_old', '--state-dir', state]);
     expect(again.code).toBe(7);
     expect(again.stdout).toMatch(/already exists/);
     expect(readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'utf8')).toBe('changed\n');
   });
 
-  it('keeps the session when the archive cannot be written', async () => {
+  it('deletes nothing when the archive folder cannot be written, and says so once', async () => {
     const home = tempDir();
     const { sessionsDir } = hand(home);
     const notADir = join(tempDir(), 'file');
     writeFileSync(notADir, 'x');
     const r = await pass(home, true, { flags: { archive_dir: join(notADir, 'sub') } });
-    expect(r.exit_code).toBe(7);
-    const v = r.sessions.find((s) => s.key === 'sk_v1_old')!;
-    expect(v).toMatchObject({ action: 'keep', reason: 'archive_failed' });
-    expect(v.detail).toMatch(/archiv/);
+    expect(r.exit_code).toBe(6);
+    expect(r.skipped).toMatch(/archive folder .*sub cannot be created or written \(ENOTDIR\); nothing was deleted anywhere/);
     expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(true);
     expect(dumpSeahorse(join(sessionsDir, 'seahorse.db')).conversations).toHaveLength(5);
   });

@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, symli
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/io/sqlite.js';
-import { runCli } from '../support/cli.js';
+import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, canMount, handHome, snapshot, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -153,7 +153,7 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     chownSync(join(sessionsDir, 'sk_v1_rootowned.jsonl'), 0, 0);
     chownSync(join(sessionsDir, 'sk_v1_rootowned.meta.json'), 0, 0);
     const res = spawnSync(process.execPath, [join(import.meta.dirname, '../../dist/src/cli.js'), 'prune', '--apply', '--json', '--home', home, '--state-dir', join(root, 'state')], {
-      uid: 65534, gid: 65534, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: root, PICOCLAW_GUARD_CONFIG: '/nonexistent.json' },
+      uid: 65534, gid: 65534, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: root, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },
     });
     const report = JSON.parse(res.stdout);
     expect(res.status).toBe(7);

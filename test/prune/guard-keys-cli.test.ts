@@ -40,7 +40,7 @@ describe('cron keys on the command line', () => {
       { job: '3f9a1c2b7d4e5f60', runs: 6, kept: 2, delete: 4, newest: '2026-11-26T10:00:00.000Z', bytes: expect.any(Number) },
       { job: 'daily-backup', runs: 2, kept: 2, delete: 0, newest: '2026-11-12T10:00:00.000Z', bytes: expect.any(Number) },
     ]);
-    const text = runCli(['prune', '--home', home, '--cron-keep-runs', '2', '--max-age-days', '0', '--max-sessions', '0']).stdout;
+    const text = runCli(['prune', '--home', home, '--cron-keep-runs', '2', '--max-age-days', '0', '--max-sessions', '0', '--wide']).stdout;
     expect(text).toMatch(/^ACTION .* BYTES +CRON JOB$/m);
     expect(text).toMatch(/DELETE +older run of its cron job \(cron_keep_runs\) .* 3f9a1c2b7d4e5f60$/m);
     expect(text).toMatch(/policy: .*cron_keep_runs=2 \(flag\)/);
@@ -61,7 +61,7 @@ describe('cron keys on the command line', () => {
 
   it('at the defaults the text report is what it was: no new policy entries, no job column, no cron line', () => {
     const home = board();
-    const text = runCli(['prune', '--home', home]).stdout;
+    const text = runCli(['prune', '--home', home, '--wide']).stdout;
     expect(text).toMatch(/^policy: max_age_days=30  max_sessions=100  max_db_size_mb=128  vacuum=true  archive_dir=-$/m);
     expect(text).toMatch(/^ACTION +REASON +AGENT +KEY +LAST ACTIVITY +AGE +BYTES$/m);
     expect(text).not.toMatch(/cron runs:|startup budget:|CRON JOB/);
@@ -85,7 +85,7 @@ describe('cron keys on the command line', () => {
       ['daily-backup', 2, '2026-11-12T10:00:00.000Z'],
     ]);
     expect(j.cron_jobs[0].bytes).toBeGreaterThan(0);
-    const text = runCli(['sessions', '--home', home]).stdout;
+    const text = runCli(['sessions', '--home', home, '--wide']).stdout;
     expect(text).toMatch(/Cron jobs \(each agent-turn run is its own session\):\nJOB +RUNS +NEWEST RUN +AGE +BYTES\n[- ]+\n3f9a1c2b7d4e5f60 +6 +2026-11-26T10:00:00Z/);
   });
 });

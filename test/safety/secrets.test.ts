@@ -12,6 +12,7 @@ import { tempDir } from '../support/tmp.js';
  * token: no command, in any mode, may print or log one (stdout, stderr, reports,
  * archives' names, the state folder).
  */
+const CANARIES_GUARD = 'sk-CANARY-guard-config-5150';
 const CANARIES = {
   providerKey: 'sk-CANARY-provider-7f3a9e',
   modelKey: 'CANARY-model-list-key-44aa',
@@ -21,7 +22,11 @@ const CANARIES = {
   webhookSecret: 'CANARY-webhook-secret-9911',
   bearer: 'CANARY-gateway-bearer',
   pidToken: 'ca7a11e5ca7a11e5ca7a11e5ca7a11e5',
+  guardToken: CANARIES_GUARD,
 };
+
+/** A guard config with a syntax error right at its token (unquoted), as a hand edit leaves it. */
+const BROKEN_GUARD_CONFIG = `{\n  // the daemon's token\n  "server": { "token": ${CANARIES_GUARD} }\n}\n`;
 
 function plant(home: string): void {
   const cfgPath = join(home, 'config.json');
@@ -94,11 +99,26 @@ describe('secrets never reach output, logs, reports or metrics', () => {
 
     // A config.json PicoClaw cannot parse: the error names the file but quotes none of it.
     const cfgPath = join(home, 'config.json');
-    writeFileSync(cfgPath, readFileSync(cfgPath, 'utf8').replace('"providers"', '"providers" oops'));
+    const goodConfig = readFileSync(cfgPath, 'utf8');
+    writeFileSync(cfgPath, goodConfig.replace('"providers"', '"providers" oops'));
     for (const args of [['sessions'], ['prune'], ['prune', '--apply', '--state-dir', state], ['health', '--json', '--state-dir', state], ['startup']]) {
       const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
       expectClean(r.stdout + r.stderr, `${args.join(' ')} (broken config)`);
     }
+
+    // A guard config with a syntax error at its token: the error gives line and column, no text.
+    writeFileSync(cfgPath, goodConfig);
+    const guardCfg = join(root, 'guard.jsonc');
+    writeFileSync(guardCfg, BROKEN_GUARD_CONFIG);
+    for (const args of [['prune', '--config', guardCfg], ['health', '--json', '--config', guardCfg, '--state-dir', state]]) {
+      const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`the guard config ${guardCfg} is not valid JSON at line 3, column 24`);
+      expectClean(r.stdout + r.stderr, `${args.join(' ')} (broken guard config)`);
+    }
+    const viaEnv = runCli(['prune', '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1', PICOCLAW_GUARD_CONFIG: guardCfg });
+    expect(viaEnv.code).toBe(2);
+    expectClean(viaEnv.stdout + viaEnv.stderr, 'PICOCLAW_GUARD_CONFIG (broken guard config)');
   });
 
   it('the daemon: its log and /health, /metrics, /startup, /prune', async () => {
@@ -152,6 +172,11 @@ describe('secrets never reach output, logs, reports or metrics', () => {
         expect(body.length).toBeGreaterThan(10);
         expectClean(body, `GET ${path}`);
       }
+      // SIGHUP with a guard config broken at its token: the reload error is logged without it.
+      writeFileSync(cfg, BROKEN_GUARD_CONFIG);
+      child.kill('SIGHUP');
+      for (let i = 0; i < 400 && !out.includes('reload failed'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toContain('is not valid JSON at line 3, column 24');
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

@@ -85,7 +85,7 @@ describe('max_bootstrap_seconds', () => {
     expect(j.summary.latest_gap.seconds).toBeLessThanOrEqual(budget);
     expect(j.prediction).toMatchObject({ state: 'ok', target_seconds: budget, measured_samples: 11 });
     expect(Math.abs(j.prediction.predicted_seconds - lawGap(LAW, after, null))).toBeLessThan(3 * j.prediction.error_seconds);
-    const text = runCli(['startup', '--home', b.dir, '--state-dir', b.state], { PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget) }).stdout;
+    const text = runCli(['startup', '--home', b.dir, '--state-dir', b.state, '--wide'], { PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget) }).stdout;
     expect(text).toMatch(/next restart: about \d+ s \(±\d+ s\) for \d+ sessions \/ \d+ MiB; under 30 s needs ≤ \d+ sessions/);
   });
 
@@ -96,7 +96,7 @@ describe('max_bootstrap_seconds', () => {
     const rep = JSON.parse(r.stdout);
     expect(rep.bootstrap).toMatchObject({ state: 'untrusted', trusted: false, more_restarts_needed: 2 });
     expect(rep.totals.delete).toBe(0);
-    const text = runCli(['prune', '--home', b.dir, '--state-dir', b.state, '--max-bootstrap-seconds', '20', ...OFF]).stdout;
+    const text = runCli(['prune', '--home', b.dir, '--state-dir', b.state, '--max-bootstrap-seconds', '20', ...OFF, '--wide']).stdout;
     expect(text).toMatch(/startup budget: nothing deleted for max_bootstrap_seconds: .*it needs 2 more restart\(s\)/);
     // A dry-run writes nothing: the samples are still unpaired on disk.
     expect(readSamples(b.state, b.dir).every((s) => s.gap_seconds === null)).toBe(true);

@@ -199,7 +199,7 @@ describe('robustness', () => {
   it('a directory is "unreadable"', async () => {
     const rep = await analyzeStartupLog({ path: tempDir() });
     expect(rep.source.state).toBe('unreadable');
-    expect(rep.source.error).toBe('EISDIR');
+    expect(rep.source.error).toBe('a directory, not a regular file');
   });
 
   it('an empty file says so and gives the settings', async () => {

@@ -20,7 +20,7 @@ function sampleHome(opts: Parameters<typeof buildSampleHome>[0] extends infer O 
 describe('picoclaw-guard startup', () => {
   it('prints the table, how the figures were measured, and the summary with the sessions now', () => {
     const { home, env } = sampleHome();
-    const r = runCli(['startup', '--home', home], env);
+    const r = runCli(['startup', '--home', home, '--wide'], env);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/#\s+STARTED\s+ENDED\s+READY IN\s+BOOTSTRAP GAP\s+INGEST\s+WARNINGS\s+NOTE/);
@@ -66,7 +66,7 @@ describe('picoclaw-guard startup', () => {
     const j = JSON.parse(runCli(['startup', '--home', home, '--json'], env).stdout);
     expect(j.restarts[4].after_prune).toEqual({ at, deleted_sessions: 12, freed_bytes: 2_000_000 });
     expect(j.prunes[0]).toMatchObject({ deleted_sessions: 12, gap_before: { restart: 3 }, gap_after: { restart: 5 } });
-    const text = runCli(['startup', '--home', home, '--state-dir', env.STATE_DIRECTORY], env).stdout;
+    const text = runCli(['startup', '--home', home, '--state-dir', env.STATE_DIRECTORY, '--wide'], env).stdout;
     expect(text).toContain('after prune (-12 sessions)');
     expect(text).toMatch(/prune .*: deleted 12 sessions .* bootstrap gap \d+ s \(restart 3\) → \d+ s \(restart 5\)/);
   });
@@ -109,7 +109,7 @@ describe('picoclaw-guard startup', () => {
     for (const bad of ['0', '-1', 'x', '1.5']) {
       const r = runCli(['startup', '--home', home, '--last', bad], env);
       expect(r.code).toBe(2);
-      expect(r.stderr).toContain('--last takes a whole number of 1 or more');
+      expect(r.stderr).toBe(`picoclaw-guard: option '--last <n>' argument '${bad}' is invalid. Expected a whole number of 1 or more.\n`);
     }
     expect(runCli(['startup', '--home', join(tempDir(), 'nohome')], { HOME: tempDir() }).code).toBe(2);
   });

@@ -7,6 +7,7 @@ import { isMainAlias } from '../../src/picoclaw/seahorse.js';
 import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
 import { Rng } from '../../src/sample/random.js';
 import { dumpSeahorse, integrity, snapshot } from './home.js';
+import { NO_GUARD_CONFIG } from './cli.js';
 
 /**
  * The "crash at any moment" harness (issue 4).
@@ -45,7 +46,7 @@ export const CLI_PATH = join(repoRoot(), 'dist', 'src', 'cli.js');
 
 /** The environment the CLI runs with: no PicoClaw variables, no guard config, no system state dir. */
 export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: '/nonexistent/picoclaw-guard.json', PICOGUARD_NO_SYSTEM_STATE: '1', ...extra };
+  return { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_NO_SYSTEM_STATE: '1', ...extra };
 }
 
 // --- The parts of the --json report the harnesses read -------------------------------

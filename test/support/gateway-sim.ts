@@ -475,7 +475,8 @@ export function stopChildren(): void {
 function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }> {
   if (!existsSync(SIM_PATH)) throw new Error(`${SIM_PATH} is missing: run npm run build (tsc compiles it with bench/live-gateway-soak.ts)`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SIM_PATH, JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    // argv0 names it PicoClaw in /proc, where the guard checks that a silent PID is the gateway's.
+    const child = spawn(process.execPath, [SIM_PATH, JSON.stringify(cfg)], { argv0: 'picoclaw-gateway-sim', stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let out = '';
     let err = '';
     const timer = setTimeout(() => {

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { outermost, renderUnits, unitPath, type UnitValues } from '../../src/daemon/units.js';
+import { allowedDevices, outermost, renderUnits, unitPath, type UnitValues } from '../../src/daemon/units.js';
 import { CLI, runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -49,7 +50,8 @@ function security(dest: string, file: string) {
 /** Active (uncommented) settings of a unit: key → values. */
 function settings(text: string): Map<string, string[]> {
   const m = new Map<string, string[]>();
-  for (const line of text.split('\n')) {
+  // As systemd reads them: a line ending in a backslash goes on with the next, the backslash read as a space.
+  for (const line of text.replace(/ ?\\\n\s*/g, ' ').split('\n')) {
     const kv = /^([A-Za-z]+)=(.*)$/.exec(line);
     if (kv) m.set(kv[1]!, [...(m.get(kv[1]!) ?? []), kv[2]!]);
   }
@@ -80,6 +82,8 @@ describe('install-units', () => {
     const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
     expect(guard.get('Type')).toEqual(['exec']);
     expect(guard.get('Restart')).toEqual(['on-failure']);
+    // No /bin/kill (procps) needed: minimal Debian images do not have it.
+    expect(guard.get('ExecReload')).toEqual([`/bin/sh -c 'kill -HUP "$$MAINPID"'`]);
     expect(guard.get('ExecStart')).toEqual([`${process.execPath} ${CLI_REAL} run`]);
     expect(guard.get('User')).toEqual(['picoclaw']);
     expect(guard.get('StateDirectory')).toEqual(['picoclaw-guard']);
@@ -151,6 +155,53 @@ describe('install-units', () => {
     expect(r.stdout).not.toContain('x'.repeat(24));
   });
 
+  it('writes DeviceAllow= for /dev/vcio and /dev/vchiq only when this machine has them', () => {
+    const { home, dest } = setup();
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw']);
+    expect(r.code).toBe(0);
+    const allowed = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('DeviceAllow') ?? [];
+    const present = ['/dev/vchiq', '/dev/vcio'].filter((d) => existsSync(d));
+    expect(allowed).toEqual(present.map((d) => `${d} rw`));
+    if (present.length < 2) expect(r.stdout).toMatch(/note: no \/dev\/\S+( or \/dev\/\S+)? on this board .*DeviceAllow= lines were left out/);
+  });
+
+  it('creates the archive and textfile folders for the user (ReadWritePaths=- skips missing ones); --dry-run says what to create', () => {
+    // The user running the test owns the home and gets the folders: chown to oneself needs no root.
+    const me = userInfo().username;
+    const { root, home, dest } = setup();
+    const archive = join(root, 'var', 'archive');
+    const textfile = join(root, 'var', 'textfile');
+    const cfg = join(root, 'guard.json');
+    writeFileSync(cfg, JSON.stringify({ prune: { archive_dir: archive }, metrics: { textfile_dir: textfile } }));
+
+    const dry = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(existsSync(archive) || existsSync(textfile)).toBe(false);
+    expect(dry.stdout).toContain(`note: ${archive} (prune.archive_dir) does not exist`);
+    expect(dry.stdout).toMatch(new RegExp(`install -d -o ${me}( -g \\S+)? -m 0750 ${archive}`));
+    expect(dry.stdout).toMatch(new RegExp(`install -d -o ${me}( -g \\S+)? -m 0755 ${textfile}`));
+
+    const r = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    for (const [dir, mode] of [[archive, 0o750], [textfile, 0o755]] as const) {
+      const st = statSync(dir);
+      expect(st.isDirectory()).toBe(true);
+      expect(st.uid).toBe(userInfo().uid);
+      expect(st.mode & 0o777).toBe(mode);
+      expect(r.stdout).toContain(`created ${dir}`);
+    }
+    expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('ReadWritePaths')).toEqual([`${realpathSync(home)} -${join(root, 'var', 'archive')} -${join(root, 'var', 'textfile')}`]);
+
+    // A folder that exists is never changed; one the user cannot write gets a note.
+    chmodSync(archive, 0o500);
+    const again = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toContain('created');
+    expect(again.stdout).toContain(`note: ${archive} (prune.archive_dir) exists but ${me} cannot write it`);
+    expect(statSync(archive).mode & 0o777).toBe(0o500);
+  });
+
   it('refuses a root-owned home without --user, and a gateway unit name that is no service', () => {
     const { home, dest } = setup();
     const r = install(['--dest', dest, '--home', home]);
@@ -171,16 +222,26 @@ describe('install-units', () => {
 });
 
 describe('the shipped units (package root)', () => {
-  const values: UnitValues = { node: '/usr/bin/node', cli: '/opt/pcg/dist/src/cli.js', user: 'pi', group: 'pi', home: '/home/pi/.picoclaw', readWritePaths: [], protectHome: 'read-only', gatewayUnit: 'picoclaw.service', videoGroup: true, loopbackOnly: true, version: 'test' };
+  const values: UnitValues = { node: '/usr/bin/node', cli: '/opt/pcg/dist/src/cli.js', user: 'pi', group: 'pi', home: '/home/pi/.picoclaw', readWritePaths: [], protectHome: 'read-only', gatewayUnit: 'picoclaw.service', videoGroup: true, devices: ['/dev/vchiq', '/dev/vcio'], loopbackOnly: true, version: 'test' };
 
   it('are what install-units rewrites: only the board-specific lines change', () => {
     const shipped = readFileSync(join(ROOT, 'picoclaw-guard.service'), 'utf8').split('\n');
-    const rendered = renderUnits(values)[0]!.text.split('\n').slice(1); // minus the "Written by" header
+    const rendered = renderUnits(values)[0]!.text.split('\n').slice(2); // minus the two-line "Written by" header
     const changed = rendered.filter((l, i) => l !== shipped[i]);
     expect(changed).toEqual(['ExecStart=/usr/bin/node /opt/pcg/dist/src/cli.js run', 'User=pi', 'Group=pi', 'Environment=PICOCLAW_HOME=/home/pi/.picoclaw', 'ReadWritePaths=/home/pi/.picoclaw', 'SupplementaryGroups=video']);
     for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service']) {
       expect(readFileSync(join(ROOT, f), 'utf8')).not.toMatch(/^MemoryDenyWriteExecute=/m);
     }
+  });
+
+  it('DeviceAllow= only for the firmware devices this board has', () => {
+    const deviceLines = (devices: string[]) => renderUnits({ ...values, devices })[0]!.text.split('\n').filter((l) => l.startsWith('DeviceAllow='));
+    expect(deviceLines(['/dev/vchiq', '/dev/vcio'])).toEqual(['DeviceAllow=/dev/vchiq rw', 'DeviceAllow=/dev/vcio rw']);
+    expect(deviceLines(['/dev/vcio'])).toEqual(['DeviceAllow=/dev/vcio rw']);
+    expect(deviceLines([])).toEqual([]);
+    // Without them the policy stays closed: no device at all beyond systemd's pseudo devices.
+    expect(renderUnits({ ...values, devices: [] })[0]!.text).toMatch(/^DevicePolicy=closed$/m);
+    expect(allowedDevices()).toEqual(['/dev/vchiq', '/dev/vcio']);
   });
 
   it('paths are escaped for systemd or refused', () => {

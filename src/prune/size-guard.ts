@@ -1,0 +1,161 @@
+import type { Database } from '../io/sqlite.js';
+import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
+import type { ApplyOptions, ApplyResult } from './apply.js';
+import { sizeHolders, type Plan, type PlanGroup, type Reason } from './plan.js';
+import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, mib, pageStats, roomForVacuum, runVacuum } from './vacuum.js';
+
+/**
+ * The size guard (max_db_size_mb), on measurements: it deletes batches that are prefixes of
+ * the oldest-first order of the sessions the plan found eligible, each batch the smallest
+ * whose estimated share covers the excess, and measures after each VACUUM.
+ *
+ * - A VACUUM runs only when it can give space back (rows deleted, an owed VACUUM, enough
+ *   free pages): one that gives nothing back still rewrites the whole file, every pass.
+ * - While the gateway runs the VACUUM is deferred, so the file cannot shrink: the deleted
+ *   sessions' share is counted against an estimate, the VACUUM is owed (the guard's state),
+ *   and later online passes measure against that estimate, not the unshrunk file.
+ * - A session kept at this point (changed, not writable) stops the guard: deleting the next
+ *   one in its place would make a safety refusal cost another session.
+ */
+export interface SizeGuardContext {
+  db: Database;
+  plan: Plan;
+  o: ApplyOptions;
+  res: ApplyResult;
+  deleteGroup: (g: PlanGroup, reason: Reason) => boolean;
+  stop: () => boolean;
+  /** Why the database stayed locked, if it did. */
+  locked: () => string | null;
+  /** Called after each group the size guard tried, with its member count (progress counts sessions). */
+  progress: (what: string, sessions: number) => void;
+}
+
+export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuumMs: number } {
+  const { db, plan, o, res, deleteGroup, stop, locked, progress } = ctx;
+  const limit = plan.size.limitBytes;
+  let vacuumedBySize = false;
+  let vacuumMs = 0;
+  /** Online with VACUUM allowed: the file cannot shrink during this pass; deletions are counted against an estimate. */
+  const deferred = plan.policy.vacuum && o.online && !o.forceVacuum;
+  const canVacuum = plan.policy.vacuum && (!o.online || o.forceVacuum);
+  res.size.ran = true;
+  const queue = plan.groups.filter((g) => g.sizeEligible && res.groups.get(g.id)!.action === 'keep');
+  let qi = 0;
+  // VACUUM first only when it can give space back: rows deleted (by this pass, or by an online
+  // pass that owed it) or enough free pages. A VACUUM that gives nothing back still rewrites the
+  // whole file (an 830 MB database: 2.5 GB written), on every pass.
+  const p0 = pageStats(db);
+  const free0 = p0.freelist * p0.pageSize;
+  const fileBytes0 = dbFileBytes(o.dbPath).total;
+  let deletedSinceVacuum = res.deletedConversations > 0 || o.vacuumOwed != null || (free0 >= MIN_RECLAIM_BYTES && (free0 >= p0.pageCount * p0.pageSize * MIN_RECLAIM_RATIO || fileBytes0 - free0 <= limit));
+  for (;;) {
+    if (stop()) {
+      res.interrupted = true;
+      res.size.stoppedBecause = locked() ? `seahorse.db stayed locked: ${locked()}` : 'interrupted';
+      break;
+    }
+    if (canVacuum && deletedSinceVacuum) {
+      const room = roomForVacuum(o.dbPath, dbFileBytes(o.dbPath).db, o.freeSpace);
+      if (!room.ok) {
+        res.size.stoppedBecause = `cannot VACUUM: ${room.reason}`;
+        break;
+      }
+      const t = performance.now();
+      foldFtsTombstones(db);
+      runVacuum(db, o.dbPath);
+      vacuumMs += performance.now() - t;
+      vacuumedBySize = true;
+      deletedSinceVacuum = false;
+      res.owed = null;
+    }
+    const bytes = dbFileBytes(o.dbPath).total;
+    const last = res.size.steps[res.size.steps.length - 1];
+    if (last) last.bytesAfter = bytes;
+    if (bytes <= limit) break;
+    const p = pageStats(db);
+    const used = (p.pageCount - p.freelist) * p.pageSize;
+    const content = readContentBytes(db);
+    let totalContent = 0;
+    for (const b of content.values()) totalContent += b;
+    // What the deletions are measured against: after a VACUUM the file itself; before one, what
+    // a VACUUM would leave; while one is owed, the estimate it was owed with, grown with the content since.
+    let basis = canVacuum ? (vacuumedBySize ? bytes : used) : Math.min(bytes, used);
+    const owed = res.owed;
+    if (deferred) {
+      if (owed && owed.estimated_bytes_after !== null) {
+        basis = owed.content_bytes ? Math.round((owed.estimated_bytes_after * totalContent) / owed.content_bytes) : owed.estimated_bytes_after;
+      }
+      if (basis <= limit) {
+        res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: basis, content_bytes: totalContent, reason: 'the size guard deleted while the gateway ran' };
+        res.size.stoppedBecause = `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}: the estimated size after it, ${mib(basis)}, fits the limit; nothing more is deleted for this excess; it runs at the next pass while the gateway is stopped (the pre-start pass)`;
+        break;
+      }
+    }
+    if (qi >= queue.length) {
+      res.size.stoppedBecause = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders(plan, res)}; no VACUUM (it would give nothing back)`;
+      res.size.unmet = res.size.stoppedBecause;
+      break;
+    }
+    // Choose the smallest prefix of what is left whose estimated share covers the excess.
+    const need = basis - limit;
+    let covered = 0;
+    let coveredContent = 0;
+    let taken = 0;
+    let refused: PlanGroup | null = null;
+    const step = { deleted: 0, bytesAfter: bytes, vacuumed: canVacuum };
+    while (qi < queue.length && (taken === 0 || covered < need) && !stop()) {
+      const g = queue[qi++]!;
+      const own = g.ownConversations.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0);
+      const share = totalContent === 0 ? 0 : (basis * own) / totalContent;
+      if (deleteGroup(g, 'max_db_size_mb')) {
+        covered += share;
+        coveredContent += own;
+        taken++;
+        step.deleted++;
+        deletedSinceVacuum = true;
+      } else {
+        refused = g;
+      }
+      progress(`size guard: ${g.key}`, g.members.length);
+      if (refused) break;
+    }
+    res.size.steps.push(step);
+    if (refused) {
+      // A session the guard would not touch still holds its rows; deleting the next one in its
+      // place would make a safety refusal cost another session. The next pass measures again.
+      res.size.stoppedBecause = `${refused.key} was kept (${res.groups.get(refused.id)!.reason}): the size guard stops rather than delete another session in its place; the next pass measures again`;
+      if (canVacuum && deletedSinceVacuum) {
+        const t = performance.now();
+        if (roomForVacuum(o.dbPath, dbFileBytes(o.dbPath).db, o.freeSpace).ok) {
+          foldFtsTombstones(db);
+          runVacuum(db, o.dbPath);
+          vacuumMs += performance.now() - t;
+          vacuumedBySize = true;
+          res.owed = null;
+        }
+        step.bytesAfter = dbFileBytes(o.dbPath).total;
+      }
+      break;
+    }
+    if (step.deleted === 0 && qi >= queue.length) {
+      res.size.stoppedBecause = 'no remaining session could be deleted';
+      break;
+    }
+    if (deferred) {
+      step.bytesAfter = dbFileBytes(o.dbPath).total;
+      res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: Math.max(0, Math.round(basis - covered)), content_bytes: totalContent - coveredContent, reason: 'the size guard deleted while the gateway ran' };
+      res.size.stoppedBecause = covered >= need
+        ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${mib(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
+        : 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass';
+      break;
+    }
+    if (!canVacuum) {
+      step.bytesAfter = dbFileBytes(o.dbPath).total;
+      if (step.bytesAfter >= bytes) {
+        res.size.stoppedBecause = 'a step without VACUUM made no progress (vacuum is off)';
+        break;
+      }
+    }
+  }
+  return { vacuumed: vacuumedBySize, vacuumMs };
+}

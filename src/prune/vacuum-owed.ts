@@ -1,0 +1,51 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../io/atomic.js';
+
+/**
+ * A VACUUM that an online pass deferred (the gateway was running: VACUUM would block its
+ * writes), remembered in the guard's state folder until an offline pass (the pre-start
+ * unit, or the daemon while the gateway is down) runs it.
+ *
+ * Why it must be remembered: while it is owed, seahorse.db does not shrink and its page
+ * count still holds the FTS tombstones of what was deleted, so a size check that only
+ * measures the file would delete again, every pass, for an excess already paid for.
+ * The record keeps the estimate of the size after the VACUUM and the content it was
+ * made from, so the next online pass can tell new growth from the old excess.
+ */
+export interface OwedVacuum {
+  /** seahorse.db the record is for (one state folder may serve several homes). */
+  db: string;
+  /** When it was first owed (ISO). */
+  since: string;
+  /** Estimated seahorse.db size after the VACUUM, when the record was last updated (null: not estimated). */
+  estimated_bytes_after: number | null;
+  /** Stored message, part and summary text left at that moment: later growth scales the estimate. */
+  content_bytes: number | null;
+  /** Why it was deferred. */
+  reason: string;
+}
+
+export const OWED_FILE = 'vacuum-owed.json';
+
+function readAll(stateDir: string): OwedVacuum[] {
+  try {
+    const v = JSON.parse(readFileSync(join(stateDir, OWED_FILE), 'utf8')) as unknown;
+    return Array.isArray(v) ? v.filter((x): x is OwedVacuum => typeof x === 'object' && x !== null && typeof (x as OwedVacuum).db === 'string') : [];
+  } catch {
+    // Missing or torn: nothing owed is the safe reading (the next offline pass decides on its own measurements).
+    return [];
+  }
+}
+
+export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | null {
+  return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
+}
+
+/** Record (or, with null, clear) what is owed for one database. */
+export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null): void {
+  const rest = readAll(stateDir).filter((x) => x.db !== dbPath);
+  if (owed) rest.push({ ...owed, db: dbPath });
+  mkdirSync(stateDir, { recursive: true });
+  writeFileAtomic(join(stateDir, OWED_FILE), JSON.stringify(rest, null, 2) + '\n');
+}
