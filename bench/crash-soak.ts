@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { runCrashHarness } from '../test/support/crash.js';
 
 /**
- * The long run of the crash harness (issue 4, "Crash at any moment"): a few-thousand-session
+ * The long run of the crash harness (test/safety/crash.test.ts, "Crash at any moment"): a few-thousand-session
  * home, at least 100 SIGKILLs of a real `prune --apply`, each followed by the checks and a
  * recovery pass. Prints the figures; exits 1 if any check failed.
  *

@@ -154,7 +154,7 @@ export const DAEMON: ExternalSpec = {
 export const CRASH: ExternalSpec = {
   id: 'crash-soak',
   item: 0,
-  title: 'Crash soak (issue 4 safety harness; not an issue 8 figure)',
+  title: 'Crash soak (the safety harness of test/safety; not a cost figure)',
   scripts: ['crash-soak.js'],
   args: (ctx) => (ctx.quick ? ['--sessions', '500', '--kills', '10'] : []),
   missing: [{ goal: 'crash soak', status: 'not measured', detail: 'bench/crash-soak.ts not built' }],

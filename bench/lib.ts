@@ -7,7 +7,7 @@ import type { SampleOptions } from '../src/sample/builder.js';
 import type { BuiltHome } from './build-home.js';
 
 /**
- * Shared pieces of the benchmark suite (issue 8): child processes measured from the
+ * Shared pieces of the benchmark suite (BENCHMARKS.md): child processes measured from the
  * outside (wall time in this process, peak RSS from the kernel via GNU time's %M, or
  * VmHWM polled from /proc when GNU time is missing), medians, tables, temp folders.
  *

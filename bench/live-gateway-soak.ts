@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { runLiveGateway, stopChildren } from '../test/support/gateway-sim.js';
 
 /**
- * The long run of the live-gateway harness (issue 4, "A live gateway"): the gateway
+ * The long run of the live-gateway harness (test/safety/live-gateway.test.ts, "A live gateway"): the gateway
  * simulator (test/support/gateway-sim.ts, its own process) writes turns while online
  * `prune --apply` passes run one after another on the same home. Prints the figures;
  * exits 1 if any check failed.

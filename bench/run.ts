@@ -5,7 +5,7 @@ import { CRASH, DAEMON, ONLINE, runExternal } from './external.js';
 import { CLI, fmtMs, machine, machineLine, markdownTable, renderTable, setTmpBase, tmpBase, type BenchContext, type BenchResult, type Machine } from './lib.js';
 
 /**
- * The benchmark suite of issue 8: `npm run build && npm run bench [-- NAMES] [OPTIONS]`.
+ * The benchmark suite behind BENCHMARKS.md: `npm run build && npm run bench [-- NAMES] [OPTIONS]`.
  * Not part of `npm test`. Each benchmark builds its own homes with the sample-home
  * builder, measures the real CLI (or the guard's deletion code) in child processes,
  * prints its tables and says where each goal stands. BENCHMARKS.md records a full run.
@@ -20,7 +20,7 @@ NAME (default: all but crash-soak, in this order):
   seahorse    2,3 deleting half of seahorse.db (20k / 50k / 200k messages) vs PicoClaw's triggers; VACUUM
   online      4  gateway simulator + online passes (runs dist/bench/live-gateway-soak.js)
   daemon      6  daemon footprint (runs dist/bench/daemon-footprint.js when it exists)
-  crash-soak     the issue 4 crash harness (dist/bench/crash-soak.js), only when named
+  crash-soak     the crash-safety harness (dist/bench/crash-soak.js), only when named
 Numbers work too: 1 2 3 4 5 6 7.
 
   --quick      a few-minute smoke run: smaller homes, fewer runs

@@ -32,7 +32,7 @@ import {
  *
  * Homes: 3 agents, 40 messages per session on average (so ~0.8 × 40 messages per
  * conversation: most sessions have a conversation), tool results of ~600 bytes, so the
- * average stored message is ~250 bytes, like the ~290 characters of ops-facts.md §0.
+ * average stored message is ~250 bytes, close to what real chat turns with tool calls store.
  * "Half" is the oldest half of the conversations by their newest message, which is what
  * an age or count pass deletes first.
  */

@@ -1,39 +1,115 @@
 /**
  * `npm run demo`: builds a sample PicoClaw home in a temporary folder and runs every
  * command against it, so a newcomer sees the whole tool at work with no PicoClaw
- * installed. Nothing outside the temporary folder is touched.
+ * installed. Everything it writes stays inside that one folder: the sample home, the
+ * guard's state (prune history, latches) and the guard config it uses.
+ *
+ * A health view of a home whose gateway is not running is an alarm (gateway down), which
+ * is the wrong first impression of a healthy board. So for the tour the demo stands in
+ * for PicoClaw's gateway: it serves /health and /ready on a free loopback port, the way
+ * the real gateway does (docs/picoclaw.md#health-endpoints-and-ports), and writes the PID file
+ * with its own PID. It removes that PID file when the tour ends, as a clean gateway stop
+ * does, so the folder left behind is a home whose gateway stopped cleanly.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSampleHome } from './sample/builder.js';
 
 const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'picoclaw-demo-'));
-const home = join(dir, '.picoclaw');
-const t0 = Date.now();
-const sample = buildSampleHome({ dir: home, seed: 7, sessions: 80, agents: 3, now: Date.now() });
-process.stdout.write(
-  `Built a sample PicoClaw home in ${home}\n` +
-    `  ${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - t0} ms)\n` +
-    `  Try any command yourself with --home ${home}\n`,
-);
 
-const steps: { title: string; args: string[] }[] = [
-  { title: 'What is on this board', args: ['sessions'] },
-  { title: 'What the retention policy would delete (dry-run: nothing is changed)', args: ['prune', '--max-age-days', '30', '--max-sessions', '100'] },
-  { title: 'Apply it', args: ['prune', '--apply', '--max-age-days', '30', '--max-sessions', '100'] },
-  { title: 'Board health', args: ['health'] },
-  { title: 'Gateway restarts and their bootstrap gaps', args: ['startup'] },
-];
-// An empty guard config, so that a /etc/picoclaw-guard/config.json on this machine does not change the tour.
-const guardConfig = join(dir, 'guard-config.json');
-writeFileSync(guardConfig, '{}\n');
-for (const step of steps) {
-  process.stdout.write(`\n=== ${step.title}\n$ picoclaw-guard ${step.args.join(' ')} --home ${home}\n\n`);
-  const r = spawnSync(process.execPath, [cli, ...step.args, '--home', home], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PICOCLAW_GUARD_CONFIG: guardConfig } });
-  if (r.status !== 0) process.stdout.write(`(exit code ${r.status})\n`);
+/** The real gateway's answers: `/health` always 200 with its pid, `/ready` 200 once started. */
+function standInGateway(startedAt: number): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const uptime = `${((Date.now() - startedAt) / 1000).toFixed(3)}s`;
+    const path = (req.url ?? '').split('?')[0];
+    const body = path === '/health' ? { status: 'ok', uptime, pid: process.pid } : path === '/ready' ? { status: 'ready', uptime } : null;
+    res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(body ? `${JSON.stringify(body)}\n` : '{"error":"not found"}\n');
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port }));
+  });
 }
-process.stdout.write(`\nThe sample home stays in ${dir} for you to explore; delete it when done.\n`);
+
+/** Runs the CLI without blocking this process, so the stand-in gateway keeps answering. */
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+}
+
+const EXIT_MEANING: Record<number, string> = { 10: 'WARN', 11: 'CRITICAL' };
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'picoclaw-demo-'));
+  const home = join(dir, '.picoclaw');
+  const stateDir = join(dir, 'guard-state');
+  const guardConfig = join(dir, 'picoclaw-guard.json');
+  mkdirSync(stateDir);
+  // An empty guard config: the defaults, and never the board's /etc/picoclaw-guard/config.json.
+  writeFileSync(guardConfig, '{}\n');
+
+  const startedAt = Date.now();
+  const gateway = await standInGateway(startedAt);
+  const sample = buildSampleHome({ dir: home, seed: 7, sessions: 80, agents: 3, now: Date.now(), pidFile: { pid: process.pid, port: gateway.port } });
+  process.stdout.write(
+    `Built a sample PicoClaw home in ${home}\n` +
+      `  ${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - startedAt} ms)\n` +
+      `  The guard keeps its state in ${stateDir} and reads its config from ${guardConfig}:\n` +
+      `  nothing outside ${dir} is written.\n` +
+      `  For the tour this demo plays PicoClaw's gateway: it answers /health and /ready on 127.0.0.1:${gateway.port}\n` +
+      `  and wrote ${join(home, '.picoclaw.pid')} with its own PID ${process.pid}.\n`,
+  );
+
+  const env: NodeJS.ProcessEnv = { ...process.env, PICOCLAW_GUARD_CONFIG: guardConfig, STATE_DIRECTORY: stateDir };
+  const common = ['--home', home];
+  const state = ['--state-dir', stateDir];
+  const steps: { title: string; args: string[]; note?: string }[] = [
+    { title: 'What is on this board', args: ['sessions', ...common] },
+    { title: 'What the retention policy would delete (dry-run: nothing is changed)', args: ['prune', '--max-age-days', '30', '--max-sessions', '100', ...common] },
+    {
+      title: 'Apply it',
+      args: ['prune', '--apply', '--max-age-days', '30', '--max-sessions', '100', ...common, ...state],
+      note: 'The gateway is running, so seahorse.db is not VACUUMed (that would block its writes); the pre-start unit does it before the gateway starts.',
+    },
+    {
+      title: 'Board health',
+      args: ['health', ...common, ...state],
+      note: "Temperature, throttling, CPU frequency, memory and disk are this machine's real readings (a PC or VM has no Pi firmware, so those lines say unavailable); the gateway is the demo's stand-in.",
+    },
+    {
+      title: 'Gateway restarts and their bootstrap gaps',
+      args: ['startup', ...common, ...state],
+      note: "Read from the sample gateway.log: each restart's time to ready and the silent seahorse bootstrap gap, which grows with the number of sessions.",
+    },
+  ];
+  for (const step of steps) {
+    process.stdout.write(`\n=== ${step.title}\n$ picoclaw-guard ${step.args.join(' ')}\n`);
+    if (step.note) process.stdout.write(`# ${step.note}\n`);
+    process.stdout.write('\n');
+    const code = await run(step.args, env);
+    if (code !== 0) process.stdout.write(`(exit code ${code}${EXIT_MEANING[code] ? `: ${EXIT_MEANING[code]}` : ''})\n`);
+  }
+
+  await new Promise<void>((resolve) => gateway.server.close(() => resolve()));
+  rmSync(join(home, '.picoclaw.pid'), { force: true });
+  process.stdout.write(
+    `\nThe stand-in gateway has stopped and removed its PID file, as PicoClaw's gateway does on a clean stop.\n` +
+      `The sample home stays in ${dir} for you to explore: pass --home ${home}\n` +
+      `to any command, and --state-dir ${stateDir} to prune, health and startup.\n` +
+      `Delete the folder when done.\n`,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -13,7 +13,7 @@ import { predictionLines } from './render-extras.js';
  * `picoclaw-guard startup [--json] [--log FILE|-] [--last N]`: each gateway restart from
  * gateway.log (or journald's / a redirect's console lines), how it ended, its time to
  * ready and its bootstrap gap, then the trend beside the sessions on the board now and
- * the prune passes in between (picoclaw-facts.md §4, §5).
+ * the prune passes in between (docs/picoclaw.md#the-startup-bootstrap, docs/picoclaw.md#gatewaylog).
  *
  * Exit codes: 0 report printed (also when the log is empty or holds only warnings: the
  * report says so and how to fix it); 2 bad flag or --home; 3 the log file is missing or
@@ -24,7 +24,7 @@ export interface SessionsNow {
   sessions: number;
   agents: number;
   bytes: number;
-  /** Only the default agent's sessions are bootstrapped at start (§4). */
+  /** Only the default agent's sessions are bootstrapped at start (docs/picoclaw.md#the-startup-bootstrap). */
   bootstrapped: { agent: string; sessions: number; bytes: number };
   seahorse_bytes: number | null;
 }

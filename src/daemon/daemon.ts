@@ -329,7 +329,7 @@ export class Daemon {
    * One croner job per pass: interval jobs from a `startAt` that is long past make croner
    * walk every interval since then at each 30 s wake-up (measured: 22 ms per wake after a
    * year at hourly passes), so each pass re-anchors the schedule at its own end.
-   * `protect` drops a tick that comes while the pass is still running (ops-facts.md §3).
+   * `protect` drops a tick that comes while the pass is still running (croner's `protect` option: blocked ticks are dropped, not queued).
    */
   private arm(atMs: number): void {
     this.job?.stop();

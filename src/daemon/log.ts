@@ -1,8 +1,8 @@
 import { pino, type Logger } from 'pino';
 
 /**
- * The daemon's log: pino, NDJSON on stdout for journald, no transports (a transport is a
- * worker thread, about 12 MB RSS on a board: ops-facts.md §3). The default destination
+ * The daemon's log: pino, NDJSON on stdout for journald, no transports (a transport runs in a
+ * worker thread, pinojs/pino/docs/transports.md, and a thread costs a small board memory). The default destination
  * is asynchronous and flushed at exit. No pid or hostname: journald records both.
  *
  * Nothing is logged while idle: one line at start, one per prune pass, one per reload

@@ -10,7 +10,7 @@ import type { PassInput, PassOutput } from './prune-child.js';
  * Runs the daemon's prune passes, each in a short-lived child process.
  *
  * Why not in the daemon itself: applyPlan is synchronous (SQLite transactions are short
- * and synchronous by design, ops-facts.md §2), so on the main thread a pass would block
+ * and synchronous by design: better-sqlite3's API is synchronous, see its README), so on the main thread a pass would block
  * the event loop for its whole length: /health and /metrics would stop answering
  * (scrapes time out), and a SIGTERM handler could not run until the pass ended.
  * Why not a worker thread: measured, a 500-session pass left ~25 MB in the worker's

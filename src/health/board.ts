@@ -5,7 +5,7 @@ import { noData, type Section } from './types.js';
 /**
  * Which board this is. The model comes from the device tree on Pi and RISC-V boards
  * alike (`/proc/device-tree/model`, a symlink to /sys/firmware/devicetree/base:
- * board-health-facts.md §4.4, §9.2); RISC-V /proc/cpuinfo has no model name. x86
+ * docs/board-health.md#board-identity); RISC-V /proc/cpuinfo has no model name. x86
  * machines have no device tree: DMI's product_name names them instead.
  */
 export interface BoardReading {
@@ -25,7 +25,7 @@ export interface BoardReading {
 
 export type Board = Section<BoardReading>;
 
-/** revision-codes.adoc, bits 12-15 of a new-style code (§6.2). */
+/** revision-codes.adoc, bits 12-15 of a new-style code. */
 const PI_PROCESSORS = ['brcm,bcm2835', 'brcm,bcm2836', 'brcm,bcm2837', 'brcm,bcm2711', 'brcm,bcm2712'];
 
 function deviceTree(procRoot: string, sysRoot: string, name: string): Buffer | null {

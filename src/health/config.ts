@@ -4,7 +4,7 @@ import { LEVELS, type Level } from './types.js';
 /**
  * The `health` section of the guard's config file: thresholds and the few knobs of the
  * sources. Defaults suit Pi-class boards: the firmware throttles the ARM from 80 °C and
- * hard-limits at 85 °C (frequency-management.adoc, board-health-facts.md §2.3.2), so
+ * hard-limits at 85 °C (frequency-management.adoc, docs/board-health.md#thermal-zones), so
  * WARN comes before throttling starts and CRITICAL when it has.
  * Levels are "ok" (report only), "warn" or "critical".
  */
@@ -35,7 +35,7 @@ export interface HealthThresholds {
   /** Path of vcgencmd; false never runs it; null finds it on PATH. */
   vcgencmd: string | false | null;
   vcgencmd_timeout_ms: number;
-  /** Ask systeminformation when sysfs has no temperature at all (spawns 2-4 shells, §6.1). */
+  /** Ask systeminformation when sysfs has no temperature at all (spawns 2-4 shells, docs/board-health.md#why-the-guard-reads-sysfs-itself-instead-of-systeminformation). */
   systeminformation_fallback: boolean;
 }
 

@@ -3,13 +3,13 @@ import { byNumberSuffix, listDir, parseCpuList, readInt, readString } from './re
 import { noData, type Section } from './types.js';
 
 /**
- * CPU frequency per core from cpufreq sysfs (board-health-facts.md §5). sysfs speaks
+ * CPU frequency per core from cpufreq sysfs (docs/board-health.md#cpu-frequency). sysfs speaks
  * kHz; the report speaks Hz (×1000), as node_exporter does.
  *
  * `scaling_cur_freq` is what the kernel asked for; on a Pi the firmware may run slower
- * (§5.2), which is why throttling comes from vcgencmd, not from here.
+ * , which is why throttling comes from vcgencmd, not from here.
  * `cpuinfo_cur_freq` is root-only (mode 0400) and is not read. Boards without a
- * cpufreq driver (Milk-V Duo class) get "no data", never 0 (§5.3).
+ * cpufreq driver (Milk-V Duo class) get "no data", never 0.
  */
 export interface CoreFreq {
   cpu: number;

@@ -38,7 +38,7 @@ export interface CollectOptions {
   monotonic?: () => number;
   freeSpace?: FreeSpaceReader;
   cache?: VcgencmdCache;
-  /** The last restart's bootstrap gap, from the startup report (issue 6). */
+  /** The last restart's bootstrap gap, from the startup report (the `startup` command). */
   lastBootstrapGapSeconds?: number | null;
   /** Counts one sessions folder (default: a readdir now); the daemon passes its cached counts. */
   countSessions?: (dir: string) => { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null };

@@ -8,7 +8,7 @@ import { readHistory } from '../prune/history.js';
 import { noData, type Section } from './types.js';
 
 /**
- * PicoClaw as health sees it: the gateway (picoclaw-facts.md §1.4, §6, classified by
+ * PicoClaw as health sees it: the gateway (docs/picoclaw.md#pid-file, docs/picoclaw.md#health-endpoints-and-ports, classified by
  * src/picoclaw/gateway.ts), how much session data there is, seahorse.db with its WAL,
  * the last prune, and the last restart's bootstrap gap.
  *
@@ -44,7 +44,7 @@ export interface GatewayReading {
 }
 
 export interface SessionStoreCount {
-  /** Agents writing to this folder (main and a default:true agent share one, §1.2). */
+  /** Agents writing to this folder (main and a default:true agent share one, docs/picoclaw.md#where-things-are). */
   agents: string[];
   dir: string;
   sessions: number;
@@ -83,7 +83,7 @@ export interface PicoClawReading {
   last_prune: LastPrune | null;
   /**
    * The silent seahorse bootstrap of the last gateway start, in seconds. Filled from
-   * the startup report (issue 6) by whoever calls collectHealth; null until then.
+   * the startup report (the `startup` command) by whoever calls collectHealth; null until then.
    */
   last_bootstrap_gap_seconds: number | null;
 }

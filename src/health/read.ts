@@ -4,7 +4,7 @@ import { errnoCode } from '../errors.js';
 /**
  * Tiny readers for sysfs and procfs files. Each file is read on its own and a failure
  * is kept per file (EINVAL, ETIMEDOUT, ENODATA happen on real thermal zones,
- * board-health-facts.md §4.2): one bad file never hides the others.
+ * docs/board-health.md#thermal-zones): one bad file never hides the others.
  */
 export type ReadResult = { ok: true; text: string } | { ok: false; code: string };
 

@@ -10,7 +10,8 @@ import { noData, type Section } from './types.js';
  * Memory, swap, load and uptime straight from procfs under --proc-root, and the file
  * system of the PicoClaw home through fs.statfs. systeminformation is not used here:
  * its mem() reads the same /proc/meminfo but cannot be pointed at a fixture root, and
- * its fsSize() spawns `df` (board-health-facts.md §6.3).
+ * its fsSize() spawns `df`
+ * (docs/board-health.md#why-the-guard-reads-sysfs-itself-instead-of-systeminformation).
  */
 export interface ResourcesReading {
   memory_total_bytes: number | null;
@@ -66,7 +67,7 @@ export interface FilesystemReading {
   path: string;
   mount_point: string | null;
   fs_type: string | null;
-  /** Mounted read-only (ext4 remounts ro after errors: a dying SD card, §8). */
+  /** Mounted read-only (ext4 remounts ro after errors: a dying SD card). */
   read_only: boolean | null;
   /** Bytes available to an unprivileged user (statfs bavail × bsize). */
   free_bytes: number;

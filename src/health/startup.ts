@@ -23,7 +23,7 @@ import {
 
 /**
  * Startup gaps: every gateway restart found in gateway.log, how it ended, and every span
- * the log allows for it (picoclaw-facts.md §4 "Measuring the gap from the log", §5.2, §5.3).
+ * the log allows for it (docs/picoclaw.md#the-startup-bootstrap, docs/picoclaw.md#startup-messages).
  *
  * The log is streamed in fixed-size chunks: memory stays constant whatever the file's size
  * (the restarts kept are capped too). Each line gets a cheap scan (src/picoclaw/gatewaylog.ts);
@@ -72,7 +72,7 @@ export interface Span {
 }
 
 export interface GapCounts {
-  /** `ingest` lines inside the bootstrap (§4: one per Ingest call). */
+  /** `ingest` lines inside the bootstrap (one per ingest call, docs/picoclaw.md#the-startup-bootstrap). */
   ingest_lines: number;
   /** INFO `bootstrap: …` lines (mismatch, history edit, repairs). */
   bootstrap_lines: number;
@@ -95,7 +95,7 @@ export interface RestartEntry {
   started_at: string | null;
   /** How the start is shown (e.g. `2026-06-13 18:19:35 +02:00`, or `day 2 18:19:35`). */
   started_at_text: string;
-  /** The §5.3 markers this start was recognised by. */
+  /** The restart markers (docs/picoclaw.md#recognising-a-restart) this start was recognised by. */
   start_markers: string[];
   /** The level the process logged at (from `Log level set to`, else the lines seen). */
   level: 'debug' | 'info' | 'warn' | null;
@@ -239,7 +239,7 @@ interface T {
   precisionMs: number;
 }
 
-/** Start markers in the order one process writes them (§5.2 #1-#3): a later one continues the same start. */
+/** Start markers in the order one process writes them (docs/picoclaw.md#startup-messages, steps 1-3): a later one continues the same start. */
 const STAGE: Partial<Record<MarkerValue, number>> = {
   [Marker.LOG_LEVEL_SET]: 1,
   [Marker.FOUND_PID]: 2,
@@ -481,7 +481,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
   let reloadsTotal = 0;
   let stopWithoutStart = 0;
   /**
-   * zerolog's MultiWriter writes each event to the console and then to the file (§5.1): with
+   * zerolog's MultiWriter writes each event to the console and then to the file (docs/picoclaw.md#line-format): with
    * stdout redirected into gateway.log every event appears twice in a row. A console event is
    * held back for one parsed line; if its JSON twin follows, the JSON one (it has the date) is
    * used and the console one dropped.
@@ -600,7 +600,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
         cur.lastT = t ?? cur.lastT;
         close(cur, 'failed', t, err);
       } else {
-        // A start with no earlier line of its own (config rejected before the level is set, §0.6),
+        // A start with no earlier line of its own (config rejected before the level is set),
         // or a second instance refused while this one serves.
         const r = newRestart(nextN++);
         r.start = t;
@@ -648,7 +648,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
         break;
       }
       case Marker.AGENT_REGISTERED:
-        if (cur.phase > Phase.REGISTERING) break; // reload (§5.3: not a restart marker)
+        if (cur.phase > Phase.REGISTERING) break; // reload (not a restart marker)
         if (cur.phase === Phase.PREAMBLE) {
           cur.phase = Phase.REGISTERING;
           closeOlder(cur, 'no closing line');
@@ -736,7 +736,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
     if (kind === Marker.NONE) {
       if (!(inGap && level >= Level.WARN)) return;
     } else if (!inGap) {
-      // Runtime traffic: `ingest` is logged for every message (§4); outside a bootstrap it is not ours.
+      // Runtime traffic: `ingest` is logged for every message; outside a bootstrap it is not ours.
       if (kind === Marker.INGEST || kind === Marker.BOOTSTRAP_INFO) return;
       if ((kind === Marker.CORE_TOOL || kind === Marker.AGENT_REGISTERED) && cur && cur.phase > Phase.REGISTERING) return;
     } else if ((kind === Marker.INGEST || kind === Marker.BOOTSTRAP_INFO) && format === LineFormat.JSON && level < Level.WARN && lines.console + lines.journald === 0) {
@@ -799,7 +799,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
         } else {
           const ms = jsonMessageStart(buf, pos, e);
           let kind: MarkerValue = Marker.NONE;
-          // Runtime `ingest` lines (one per message, §4) are the most common candidates: outside a bootstrap they are not ours.
+          // Runtime `ingest` lines (one per message) are the most common candidates: outside a bootstrap they are not ours.
           if (ms >= 0 && (buf[ms] !== 105 || open[open.length - 1]?.phase === Phase.REGISTERING)) kind = matchMarkerBytes(buf, ms, e);
           onLine(buf, pos, e, LineFormat.JSON, level, kind, ms);
         }
@@ -1022,7 +1022,7 @@ function toEntry(r: RestartState, fix: (t: T | null) => T | null): RestartEntry 
     to_http_listening: span(start, fix(r.httpT), r.startMarkers[0] ?? 'start', 'Shared HTTP server listening'),
     to_channels_started: span(start, fix(r.channelsT), r.startMarkers[0] ?? 'start', 'Channel startup completed'),
   };
-  // §4 "Measuring the gap from the log": debug is the narrower window; info includes engine open and tool setup.
+  // docs/picoclaw.md#the-startup-bootstrap: debug is the narrower window; info includes engine open and tool setup.
   if (r.shortExpandT && r.debugGapEnd) {
     spans.bootstrap_gap = span(fix(r.shortExpandT), fix(r.debugGapEnd.t), 'Registered core tool short_expand', `Registered core tool ${r.debugGapEnd.name}`);
   }
@@ -1113,7 +1113,7 @@ export function summarize(entries: RestartEntry[]): StartupSummary {
   };
 }
 
-/** The exact settings that make the report possible (§0.1, §4 "A precise alternative"). */
+/** The exact settings that make the report possible (docs/picoclaw.md#the-startup-bootstrap). */
 export const SETTINGS = {
   logLevelConfig: '"gateway": { "log_level": "info" }   (in config.json)',
   logLevelEnv: 'PICOCLAW_LOG_LEVEL=info   (in the gateway\'s environment, e.g. Environment= in its systemd unit)',

@@ -3,13 +3,13 @@ import { byNumberSuffix, listDir, readInt, readString, readValue } from './read.
 import { noData, type Section } from './types.js';
 
 /**
- * Temperatures from sysfs (board-health-facts.md §1, §4): every
+ * Temperatures from sysfs (docs/board-health.md#thermal-zones): every
  * `class/thermal/thermal_zone*` with its type and trip points, and every hwmon
  * `temp*_input` with its chip's `name`. Values are millidegrees Celsius.
  *
  * The CPU temperature is chosen by zone type or chip name, never by zone number or
- * hwmon number (neither is stable across boots, §4.1). Only chips known to measure the
- * CPU qualify: rp1_adc's temp1 is the Pi 5's RP1 I/O chip (§4.3), and an NVMe or a
+ * hwmon number (neither is stable across boots, docs/board-health.md#hwmon-chips). Only chips known to measure the
+ * CPU qualify: rp1_adc's temp1 is the Pi 5's RP1 I/O chip, and an NVMe or a
  * 1-wire sensor is no CPU either (oshi#1023), so "the first hwmon" is never taken.
  */
 export interface TripPoint {
@@ -53,13 +53,13 @@ export type Thermal = Section<ThermalReading>;
 
 /**
  * Zone types that are the CPU, best first: Pi and JH7110 `cpu-thermal`, TH1520
- * `cpu-thermal-zone`, CV18xx vendor `soc_thermal_0` (§4.3, §4.4), x86 `x86_pkg_temp`.
+ * `cpu-thermal-zone`, CV18xx vendor `soc_thermal_0` (docs/board-health.md#thermal-zones), x86 `x86_pkg_temp`.
  */
 export const CPU_ZONE_TYPES = ['cpu-thermal', 'cpu_thermal', 'cpu-thermal-zone', 'soc_thermal_0', 'soc-thermal', 'soc_thermal', 'cpu0-thermal', 'x86_pkg_temp'];
-/** hwmon chips that measure the CPU when there is no usable zone (§4.4: sfctemp, 120e0000.tmon, pvt). */
+/** hwmon chips that measure the CPU when there is no usable zone (docs/board-health.md#hwmon-chips: sfctemp, 120e0000.tmon, pvt). */
 export const CPU_HWMON_NAMES = ['cpu_thermal', 'sfctemp', 'pvt', 'coretemp', 'k10temp', 'cpu_thermal_zone', 'soc_thermal_0'];
 
-/** Readings outside this range are firmware glitches (raspberrypi/firmware#133, §4.2), not temperatures. */
+/** Readings outside this range are firmware glitches (raspberrypi/firmware#133), not temperatures. */
 const MIN_SANE = -40;
 const MAX_SANE = 150;
 
@@ -133,7 +133,7 @@ export function chooseCpu(zones: ThermalZone[], chips: HwmonChip[]): { celsius: 
     const hit = named((n) => n === name);
     if (hit) return hit;
   }
-  // JH7110 on vendor 5.15 names its chip after the device (`120e0000.tmon`, §4.4).
+  // JH7110 on vendor 5.15 names its chip after the device (`120e0000.tmon`).
   return named((n) => /tmon|temperature-sensor|cpu/i.test(n));
 }
 
@@ -156,14 +156,15 @@ export function readThermal(sysRoot: string): Thermal {
 
 /**
  * systeminformation's cpuTemperature(), only when sysfs had nothing at all. It spawns
- * two to four shells and reads the real /sys whatever the sysfs root (§6.1, §6.3), so
+ * two to four shells and reads the real /sys whatever the sysfs root
+ * (docs/board-health.md#why-the-guard-reads-sysfs-itself-instead-of-systeminformation), so
  * the caller allows it only for the real /sys and only when configured.
  */
 export async function systeminformationFallback(): Promise<Thermal> {
   try {
     const si = await import('systeminformation');
     const t = await si.cpuTemperature();
-    // `main` is null at run time when nothing was found, whatever the .d.ts says (§6.1).
+    // `main` is null at run time when nothing was found, whatever the .d.ts says.
     const main = (t as { main: number | null }).main;
     if (typeof main === 'number' && Number.isFinite(main) && main > MIN_SANE && main < MAX_SANE) {
       return { available: true, cpu_celsius: main, cpu_source: 'systeminformation', zones: [], hwmon: [] };

@@ -6,18 +6,19 @@ import { updateLatch, type LatchView } from './uvlatch.js';
 import { getThrottled, type VcgencmdCache, type VcgencmdState } from './vcgencmd.js';
 
 /**
- * Throttling and under-voltage on a Raspberry Pi (board-health-facts.md §2.3, §3).
+ * Throttling and under-voltage on a Raspberry Pi (docs/board-health.md#raspberry-pi-throttle-flags,
+ * docs/board-health.md#under-voltage-through-the-kernel-rpi_volt).
  * Sources, best first:
  * 1. `vcgencmd get_throttled`: the firmware word with "now" and "since boot" bits;
  * 2. hwmon chip named `rpi_volt`, `in0_lcrit_alarm` (found by its name file: hwmonN is
- *    not stable, §3.1); it clears within seconds, hence the latch (uvlatch.ts);
+ *    not stable); it clears within seconds, hence the latch (uvlatch.ts);
  * 3. the legacy `soc:firmware/get_throttled` file, read only when 1 and 2 are both
  *    missing (old 4.14-4.18 kernels): reading it logs a kernel WARN and its sticky bits
- *    mean "since the last 2 s poll", not since boot (§3.2).
+ *    mean "since the last 2 s poll", not since boot.
  * Boards with none of these (RISC-V, x86) have no firmware throttle word: "not detectable".
  */
 
-/** The man page's bit table (raspberrypi/utils vcgencmd.1, §2.3.1). Bits 16-19 are the sticky copies of 0-3. */
+/** The man page's bit table (raspberrypi/utils vcgencmd.1). Bits 16-19 are the sticky copies of 0-3. */
 export const THROTTLE_BITS = [
   { bit: 0, flag: 'under_voltage', scope: 'now' },
   { bit: 1, flag: 'arm_freq_capped', scope: 'now' },
@@ -30,7 +31,7 @@ export const THROTTLE_BITS = [
 ] as const;
 
 export interface ThrottleFlags {
-  /** Null on boards that cannot detect it (the Zero range, §2.3.4): never a reassuring false. */
+  /** Null on boards that cannot detect it (the Zero range): never a reassuring false. */
   under_voltage: boolean | null;
   arm_freq_capped: boolean;
   throttled: boolean;
@@ -46,7 +47,7 @@ export function decodeThrottled(word: number): { now: ThrottleFlags; since_boot:
   return { now: flags('now'), since_boot: flags('since_boot') };
 }
 
-/** `50005\n`: the legacy file prints hex without 0x (`%x`, §1). */
+/** `50005\n`: the legacy file prints hex without 0x (`%x`, docs/board-health.md#units-and-encodings). */
 export function parseLegacyThrottled(text: string | null): number | null {
   return text !== null && /^[0-9a-fA-F]+$/.test(text) ? parseInt(text, 16) : null;
 }
@@ -63,7 +64,7 @@ export interface UnderVoltage {
 }
 
 export interface Pi5Power {
-  /** /proc/device-tree/chosen/power/max_current: what the supply negotiated (§3.3). */
+  /** /proc/device-tree/chosen/power/max_current: what the supply negotiated. */
   max_current_amperes: number | null;
   /** power_reset bit 0x02: the previous boot ended in a low-power (brownout) reset. */
   low_power_reset: boolean | null;
@@ -107,7 +108,7 @@ export function readRpiVoltAlarm(sysRoot: string): { present: boolean; alarm: bo
   return { present: false, alarm: null };
 }
 
-/** A 4-byte big-endian device-tree cell (§1, wf-panel-pi power.c). */
+/** A 4-byte big-endian device-tree cell (wf-panel-pi power.c). */
 function readBeU32(path: string): number | null {
   const b = readBytes(path);
   return b && b.length >= 4 ? b.readUInt32BE(0) : null;
@@ -125,7 +126,7 @@ export function readPi5Power(procRoot: string, sysRoot: string): Pi5Power | null
   return null;
 }
 
-/** The Zero range has no under-voltage detector (power-supplies.adoc, §2.3.4). */
+/** The Zero range has no under-voltage detector (power-supplies.adoc). */
 export function underVoltageDetectable(board: ThrottleOptions['board']): { detectable: boolean; reason: string | null } {
   if (board?.model && /Raspberry Pi Zero/i.test(board.model)) {
     return { detectable: false, reason: 'the Raspberry Pi Zero range has no under-voltage detector: 0 proves nothing' };
@@ -151,7 +152,7 @@ export async function readThrottle(opts: ThrottleOptions): Promise<Throttle> {
   }
   const decoded = word !== null ? decodeThrottled(word) : null;
   const now = decoded?.now ?? null;
-  // The legacy word's high bits mean "since the last kernel poll" (§3.2): not since boot.
+  // The legacy word's high bits mean "since the last kernel poll": not since boot.
   const sinceBoot = source === 'legacy_sysfs' ? null : (decoded?.since_boot ?? null);
 
   const det = underVoltageDetectable(opts.board);

@@ -1,7 +1,7 @@
 /**
  * Shapes shared by the health sources. Every source returns its reading or a typed
  * "no data" (a VM without thermal zones, a Duo without cpufreq): missing hardware is
- * not an error (node_exporter's rule, style.md "Models we learn from").
+ * not an error (node_exporter's rule).
  *
  * The report is built directly in its public JSON shape (snake_case, the unit in the
  * name: _celsius, _hertz, _bytes, _seconds) so `health --json`, the daemon's /health

@@ -8,9 +8,9 @@ import { SmallFileError, readSmallText } from '../io/smallfile.js';
  * The guard's own "under-voltage seen" latch, in the state folder.
  *
  * Why: the kernel's rpi_volt alarm clears itself within seconds (the driver re-reads
- * the firmware word every 2 s with a request that clears it, board-health-facts.md
- * §3.1), the legacy sysfs word means "since the last 2 s poll" (§3.2), and a reboot
- * clears even vcgencmd's sticky bits (§8). So the guard remembers.
+ * the firmware word every 2 s with a request that clears it), the legacy sysfs word means
+ * "since the last 2 s poll", and a reboot clears even vcgencmd's sticky bits
+ * (docs/board-health.md#under-voltage-through-the-kernel-rpi_volt). So the guard remembers.
  *
  * The file is written only when it changes: the first sighting ever, and the first
  * sighting in a new boot (the boot id changes). Nothing is written on a healthy board

@@ -4,13 +4,13 @@ import { delimiter, join } from 'node:path';
 
 /**
  * `vcgencmd get_throttled`, the one process a health run may spawn
- * (board-health-facts.md §2). Rules kept here:
+ * (docs/board-health.md#vcgencmd). Rules kept here:
  * - always exactly `get_throttled` and nothing after it: any extra argument clears the
- *   firmware's since-boot bits (§2.3.2, raspberrypi/documentation#1341);
+ *   firmware's since-boot bits (raspberrypi/documentation#1341);
  * - execFile (no shell) with a timeout; ENOENT, exit 255 (`Can't open device file`, the
- *   user is not in `video`, §2.1, §2.2) and timeouts are states, not exceptions;
+ *   user is not in `video`) and timeouts are states, not exceptions;
  * - answers are cached per path for `ttlMs`, and a call in flight is shared, so the
- *   daemon's requests never spawn (style.md rule 4, 10).
+ *   daemon's requests never spawn.
  */
 export type VcgencmdState = 'ok' | 'not_found' | 'not_used' | 'no_access' | 'timeout' | 'error';
 
@@ -33,7 +33,7 @@ export function newVcgencmdCache(): VcgencmdCache {
 /** The process-wide cache used when the caller passes none. */
 export const sharedVcgencmdCache: VcgencmdCache = newVcgencmdCache();
 
-/** Legacy install paths, probed after PATH (§2.1: /usr/bin first, /opt/vc/bin on old 32-bit images). */
+/** Legacy install paths, probed after PATH (/usr/bin first, /opt/vc/bin on old 32-bit images). */
 const FALLBACK_PATHS = ['/usr/bin/vcgencmd', '/opt/vc/bin/vcgencmd'];
 
 function executable(p: string): boolean {
@@ -45,7 +45,7 @@ function executable(p: string): boolean {
   }
 }
 
-/** vcgencmd on PATH, else a legacy path; null when absent (every RISC-V board, §2.1). */
+/** vcgencmd on PATH, else a legacy path; null when absent (every RISC-V board). */
 export function findVcgencmd(env: NodeJS.ProcessEnv = process.env): string | null {
   const dirs = (env.PATH ?? '').split(delimiter).filter((d) => d !== '');
   for (const p of [...dirs.map((d) => join(d, 'vcgencmd')), ...FALLBACK_PATHS]) {
@@ -54,7 +54,7 @@ export function findVcgencmd(env: NodeJS.ProcessEnv = process.env): string | nul
   return null;
 }
 
-/** `throttled=0x50005` → 0x50005 (the man page's format, §1). */
+/** `throttled=0x50005` → 0x50005 (the man page's format). */
 export function parseGetThrottled(stdout: string): number | null {
   const m = /^\s*throttled=0x([0-9a-fA-F]+)\s*$/m.exec(stdout);
   return m ? parseInt(m[1]!, 16) : null;
@@ -77,7 +77,7 @@ function spawnOnce(path: string, timeoutMs: number): Promise<VcgencmdResult> {
       if (e.code === 'EACCES') return resolve({ state: 'error', word: null, error: `${path} is not executable` });
       if (e.killed) return resolve({ state: 'timeout', word: null, error: `no answer within ${timeoutMs} ms` });
       const out = `${stdout}\n${stderr}`;
-      // §2.2: the firmware device could not be opened (mailbox node mode 0660 root:video).
+      // The firmware device could not be opened (mailbox node mode 0660 root:video).
       if (/Can't open device file|VCHI initialization failed/.test(out)) {
         return resolve({ state: 'no_access', word: null, error: `${firstLine(out)} (exit ${String(e.code)}; is this user in the video group?)` });
       }

@@ -1,6 +1,6 @@
 /**
  * The Prometheus text exposition format, version 0.0.4 (prometheus/docs
- * instrumenting/exposition_formats.md, board-health-facts.md §7.3): one `# HELP` and one
+ * instrumenting/exposition_formats.md, docs/board-health.md#metrics-conventions): one `# HELP` and one
  * `# TYPE` per family, the TYPE before its first sample, all samples of a family
  * together, `\n` line endings and a final newline. No timestamps (exporters omit them,
  * and node_exporter's textfile collector rejects them).

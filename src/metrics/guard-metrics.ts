@@ -5,12 +5,12 @@ import { Registry } from './exposition.js';
 
 /**
  * picoclaw-guard's metrics, built fresh from the daemon's cached readings on every
- * render (the exporter rule, board-health-facts.md §7.3): base units in the name
+ * render (the exporter rule, docs/board-health.md#metrics-conventions): base units in the name
  * (_celsius, _hertz, _bytes, _seconds), counters end in _total, timestamps in
  * _timestamp_seconds. A reading the board does not have (no thermal zone on a VM, no
  * throttle word on RISC-V) is left out, never exported as 0.
  *
- * Label names avoid `type` and `zone` (§7.3): thermal zones carry `thermal_zone` and
+ * Label names avoid `type` and `zone` (docs/board-health.md#metrics-conventions): thermal zones carry `thermal_zone` and
  * `zone_type`. Agents that share one sessions folder (main and a default:true agent)
  * are one series whose `agent` label names them together, comma-separated.
  */

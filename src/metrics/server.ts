@@ -7,7 +7,7 @@ import { ExitCode, GuardError, errnoCode } from '../errors.js';
 /**
  * The daemon's HTTP server: GET (and HEAD) only, answered from bodies the daemon built
  * ahead of time, so a request costs a lookup and a write: it never spawns a process,
- * reads sysfs or lists a sessions folder (issue 7; style.md rule 10).
+ * reads sysfs or lists a sessions folder: an idle daemon must cost the board nothing.
  *
  * With a token every request needs `Authorization: Bearer <token>`, or, for a browser
  * (which cannot send a bearer header), HTTP Basic authentication with the token as the

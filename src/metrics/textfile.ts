@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
 
 /**
- * node_exporter's textfile collector output (style.md "Models we learn from"): the
+ * node_exporter's textfile collector output (collector/textfile.go in
+ * prometheus/node_exporter): the
  * metrics are written to `<name>.prom.<pid>.tmp` and renamed over `<name>.prom`, so the
  * collector (which reads only `*.prom`) never sees a partial file.
  *

@@ -5,7 +5,8 @@ import type { PicoClawHome } from './home.js';
 import { readPidFile, type PidInfo } from './pidfile.js';
 
 /**
- * The gateway's state as seen from outside (picoclaw-facts.md §1.4, §6, §9):
+ * The gateway's state as seen from outside (docs/picoclaw.md#pid-file,
+ * docs/picoclaw.md#health-endpoints-and-ports):
  * the PID file, whether its process is alive, and /ready and /health on the PID
  * file's host and port. Listeners open before the PID file is written and HTTP is
  * served only after the seahorse bootstrap, so during the bootstrap a request

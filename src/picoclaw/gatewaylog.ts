@@ -1,10 +1,10 @@
 /**
  * gateway.log lines: what PicoClaw writes and how to read it cheaply
- * (picoclaw-facts.md §4, §5).
+ * (docs/picoclaw.md#gatewaylog, docs/picoclaw.md#the-startup-bootstrap).
  *
  * Two formats reach us:
  * - the file, `<home>/logs/gateway.log`: zerolog JSON, one object per line, keys in the
- *   order level, component, own fields, time, caller, message (§5.1). `time` is RFC3339
+ *   order level, component, own fields, time, caller, message (docs/picoclaw.md#line-format). `time` is RFC3339
  *   with whole seconds and the local offset. `message` is always the last key, so it is
  *   found from the end of the line without parsing the object.
  * - the console (stdout, so journald or a redirect): `15:04:05 INF <component> <caller> >
@@ -30,16 +30,16 @@ export type LineFormatValue = (typeof LineFormat)[keyof typeof LineFormat];
 export const Level = { UNKNOWN: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4, FATAL: 5 } as const;
 export type LevelValue = (typeof Level)[keyof typeof Level];
 
-/** The messages the startup report reacts to (§4, §5.2, §5.3). */
+/** The messages the startup report reacts to (docs/picoclaw.md#startup-messages). */
 export const Marker = {
   NONE: 0,
-  /** INFO gateway `Log level set to "<lvl>"`: the first line of a new process when not `-d` (§5.3). */
+  /** INFO gateway `Log level set to "<lvl>"`: the first line of a new process when not `-d` (docs/picoclaw.md#recognising-a-restart). */
   LOG_LEVEL_SET: 1,
   /** INFO pid `found pid file (PID: n, version: v)` (or WARN `… but process is not picoclaw`). */
   FOUND_PID: 2,
   /** WARN pid `not running (PID: n) so will remove the pid file: …`: the previous process died without a clean stop. */
   PID_NOT_RUNNING: 3,
-  /** DEBUG pid `wrote pid file: <path> success`: the restart marker at debug (§5.3). */
+  /** DEBUG pid `wrote pid file: <path> success`: the restart marker at debug (docs/picoclaw.md#recognising-a-restart). */
   WROTE_PID: 4,
   /** WARN pid `write pid file failed: …`: a second instance, refused. */
   WRITE_PID_FAILED: 5,
@@ -67,7 +67,7 @@ export const Marker = {
   CHANNELS_STARTED: 16,
   /** INFO gateway `Shutting down...`. */
   SHUTTING_DOWN: 17,
-  /** INFO gateway `✓ Gateway stopped`: a clean stop (§5.3). */
+  /** INFO gateway `✓ Gateway stopped`: a clean stop (docs/picoclaw.md#recognising-a-restart). */
   GATEWAY_STOPPED: 18,
   /** INFO pid `remove pid file: …` after a clean stop. */
   REMOVE_PID: 19,
@@ -373,7 +373,7 @@ export function jsonLevelByte(buf: Uint8Array, s: number): LevelValue {
 
 /**
  * Where the message text of the JSON line [s, e) starts, or -1 when it has none. zerolog
- * writes `message` as the object's last key (§5.1), so the line ends `"message":"<text>"}`:
+ * writes `message` as the object's last key (docs/picoclaw.md#line-format), so the line ends `"message":"<text>"}`:
  * the text's opening quote is found by stepping back from the end over the text (skipping
  * escaped quotes), then the key in front of it is checked. A plain byte loop over a few
  * dozen bytes: cheaper than a native search call per line, and never looks past the line.
@@ -417,7 +417,7 @@ function rawValue(buf: Buffer, v: number, end: number): string | null {
 
 /**
  * A zerolog JSON marker line read from its bytes: `time` (the key before `caller` and
- * `message`, §5.1), the message text (`ms`, from jsonMessageStart), and `name` for core
+ * `message`, docs/picoclaw.md#line-format), the message text (`ms`, from jsonMessageStart), and `name` for core
  * tools. Returns null when the line is not in that shape; the caller then parses it in full.
  */
 export function parseJsonLight(buf: Buffer, s: number, e: number, ms: number, level: LevelValue, kind: MarkerValue): ParsedLine | null {
@@ -649,7 +649,7 @@ export function parseLine(text: string): ParsedLine | null {
 
 /**
  * Turns console times of day into instants. zerolog's console time is the local time of
- * day only (§5.1), so dates come from elsewhere: journald's prefix, a dated (JSON) line
+ * day only (docs/picoclaw.md#line-format), so dates come from elsewhere: journald's prefix, a dated (JSON) line
  * seen earlier, or, failing both, a running day count that follows midnight rollovers.
  * Time only moves forward: a line may step back a little (events of concurrent goroutines
  * are written out of order, and the console stamps whole seconds), but a step back of

@@ -6,7 +6,7 @@ import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
  * Where PicoClaw keeps its things, found the way PicoClaw finds them
- * (picoclaw-facts.md §1: pkg/config/envkeys.go GetHome, cmd/picoclaw/internal/helpers.go
+ * (docs/picoclaw.md#where-things-are: pkg/config/envkeys.go GetHome, cmd/picoclaw/internal/helpers.go
  * GetConfigPath, pkg/agent/instance.go resolveAgentWorkspace, pkg/agent/discovery.go).
  *
  * config.json holds API keys and tokens. Only the keys below are read out of it;

@@ -1,6 +1,6 @@
 /**
  * seahorse.db's schema as PicoClaw's pkg/seahorse/schema.go creates it
- * (picoclaw-facts.md §3.2): used by the sample-home builder and by tests, so that
+ * (docs/picoclaw.md#schema): used by the sample-home builder and by tests, so that
  * every test runs against the real tables, indexes, FTS5 trigram tables and triggers.
  *
  * `legacy` builds the older schema (commit 72afb3d): no `model_name` and

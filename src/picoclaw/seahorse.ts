@@ -4,7 +4,7 @@ import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
 
 /**
- * seahorse.db, read from outside the gateway (picoclaw-facts.md §3).
+ * seahorse.db, read from outside the gateway (docs/picoclaw.md#seahorsedb).
  * One database per gateway, under the default agent's sessions folder, shared by
  * all agents. Reading never writes: see seahorseReadMode for how a dry-run opens it.
  */

@@ -6,7 +6,7 @@ import { parseGoTime, usable } from './time.js';
 
 /**
  * PicoClaw's JSONL session store as it lies on disk (pkg/memory/jsonl.go,
- * picoclaw-facts.md §2): `<sanitized key>.jsonl` + `<sanitized key>.meta.json`.
+ * docs/picoclaw.md#session-files): `<sanitized key>.jsonl` + `<sanitized key>.meta.json`.
  *
  * Only these two name shapes are ever sessions. `.tmp-*` (atomic-write temp files),
  * `session-*.tmp`, legacy `*.json` and `*.json.migrated`, folders and symlinks never

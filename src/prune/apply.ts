@@ -17,7 +17,7 @@ import type { OwedVacuum } from './vacuum-owed.js';
 /**
  * The only code that deletes. It executes a plan exactly: nothing the plan did not
  * name is touched. Per session: its seahorse rows, then its .jsonl, then its
- * .meta.json (picoclaw-facts.md §9.3), so an interrupted pass leaves the JSONL, the
+ * .meta.json (docs/picoclaw.md#rules-for-a-separate-pruner), so an interrupted pass leaves the JSONL, the
  * canonical history, for the next pass to finish. Each victim is re-checked just
  * before it goes: if its files or rows changed since planning, it is kept.
  */

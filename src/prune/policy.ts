@@ -1,8 +1,8 @@
 import { ExitCode, GuardError } from '../errors.js';
 
 /**
- * The retention policy: PicoClaw's own keys (seeds/picoclaw-session-pruning.txt,
- * `session.prune`), plus `archive_dir`. 0 disables a check.
+ * The retention policy: PicoClaw's own keys (`session.prune`; README.md,
+ * "picoclaw-guard prune"), plus `archive_dir`. 0 disables a check.
  *
  * Where each value comes from, highest first: command-line flags; environment
  * PICOCLAW_SESSION_PRUNE_<KEY>; the guard's config file (`prune` section); a

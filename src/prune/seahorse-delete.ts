@@ -6,10 +6,10 @@ import type { Database } from '../io/sqlite.js';
  * PicoClaw's delete triggers (`messages_ad`, `summaries_ad`) run
  * `DELETE FROM messages_fts WHERE message_id = old.message_id`: a filter on an FTS5
  * column is a full scan, so every deleted row scans the whole index (quadratic;
- * ops-facts.md §0 measured 5.9 s for 10% of 20k messages). Instead, inside each write
+ * docs/picoclaw.md#deleting-is-slow-the-fts5-triggers; BENCHMARKS.md section 2 measures it). Instead, inside each write
  * transaction: capture the two triggers' SQL from sqlite_master, drop them, delete the
  * FTS rows by rowid (found once per pass from the FTS content table), delete the rows
- * in picoclaw-facts.md §3.5 order (children first), and recreate the triggers from the
+ * in docs/picoclaw.md#delete-order (children first), and recreate the triggers from the
  * captured SQL. DDL is transactional: no other connection ever sees a missing trigger.
  * The broken summaries trigger of older databases (FTS5 'delete' on an ordinary table)
  * never fires this way, and is put back exactly as it was.
@@ -246,7 +246,7 @@ export class SeahorseDeleter {
   }
 
   /**
-   * Delete every row of one conversation (picoclaw-facts.md §3.5), the conversations
+   * Delete every row of one conversation (docs/picoclaw.md#delete-order), the conversations
    * row last. `guard` runs inside every transaction, before it deletes anything, with
    * the number of this conversation's messages that earlier transactions deleted; if it
    * returns false that transaction is rolled back and the deletion stops there. So a
@@ -306,7 +306,7 @@ export class SeahorseDeleter {
     return out;
   }
 
-  /** §3.5 steps 1-4: context items, summary links and parents, summaries with their FTS rows. */
+  /** Delete order steps 1-4: context items, summary links and parents, summaries with their FTS rows. */
   private deleteSummaries(C: number): void {
     const db = this.db;
     const sumIds = (db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]).map((r) => String(r.id));
@@ -317,7 +317,7 @@ export class SeahorseDeleter {
     this.stats.summaries += db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
   }
 
-  /** §3.5 steps 5-6 for the oldest `limit` messages: parts, links, FTS rows, messages. Returns how many. */
+  /** Delete order steps 5-6 for the oldest `limit` messages: parts, links, FTS rows, messages. Returns how many. */
   private deleteMessageChunk(C: number, limit: number): number {
     const db = this.db;
     const ids = (db.prepare(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`).all(C, limit) as { id: number }[]).map((r) => r.id);
@@ -338,7 +338,7 @@ export class SeahorseDeleter {
     return n;
   }
 
-  /** §3.5 step 7: the conversation row itself, last. */
+  /** Delete order step 7: the conversation row itself, last. */
   private deleteConversationRow(C: number): void {
     this.db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
     this.db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);

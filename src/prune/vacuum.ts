@@ -6,7 +6,8 @@ import type { Database } from '../io/sqlite.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
 
 /**
- * Giving space back after a pass (ops-facts.md §0, §2; the seed's "Disk space and VACUUM").
+ * Giving space back after a pass (docs/picoclaw.md#opening: PicoClaw never VACUUMs and has
+ * no auto_vacuum, so the file never shrinks by itself).
  *
  * - FTS5 deletes leave tombstones: the file does not free pages until the index is
  *   merged, so the freelist is only a fair estimate of what VACUUM gives back after

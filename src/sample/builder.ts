@@ -10,7 +10,7 @@ import { Rng } from './random.js';
 /**
  * The sample-home builder: a PicoClaw home that looks like a real board after months
  * of use, deterministic from a seed. Used by the tests, `npm run demo` and the
- * benchmarks. Formats follow picoclaw-facts.md §2-§5 byte for byte where it matters
+ * benchmarks. Formats follow docs/picoclaw.md (session files, seahorse.db, gateway.log) byte for byte where it matters
  * (Go's JSON escaping and RFC3339Nano trimming, MarshalIndent metas, the real
  * seahorse schema with its FTS5 trigram tables and triggers, WAL mode).
  */

@@ -1,17 +1,18 @@
 import { Rng } from './random.js';
 
 /**
- * Sample gateway.log content, faithful to what PicoClaw writes (picoclaw-facts.md §4, §5):
+ * Sample gateway.log content, faithful to what PicoClaw writes (docs/picoclaw.md#gatewaylog,
+ * docs/picoclaw.md#the-startup-bootstrap):
  *
  * - the file format: zerolog JSON lines, keys in the order level, component, the event's
- *   own fields, time (RFC3339, whole seconds, local offset), caller, message (§5.1);
+ *   own fields, time (RFC3339, whole seconds, local offset), caller, message (docs/picoclaw.md#line-format);
  * - the console format that goes to stdout / journald:
- *   `15:04:05 INF <component> <caller relative to cwd> > <message> key=value …` (§5.1,
- *   pkg/logger/logger.go: PartsOrder time, level, component, caller, message; fields
+ *   `15:04:05 INF <component> <caller relative to cwd> > <message> key=value …`
+ *   (pkg/logger/logger.go: PartsOrder time, level, component, caller, message; fields
  *   sorted with `error` first; string values with a space are quoted), optionally behind
  *   journald's `-o short-iso` prefix, plus the fmt.Println banners that only stdout has;
- * - the startup sequence of §5.2 in order, the seahorse bootstrap lines of §4, the
- *   restart markers of §5.3, clean stops, crashes (no closing line, the next start
+ * - the startup sequence in order (docs/picoclaw.md#startup-messages), the seahorse
+ *   bootstrap lines, the restart markers (docs/picoclaw.md#recognising-a-restart), clean stops, crashes (no closing line, the next start
  *   finds the stale PID file), failed starts (a config error, or a second instance
  *   refused by the singleton check while the first keeps running), and config reloads,
  *   which repeat `Registered agent` but are not restarts;
@@ -108,7 +109,7 @@ function wall(ms: number, offsetMin: number): { date: string; time: string; sub:
   return { date: iso.slice(0, 10), time: iso.slice(11, 19), sub: ((ms % 1000) + 1000) % 1000 };
 }
 
-/** zerolog's file timestamp: time.RFC3339, whole seconds, local offset or Z (§5.1). */
+/** zerolog's file timestamp: time.RFC3339, whole seconds, local offset or Z (docs/picoclaw.md#line-format). */
 export function zTime(ms: number, offsetMin: number): string {
   const w = wall(ms, offsetMin);
   return `${w.date}T${w.time}${offsetText(offsetMin, true)}`;
@@ -156,7 +157,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
       const failure = r.failure ?? (alive.length > 0 ? 'singleton' : 'config');
       const base = { config_path: `${o.home}/config.json`, home_path: o.home, allow_empty: false, debug: o.level === 'debug' && (o.debugFlag ?? true) };
       if (failure === 'config') {
-        // §0.6: config.json rejects unknown keys, before the log level is even applied.
+        // config.json rejects unknown keys (docs/picoclaw.md#keys-the-guard-reads-from-configjson), before the log level is even applied.
         out(t, 'error', 'gateway', 'pkg/gateway/gateway.go:140', 'Gateway startup failed', {
           ...base, error: 'error loading config: config.json contains unknown field(s): session.prune',
         });
@@ -172,7 +173,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
       return;
     }
 
-    // §5.2 #1-#3, §5.3: the restart markers.
+    // Startup messages steps 1-3 (docs/picoclaw.md#startup-messages): the restart markers.
     if (!(o.level === 'debug' && (o.debugFlag ?? true))) out(t, 'info', 'gateway', 'pkg/gateway/gateway.go:165', `Log level set to "${o.level}"`);
     if (stalePid !== null) {
       out(t, 'info', 'pid', 'pkg/pid/pidfile.go:60', `found pid file (PID: ${stalePid}, version: ${VERSION})`);
@@ -180,7 +181,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
     }
     out(t, 'debug', 'pid', 'pkg/pid/pidfile.go:112', `wrote pid file: ${pidPath} success`);
     stalePid = p; // until a clean stop removes it
-    // §5.2 #4-#6: per-agent core tools, then the agents, then seahorse's tools.
+    // Steps 4-6: per-agent core tools, then the agents, then seahorse's tools.
     for (let a = 0; a < agentCount; a++) for (const name of CORE_TOOLS) out(t, 'debug', 'tools', 'pkg/tools/registry.go:88', 'Registered core tool', { name });
     if (agents) {
       for (const id of agents) out(t, 'info', 'agent', 'pkg/agent/registry.go:58', 'Registered agent', { agent_id: id, name: id, workspace: id === 'main' ? `${o.home}/workspace` : `${o.home}/workspace-${id}`, model: 'llama3' });
@@ -193,7 +194,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
     if (seahorse) {
       for (let a = 0; a < agentCount; a++) out(t + 150, 'debug', 'tools', 'pkg/tools/registry.go:88', 'Registered core tool', { name: 'short_grep' });
       for (let a = 0; a < agentCount; a++) out(gapStart, 'debug', 'tools', 'pkg/tools/registry.go:88', 'Registered core tool', { name: 'short_expand' });
-      // §4: the bootstrap loop. No start/end line; ingest per Ingest call, bootstrap: … INFO, WARN bootstrap on failure.
+      // The bootstrap loop (docs/picoclaw.md#the-startup-bootstrap). No start/end line; ingest per Ingest call, bootstrap: … INFO, WARN bootstrap on failure.
       const ingests = Math.min(r.sessions, 50);
       const locked = r.dbLocked ?? (r.sessions > 500 ? 1 : 0);
       const inGap: { at: number; emit: () => void }[] = [];
@@ -210,7 +211,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
         inGap.push({ at, emit: () => out(at, 'warn', 'seahorse', 'pkg/agent/context_seahorse.go:189', 'bootstrap', { session: `agent:cron-${rng.hex(16)}-${rng.uuid()}`, error: 'bootstrap: get messages: database is locked' }) });
       }
       inGap.sort((a, b) => a.at - b.at);
-      // Killed during the bootstrap (a SIGTERM there kills it without the shutdown sequence, §4): stop mid-gap.
+      // Killed during the bootstrap (a SIGTERM there kills it without the shutdown sequence): stop mid-gap.
       const cut = crashInBootstrap ? gapStart + Math.floor(r.gapMs * 0.6) : Infinity;
       for (const g of inGap) if (g.at <= cut) g.emit();
     } else {
@@ -220,7 +221,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
       stalePid = p;
       return;
     }
-    // §5.2 #8-#9: shared tools (web_search first when a search provider resolves), then Agent initialized.
+    // Steps 6-7: shared tools (web_search first when a search provider resolves), then Agent initialized.
     for (let a = 0; a < agentCount; a++) for (const name of SHARED_TOOLS) out(seahorse ? gapEnd : t + 150, 'debug', 'tools', 'pkg/tools/registry.go:88', 'Registered core tool', { name });
     t = (seahorse ? gapEnd : t + 150) + 300;
     const agentLoopMs = t - 20;
@@ -233,7 +234,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
     banner(t, `  • Tools: ${19 * agentCount} loaded`);
     banner(t, '  • Skills: 6/6 available');
     out(t, 'info', 'agent', 'pkg/gateway/gateway.go:214', 'Agent initialized', { tools_count: 19 * agentCount, skills_total: 6, skills_available: 6 });
-    // §5.2 #10-#19.
+    // Step 8: the services and channels.
     out(t + 10, 'debug', 'tools', 'pkg/tools/registry.go:88', 'Registered core tool', { name: 'cron' });
     banner(t + 20, '✓ Cron service started');
     out(t + 30, 'info', 'heartbeat', 'pkg/heartbeat/service.go:100', 'Heartbeat service started', { interval_minutes: 30 });
@@ -250,7 +251,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
     out(t + 510, 'info', 'voice', 'pkg/gateway/gateway.go:96', 'Channel voice capabilities', { channel: 'telegram', asr: false, tts: false });
     banner(t + 515, '✓ Health endpoints available at http://127.0.0.1:18790/health, /ready and /reload (POST)');
     const readyMs = t + 520;
-    // §5.2 #20: SetReady has no line of its own; the runtime event marks it.
+    // Step 9: SetReady has no line of its own; the runtime event marks it.
     if (o.events) {
       out(readyMs, 'info', 'events', 'pkg/agent/runtime_event_logger.go:186', 'Runtime event: gateway.ready', {
         event_id: `evt-${rng.int(3, 12)}`, event_kind: 'gateway.ready', severity: 'info', event_time: goNano(readyMs, rng.int(0, 999_999), o.utcOffsetMin ?? 0), source_component: 'gateway', duration_ms: readyMs - runStart,
@@ -271,7 +272,7 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
       });
       out(at + 800, 'info', 'seahorse', 'pkg/seahorse/short_engine.go:291', 'ingest', { conv_id: rng.int(1, 400), messages: 2, tokens: rng.int(80, 900) });
     }
-    // Reloads (§5.2): agents are re-created, so `Registered agent` repeats; no `Log level set to`, no bootstrap.
+    // Reloads: agents are re-created, so `Registered agent` repeats; no `Log level set to`, no bootstrap.
     const reloads = r.reloads ?? 0;
     for (let i = 0; i < reloads; i++) {
       const at = readyMs + 2_000 + Math.floor(((i + 1) * span) / (reloads + 1)) + 1_500;
@@ -316,7 +317,7 @@ function visible(e: SampleLogEvent, level: SampleLogLevel): boolean {
   return RANK[e.level] >= RANK[level];
 }
 
-/** One line of the file: zerolog's JSON (§5.1). */
+/** One line of the file: zerolog's JSON (docs/picoclaw.md#line-format). */
 export function renderJsonLine(e: SampleLogEvent, offsetMin: number, buildPrefix = '/src/'): string {
   const obj: Record<string, unknown> = { level: e.level, component: e.component, ...e.fields, time: zTime(e.ms, offsetMin), caller: buildPrefix + e.caller };
   if (e.message !== '') obj.message = e.message;
@@ -395,7 +396,7 @@ export function renderGatewayLog(o: SampleLogOptions): string {
 /**
  * gateway.log when the gateway's stdout is also redirected into it (`picoclaw gateway
  * >> ~/.picoclaw/logs/gateway.log`): zerolog's MultiWriter writes each event to the
- * console writer first and then to the file (§5.1), so every event appears twice in a
+ * console writer first and then to the file (docs/picoclaw.md#line-format), so every event appears twice in a
  * row, console then JSON, with the stdout banners in between.
  */
 export function renderRedirectedLog(o: SampleLogOptions, c: Omit<ConsoleRenderOptions, 'journald'> = {}): string {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Idle cost of `picoclaw-guard run` (issue 7): resident memory, CPU seconds and bytes
+// Idle cost of `picoclaw-guard run` (BENCHMARKS.md, section 6): resident memory, CPU seconds and bytes
 // written to disk over N idle minutes, plus log lines, request latency and SIGTERM time.
 //
 //   npm run build && node test/daemon/measure-idle.mjs [minutes=10] [sessions=500]

@@ -10,7 +10,7 @@ import { tempDir } from '../support/tmp.js';
 
 /**
  * Gateway classification against a real loopback HTTP server and a PID file naming
- * a live process (this one), as picoclaw-facts.md §6 describes the gateway.
+ * a live process (this one), as docs/picoclaw.md#health-endpoints-and-ports describes the gateway.
  */
 const TOKEN = 'feedfacecafebeef0123456789abcdef';
 const servers: Server[] = [];

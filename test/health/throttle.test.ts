@@ -116,7 +116,7 @@ describe('throttle source', () => {
     expect(r.available && r.under_voltage).toMatchObject({ now: true, since_boot: true, latch: { written: true } });
   });
 
-  it('a Pi with rpi_volt never reads the legacy file (it logs a kernel WARN, §3.2)', async () => {
+  it('a Pi with rpi_volt never reads the legacy file (it logs a kernel WARN)', async () => {
     const root = tempDir();
     mkdirSync(join(root, 'sys/devices/platform/soc/soc:firmware'), { recursive: true });
     mkdirSync(join(root, 'sys/class/hwmon/hwmon0'), { recursive: true });

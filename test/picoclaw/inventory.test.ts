@@ -11,7 +11,7 @@ import { seahorseSchemaSql } from '../../src/picoclaw/seahorse-schema.js';
 import { runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 
-const REAL = join(import.meta.dirname, '../../../shared/fixtures/real-picoclaw-capture/sessions');
+const REAL = join(import.meta.dirname, '../fixtures/real-picoclaw-capture/sessions');
 
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();

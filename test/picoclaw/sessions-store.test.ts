@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { readLastLine, scanStore } from '../../src/picoclaw/sessions.js';
 import { tempDir } from '../support/tmp.js';
 
-const REAL = join(import.meta.dirname, '../../../shared/fixtures/real-picoclaw-capture/sessions');
+const REAL = join(import.meta.dirname, '../fixtures/real-picoclaw-capture/sessions');
 
 function meta(key: string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({ key, summary: '', skip: 0, count: 1, created_at: '2026-06-13T18:19:35.12345+02:00', updated_at: '2026-06-13T18:19:37.5Z', ...extra }, null, 2);

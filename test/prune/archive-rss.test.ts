@@ -3,7 +3,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeSync }
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI } from '../support/cli.js';
+import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -15,7 +15,7 @@ function measured(args: string[], state: string): { code: number; rssMiB: number
   const out = join(state, `time-${Math.random().toString(36).slice(2)}.txt`);
   const r = spawnSync(GNU_TIME, ['-f', '%M', '-o', out, process.execPath, CLI, ...args], {
     encoding: 'utf8',
-    env: { PATH: process.env.PATH, HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/nonexistent.json', STATE_DIRECTORY: state },
+    env: { PATH: process.env.PATH, HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, STATE_DIRECTORY: state },
     timeout: 300_000,
   });
   const lines = readFileSync(out, 'utf8').trim().split('\n');

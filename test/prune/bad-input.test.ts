@@ -1,10 +1,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, type TestContext } from 'vitest';
 import { sqlite } from '../../src/io/sqlite.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, canMount, handHome, snapshot, writeSession } from '../support/home.js';
+import { requireRoot, skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
 /** Sessions dated relative to the real clock: the CLI runs with the machine's time. */
@@ -27,6 +28,12 @@ function prune(home: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
     report = null;
   }
   return { ...r, report };
+}
+
+/** tmpfs mounts need root, and a sandbox may refuse them even to root. */
+function requireMount(ctx: TestContext): void {
+  requireRoot(ctx, 'mount a tmpfs');
+  if (!canMount()) skipWithReason(ctx, 'this machine refuses to mount a tmpfs even for root (a container without CAP_SYS_ADMIN)');
 }
 
 const mounts: string[] = [];
@@ -143,7 +150,8 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     expect(readdirSync(sessionsDir).sort()).toEqual(expect.arrayContaining(['agent_main_half.jsonl', 'agent_main_half.meta.json', 'agent_main_outside.jsonl', 'agent_main_outside.meta.json', 'x.jsonl']));
   });
 
-  it('files another user owns and this user cannot write are kept with the file named (run as nobody)', () => {
+  it('files another user owns and this user cannot write are kept with the file named (run as nobody)', (ctx) => {
+    requireRoot(ctx, 'chown files to another user and run the guard as nobody');
     const root = tempDir();
     chmodSync(root, 0o755);
     const home = join(root, 'home');
@@ -164,7 +172,8 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(false);
   });
 
-  it.skipIf(!canMount())('a read-only file system: the pass is skipped (exit 6) and nothing is deleted anywhere', () => {
+  it('a read-only file system: the pass is skipped (exit 6) and nothing is deleted anywhere', (ctx) => {
+    requireMount(ctx);
     const mnt = tempDir();
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
     mounts.push(mnt);
@@ -261,7 +270,8 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     }
   });
 
-  it.skipIf(!canMount())('a real small file system for the temp folder: VACUUM refused, not attempted', () => {
+  it('a real small file system for the temp folder: VACUUM refused, not attempted', (ctx) => {
+    requireMount(ctx);
     const mnt = tempDir();
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]);
     mounts.push(mnt);

@@ -7,7 +7,7 @@ import { integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Issue 4, "Crash at any moment": a real `prune --apply` subprocess on a sample home
+ * Crash at any moment: a real `prune --apply` subprocess on a sample home
  * (seahorse.db, four agents, alias groups, cron and undated sessions, orphan
  * conversations) is killed with SIGKILL a handful of times: after a random delay,
  * at a random write to seahorse.db-wal and at a random unlink of a session file.

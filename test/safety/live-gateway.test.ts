@@ -3,7 +3,7 @@ import { runLiveGateway, stopChildren, type LiveRun } from '../support/gateway-s
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Issue 4, "A live gateway": the gateway simulator (test/support/gateway-sim.ts, a
+ * A live gateway: the gateway simulator (test/support/gateway-sim.ts, a
  * process of its own) serves /ready and writes the PID file, and writes turns the way
  * PicoClaw does (JSONL append + fsync, atomic meta rewrite, seahorse rows on its own
  * connection with busy_timeout 5000, now and then into an old session), while online
@@ -67,7 +67,7 @@ describe('a live gateway', () => {
     expect(failuresMatching(/^lost seahorse message/)).toEqual([]);
     // A turn into a session its pass is deleting is caught by the re-check (kept as
     // changed_since_plan) unless it lands between the last lstat and the unlink, a
-    // window of microseconds (picoclaw-facts.md §9: no cross-process lock exists).
+    // window of microseconds (docs/picoclaw.md#rules-for-a-separate-pruner: no cross-process lock exists).
     // Without the re-check every such turn would be lost.
     expect(run.figures.raceLostLines).toBeLessThanOrEqual(1);
   });

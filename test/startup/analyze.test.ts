@@ -51,7 +51,7 @@ describe('restarts and their spans, per log level (sample generator)', () => {
       expect(gap.to).toBe('Registered core tool web_search');
       expect(Math.abs(gap.seconds - r.gapMs / 1000)).toBeLessThanOrEqual(1);
     }
-    // -d: no `Log level set to`; `wrote pid file` marks each start (§5.3).
+    // -d: no `Log level set to`; `wrote pid file` marks each start (docs/picoclaw.md#recognising-a-restart).
     expect(rep.restarts[0]!.start_markers).toEqual(['wrote pid file']);
   });
 
@@ -178,7 +178,7 @@ describe('formats', () => {
     expect(rep.lines.journald).toBe(6);
   });
 
-  it('the facts document example (§5.4): 41 s debug gap, 43.12 s to ready, one locked-database warning', async () => {
+  it('the example log (test/fixtures/logs/facts-example.log): 41 s debug gap, 43.12 s to ready, one locked-database warning', async () => {
     const rep = await analyzeStartupLog({ path: join(FIX, 'facts-example.log') });
     const r = rep.restarts[0]!;
     expect(r.bootstrap_gap).toEqual({ seconds: 41, precision_seconds: 1, from: 'Registered core tool short_expand', to: 'Registered core tool web_search' });

@@ -26,7 +26,7 @@ describe('picoclaw-guard startup', () => {
     expect(r.stdout).toMatch(/#\s+STARTED\s+ENDED\s+READY IN\s+BOOTSTRAP GAP\s+INGEST\s+WARNINGS\s+NOTE/);
     expect(r.stdout.match(/^\s*\d+\s+20\d\d-\d\d-\d\d /gm)).toHaveLength(6);
     expect(r.stdout).toContain('Runtime event: gateway.ready duration_ms (1 ms)');
-    // The sample home's log registers the implicit main agent (§5.2 #5).
+    // The sample home's log registers the implicit main agent (docs/picoclaw.md#startup-messages, step 5).
     expect(r.stdout).toContain('Registered agent → Agent initialized (±1 s, whole-second timestamps)');
     expect(r.stdout).toMatch(/sessions now: \d+ in 3 agent\(s\)/);
     expect(r.stdout).toMatch(/trend: .* rising/);

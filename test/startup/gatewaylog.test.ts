@@ -31,7 +31,7 @@ const scan = (line: string) => {
   return out;
 };
 
-/** The example lines of picoclaw-facts.md §5.4, verbatim. */
+/** Example lines in PicoClaw's file format (docs/picoclaw.md#line-format), with message strings and callers of the upstream source. */
 const FACTS = readFileSync(fileURLToPath(new URL('../fixtures/logs/facts-example.log', import.meta.url)), 'utf8').trim().split('\n');
 
 describe('scanLine: the cheap look (JSON)', () => {

@@ -10,7 +10,7 @@ import { dumpSeahorse, integrity, snapshot } from './home.js';
 import { NO_GUARD_CONFIG } from './cli.js';
 
 /**
- * The "crash at any moment" harness (issue 4).
+ * The "crash at any moment" harness.
  *
  * A real `prune --apply` subprocess is killed with SIGKILL at a random moment on a
  * copy of a pristine sample home, then the copy is checked against what the plan

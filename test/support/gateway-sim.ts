@@ -12,11 +12,11 @@ import { cliEnv, CLI_PATH, danglingRows, dump, killRunningPasses, repoRoot, type
 import { integrity } from './home.js';
 
 /**
- * The "live gateway" harness (issue 4).
+ * The "live gateway" harness.
  *
  * The simulator is a process of its own (`node dist/test/support/gateway-sim.js
- * <config json>`) that writes like a running PicoClaw gateway (picoclaw-facts.md §2.2,
- * §2.6, §3, §9): it serves /ready (200) and /health on a loopback port and writes
+ * <config json>`) that writes like a running PicoClaw gateway (docs/picoclaw.md#the-jsonl-file,
+ * docs/picoclaw.md#temp-files-and-other-files-in-a-sessions-folder, docs/picoclaw.md#seahorsedb): it serves /ready (200) and /health on a loopback port and writes
  * the PID file, so the guard sees a ready gateway and runs online passes; then, turn
  * after turn, it picks a session (mostly recent ones, now and then an old one a pass
  * may be deleting), appends a JSONL line (O_APPEND, fsync), rewrites the .meta.json
@@ -438,7 +438,7 @@ export interface LiveRun {
     /** The slowest seahorse write of the run, and the pass it overlapped (with that pass's longest transaction). */
     slowestSeahorseWrite: { ms: number; step: string; pass: number | null; passLongestWriteMs: number | null };
     fileWrite: { duringPasses: LatencyStats; noPass: LatencyStats };
-    /** Lines appended to a session while a pass deleted it, and lost with it (the accepted race of §9). */
+    /** Lines appended to a session while a pass deleted it, and lost with it (the accepted race: docs/picoclaw.md#rules-for-a-separate-pruner). */
     raceLostLines: number;
     raceAppendsIntoUnlinkedFile: number;
     /** Appends that came after a pass deleted the session: PicoClaw recreates it; the line is there. */

@@ -11,7 +11,7 @@ import { tempDir } from '../support/tmp.js';
 /**
  * The systemd units: `install-units` renders them with this machine's Node and this
  * checkout's CLI, then `systemd-analyze verify` must print nothing at all (it exits 0 on
- * warnings such as "Unknown key", ops-facts.md §4) and `systemd-analyze security
+ * warnings such as "Unknown key", see systemd-analyze(1)) and `systemd-analyze security
  * --offline=true` must stay under THRESHOLD (exposure 2.0 of 10: "OK").
  */
 const SA = ['/usr/bin/systemd-analyze', '/bin/systemd-analyze'].find((p) => existsSync(p)) ?? null;
@@ -157,7 +157,7 @@ describe('install-units', () => {
 
   it('writes DeviceAllow= for /dev/vcio and /dev/vchiq only when this machine has them', () => {
     const { home, dest } = setup();
-    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw']);
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--wide']);
     expect(r.code).toBe(0);
     const allowed = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('DeviceAllow') ?? [];
     const present = ['/dev/vchiq', '/dev/vcio'].filter((d) => existsSync(d));
@@ -174,7 +174,7 @@ describe('install-units', () => {
     const cfg = join(root, 'guard.json');
     writeFileSync(cfg, JSON.stringify({ prune: { archive_dir: archive }, metrics: { textfile_dir: textfile } }));
 
-    const dry = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--dry-run']);
+    const dry = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--dry-run', '--wide']);
     expect(dry.code).toBe(0);
     expect(existsSync(archive) || existsSync(textfile)).toBe(false);
     expect(dry.stdout).toContain(`note: ${archive} (prune.archive_dir) does not exist`);
@@ -195,7 +195,7 @@ describe('install-units', () => {
 
     // A folder that exists is never changed; one the user cannot write gets a note.
     chmodSync(archive, 0o500);
-    const again = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg]);
+    const again = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--wide']);
     expect(again.code).toBe(0);
     expect(again.stdout).not.toContain('created');
     expect(again.stdout).toContain(`note: ${archive} (prune.archive_dir) exists but ${me} cannot write it`);
