@@ -4,7 +4,7 @@ import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
-import { cronRulesOn, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
+import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
 import { DEFAULT_WIDTH, displayWidth, fitTable, formatAge, formatBytes, layout, outputWidth, printJson, shortKey, type Column, type Line } from './format.js';
 
 const REASON_TEXT: Record<string, string> = {
@@ -42,6 +42,7 @@ const REASON_SHORT: Record<string, string> = {
   delete_failed: 'delete failed',
   size_limit_reached: 'db fits',
   interrupted: 'pass stopped',
+  ...EXTRA_REASON_SHORT,
 };
 
 /** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */

@@ -14,6 +14,13 @@ export const EXTRA_REASON_TEXT: Record<string, string> = {
   max_bootstrap_seconds: 'over the startup budget (max_bootstrap_seconds)',
 };
 
+/** The same in at most 20 columns (a table fitted to the terminal). */
+export const EXTRA_REASON_SHORT: Record<string, string> = {
+  cron_keep_runs: 'older cron run',
+  cron_max_age_days: 'cron run too old',
+  max_bootstrap_seconds: 'over startup budget',
+};
+
 /** Whether any cron rule is on: then the prune table shows each cron run's job. */
 export function cronRulesOn(r: PruneReport): boolean {
   const c = r.cron;

@@ -1,4 +1,4 @@
-import { MIB, predictGap, predictionError, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
+import { CAP_MARGIN, MIB, predictGap, predictionError, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
 import type { PlanGroup } from './plan.js';
 
 /**
@@ -18,8 +18,10 @@ export interface BootstrapInput {
 export interface BootstrapVolume {
   sessions: number;
   jsonl_bytes: number;
-  /** The model's gap plus its error (what the cap keeps within the budget); null without a model. */
+  /** The model's gap; null without a model. */
   predicted_seconds: number | null;
+  /** Its ± (predictionError); the cap keeps predicted + CAP_MARGIN × this within the budget. */
+  error_seconds: number | null;
 }
 
 export interface BootstrapPlan {
@@ -54,23 +56,24 @@ export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], inp
     }
   }
   const m = input.model;
-  const withError = (s: number, b: number) => (m ? r1(predictGap(m, s, b) + predictionError(m, s, b)) : null);
-  const before: BootstrapVolume = { sessions, jsonl_bytes: bytes, predicted_seconds: withError(sessions, bytes) };
+  const vol = (s: number, b: number): BootstrapVolume => ({ sessions: s, jsonl_bytes: b, predicted_seconds: m ? r1(predictGap(m, s, b)) : null, error_seconds: m ? r1(predictionError(m, s, b)) : null });
+  const said = (v: BootstrapVolume) => `${v.predicted_seconds} s ± ${v.error_seconds} s for ${describeVolume(v)}`;
+  const before = vol(sessions, bytes);
   const cap = m ? sessionsForBudget(m, input.budgetSeconds, sessions > 0 ? bytes / sessions : 0) : null;
   const base = { budget_seconds: input.budgetSeconds, model: m, trust: input.trust, before, cap_sessions: cap === Infinity ? null : cap, deleted_groups: 0 };
   if (!m || !input.trust.trusted) {
     const more = input.trust.more_restarts ? `; it needs ${input.trust.more_restarts} more restart(s) with a measured gap` : '';
     return { ...base, state: 'untrusted', after: before, message: `nothing deleted for max_bootstrap_seconds: the startup model is not trustworthy yet (${input.trust.why})${more}` };
   }
-  const fits = (s: number, b: number) => predictGap(m, s, b) + predictionError(m, s, b) <= input.budgetSeconds;
+  const fits = (s: number, b: number) => predictGap(m, s, b) + CAP_MARGIN * predictionError(m, s, b) <= input.budgetSeconds;
   if (fits(sessions, bytes)) {
-    return { ...base, state: 'within_budget', after: before, message: `next restart predicted ${before.predicted_seconds} s (error included) for ${describeVolume(before)}: within the ${input.budgetSeconds} s budget` };
+    return { ...base, state: 'within_budget', after: before, message: `next restart predicted ${said(before)}: within the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room)` };
   }
   if (cap === null) {
     // Deleting every session would not reach it: deleting some would cost history for nothing.
-    return { ...base, state: 'unreachable', after: before, message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s ± ${r1(predictionError(m, 0, 0))} s) exceeds the ${input.budgetSeconds} s budget, whatever is deleted` };
+    return { ...base, state: 'unreachable', after: before, message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s, ${CAP_MARGIN} × ± ${r1(predictionError(m, 0, 0))} s of room) exceeds the ${input.budgetSeconds} s budget, whatever is deleted` };
   }
-  const detail = `next restart predicted ${before.predicted_seconds} s (gap ${r1(predictGap(m, sessions, bytes))} s ± ${r1(predictionError(m, sessions, bytes))} s) for ${describeVolume(before)}; the ${input.budgetSeconds} s budget allows about ${cap} sessions`;
+  const detail = `next restart predicted ${said(before)}; the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room) allows about ${cap} sessions`;
   let deleted = 0;
   for (const g of groups) {
     if (fits(sessions, bytes)) break;
@@ -83,9 +86,9 @@ export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], inp
     sessions -= mine.length;
     for (const x of mine) bytes -= x.jsonlBytes;
   }
-  const after: BootstrapVolume = { sessions, jsonl_bytes: bytes, predicted_seconds: withError(sessions, bytes) };
+  const after = vol(sessions, bytes);
   if (!fits(sessions, bytes)) {
-    return { ...base, state: 'unreachable', after, deleted_groups: deleted, message: `the ${input.budgetSeconds} s budget cannot be reached: only protected sessions (newest, undated or unreadable) are left; ${deleted} group(s) deleted, next restart predicted ${after.predicted_seconds} s for ${describeVolume(after)}` };
+    return { ...base, state: 'unreachable', after, deleted_groups: deleted, message: `the ${input.budgetSeconds} s budget cannot be reached: only protected sessions (newest, undated or unreadable) are left; ${deleted} group(s) deleted, next restart predicted ${said(after)}` };
   }
-  return { ...base, state: 'applied', after, deleted_groups: deleted, message: `${deleted} group(s) of the default agent deleted: next restart predicted ${after.predicted_seconds} s for ${describeVolume(after)} (was ${before.predicted_seconds} s for ${describeVolume(before)}; budget ${input.budgetSeconds} s)` };
+  return { ...base, state: 'applied', after, deleted_groups: deleted, message: `${deleted} group(s) of the default agent deleted: next restart predicted ${said(after)} (was ${said(before)}; budget ${input.budgetSeconds} s, kept with ${CAP_MARGIN} × ± of room)` };
 }

@@ -222,19 +222,25 @@ export function trustFor(fit: FitResult, samples: number, budgetSeconds: number)
 }
 
 /**
- * The most sessions that keep the predicted gap plus its error (predictionError) within the
+ * How many prediction errors of room a cap keeps under the budget: 2, so that about 97% of
+ * restarts (one-sided, for Gaussian scatter) land under it when the model holds.
+ */
+export const CAP_MARGIN = 2;
+
+/**
+ * The most sessions that keep the predicted gap plus CAP_MARGIN errors (predictionError) within the
  * budget, assuming the bytes per session stay what they are now. null when even 0 sessions
  * would not; Infinity when the model's gap does not grow with sessions.
  */
 export function sessionsForBudget(m: BootstrapModel, budgetSeconds: number, bytesPerSession: number): number | null {
-  const fits = (n: number) => predictGap(m, n, n * bytesPerSession) + predictionError(m, n, n * bytesPerSession) <= budgetSeconds;
+  const fits = (n: number) => predictGap(m, n, n * bytesPerSession) + CAP_MARGIN * predictionError(m, n, n * bytesPerSession) <= budgetSeconds;
   if (!fits(0)) return null;
   const perSession = m.b + m.c * (bytesPerSession / MIB);
   if (perSession <= 0) return Infinity;
   // The error is at least sigma, so the closed form with sigma alone bounds the answer from above.
   // Gap plus error is convex in n (a line plus the norm of an affine map), so the counts that
   // fit are 0..answer: bisect.
-  let hi = Math.min(1e12, Math.max(0, Math.floor((budgetSeconds - m.sigma_seconds - m.a) / perSession)));
+  let hi = Math.min(1e12, Math.max(0, Math.floor((budgetSeconds - CAP_MARGIN * m.sigma_seconds - m.a) / perSession)));
   if (fits(hi)) return hi;
   let lo = 0;
   while (hi - lo > 1) {

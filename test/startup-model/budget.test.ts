@@ -30,7 +30,8 @@ function board(restarts: number) {
     const f = 0.35 + (0.65 * i) / Math.max(1, restarts - 1);
     return { sessions: Math.round(now.sessions * f), jsonl_bytes: Math.round(now.jsonl_bytes * f * (0.7 + 0.6 * rng.next())) };
   });
-  const h = restartHistory({ law: LAW, volumes: vols, seed: 21, endMs: Date.now() - 60_000, stepMs: 3 * 3600_000, home: dir });
+  // Whole seconds: the log's rounding of each gap, and so the fit, do not depend on when the test runs.
+  const h = restartHistory({ law: LAW, volumes: vols, seed: 21, endMs: Math.floor(Date.now() / 1000) * 1000 - 60_000, stepMs: 3 * 3600_000, home: dir });
   writeFileSync(join(dir, 'logs', 'gateway.log'), historyLog(h, dir, 22));
   const state = join(root, 'state');
   writeSamples(state, dir, h.samples);
@@ -51,7 +52,7 @@ describe('max_bootstrap_seconds', () => {
     expect(rep.bootstrap.model.samples).toBe(10);
     expect(rep.totals.by_reason.max_bootstrap_seconds).toBeGreaterThan(0);
     const victims = rep.sessions.filter((s: { reason: string }) => s.reason === 'max_bootstrap_seconds');
-    expect(victims.every((s: { action: string; detail: string }) => s.action === 'delete' && /next restart predicted .* budget allows about \d+ sessions/.test(s.detail))).toBe(true);
+    expect(victims.every((s: { action: string; detail: string }) => s.action === 'delete' && /next restart predicted .* budget \(with 2 × ± of room\) allows about \d+ sessions/.test(s.detail))).toBe(true);
     // Every earlier rule holds: the newest and the undated are still there.
     expect(rep.sessions.filter((s: { reason: string; action: string }) => (s.reason === 'newest' || s.reason === 'undated') && s.action === 'delete')).toHaveLength(0);
     // The learnt gaps were written back, and the pre-start pass recorded the volume the gateway now starts with.
@@ -63,13 +64,13 @@ describe('max_bootstrap_seconds', () => {
     expect(pending[0]).toMatchObject({ source: 'pre-start', sessions: after.sessions, jsonl_bytes: after.jsonl_bytes });
     expect(after.sessions).toBeLessThan(b.now.sessions);
 
-    // The next restart, by the same law with its noise: under the budget.
+    // The next restart, by the same law: its expected gap is under the budget, and so are most
+    // restarts with the law's noise (the cap keeps two standard errors of the prediction as room).
+    const next = lawGap(LAW, after, null);
+    expect(next).toBeLessThan(budget);
     const rng = new Rng(99);
-    const next = lawGap(LAW, after, rng);
-    expect(lawGap(LAW, after, null)).toBeLessThanOrEqual(budget);
-    // One noisy draw (sd LAW.noise) may land just above the budget the noise-free law meets;
-    // the volume `after` depends on the clock, so the draw is not fixed: allow three sigma.
-    expect(next).toBeLessThan(budget + 3 * LAW.noise);
+    const draws = Array.from({ length: 400 }, () => lawGap(LAW, after, rng));
+    expect(draws.filter((g) => g < budget).length / draws.length).toBeGreaterThan(0.9);
 
     // Logged, it is paired with the pre-start sample; `startup` predicts within its error.
     const h = restartHistory({ law: { ...LAW, noise: 0 }, volumes: [after], seed: 1, endMs: Date.parse(pending[0]!.recorded_at) + 3000 + 6 * 3600_000, home: b.dir });

@@ -86,8 +86,9 @@ describe('fitting gap ≈ a + b·sessions + c·MiB', () => {
 
   it('derives the session count a budget allows, error included', () => {
     const m = { kind: 'sessions' as const, a: 5, b: 0.2, c: 0, se: { a: 0, b: 0, c: null }, rmse_seconds: 1, sigma_seconds: 1, cov: [], samples: 9, distinct_volumes: 9, note: null };
-    expect(sessionsForBudget(m, 30, 0)).toBe(120);
-    expect(sessionsForBudget(m, 5.5, 0)).toBeNull();
+    // 5 + 0.2·n + 2 × 1 s ≤ 30  →  n ≤ 115.
+    expect(sessionsForBudget(m, 30, 0)).toBe(115);
+    expect(sessionsForBudget(m, 6.5, 0)).toBeNull();
   });
 });
 
