@@ -49,15 +49,21 @@ const REASON_SHORT: Record<string, string> = {
 function progressReporter(): (done: number, total: number, what: string) => void {
   const tty = process.stderr.isTTY;
   let last = 0;
+  let shown = '';
   return (done, total) => {
     const now = Date.now();
+    // Orphan conversations and the size guard report progress without changing the count: say it once.
+    const line = `pruning: ${done}/${total} sessions`;
+    if (line === shown) return;
     if (tty) {
       if (now - last < 100 && done < total) return;
       last = now;
-      process.stderr.write(`\rpruning: ${done}/${total} sessions${done >= total ? '\n' : ''}`);
+      shown = line;
+      process.stderr.write(`\r${line}${done >= total ? '\n' : ''}`);
     } else if (now - last >= 5000 || (done >= total && last !== 0)) {
       last = now;
-      process.stderr.write(`pruning: ${done}/${total} sessions\n`);
+      shown = line;
+      process.stderr.write(`${line}\n`);
     }
   };
 }

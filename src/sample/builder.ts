@@ -1,4 +1,5 @@
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { opaqueKey } from '../picoclaw/seahorse.js';
 import { seahorseSchemaSql } from '../picoclaw/seahorse-schema.js';
@@ -232,7 +233,10 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     let scope: Record<string, unknown> | undefined;
     if (kind === 'alias' && aliasPending === null) kind = 'direct';
     if (kind === 'cron') {
-      key = `agent:cron-${rng.hex(16)}-${rng.uuid()}`;
+      // A board runs a few cron jobs many times each: the run's job is one of five per agent,
+      // picked from the random draw itself so that the rest of the home stays the same.
+      const draw = rng.hex(16);
+      key = `agent:cron-${cronJobId(agent.id, parseInt(draw.slice(0, 4), 16) % 5)}-${rng.uuid()}`;
     } else if (kind === 'alias' && aliasPending) {
       // A legacy session whose key an opaque session lists in its aliases: same group.
       key = aliasPending.aliases.find((a) => !a.endsWith(':main'))!;
@@ -389,4 +393,9 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     orphanConversationKeys,
     now,
   };
+}
+
+/** The 16-hex-digit ID of cron job `n` of an agent (PicoClaw's job IDs have that shape). */
+function cronJobId(agent: string, n: number): string {
+  return createHash('sha256').update(`${agent}/cron/${n}`).digest('hex').slice(0, 16);
 }
