@@ -6,6 +6,7 @@ import type { PruneOutcome } from '../metrics/guard-metrics.js';
 import { HISTORY_FILE, readHistory } from '../prune/history.js';
 import type { PruneReport } from '../prune/report.js';
 import { capacityFor, fillSynthetic, GatewayTracker, ReadingHistory, sampleOf } from './history.js';
+import type { StartupPrediction } from '../startup-model/learn.js';
 import type { Readings, StartupView } from './readings.js';
 import type { DaemonSettings } from './settings.js';
 import { MAX_CHART_POINTS, renderStatusPage, STYLE_HASH, type GapPrediction, type PassRow } from './status-page.js';
@@ -138,7 +139,7 @@ export class StatusState {
       startup: readings.startup,
       startupMissing: readings.startupMissing,
       sessionsAt: (ms) => this.history.sessionsAt(ms, tolerance),
-      prediction: predictionOf(readings.startup),
+      prediction: predictionOf(readings.startup, readings.prediction),
       maxDbBytes: s.policy.max_db_size_mb > 0 ? s.policy.max_db_size_mb * 1024 * 1024 : null,
     });
     return Buffer.from(html);
@@ -151,12 +152,24 @@ export class StatusState {
 }
 
 /**
- * The startup model's forecast, when the startup report carries one (`prediction` with
- * `next_gap_seconds`); anything else is ignored, so the page never shows a made-up figure.
+ * The startup model's forecast of the next restart's gap (src/startup-model/), when it has
+ * one; a report that carries `prediction.next_gap_seconds` is read too. Anything else is
+ * ignored, so the page never shows a made-up figure.
  */
-export function predictionOf(st: StartupView | null): GapPrediction | null {
+export function predictionOf(st: StartupView | null, model?: StartupPrediction | null): GapPrediction | null {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  if (model && model.state === 'ok' && num(model.predicted_seconds) !== null) {
+    const at = model.predicted_seconds!;
+    const err = num(model.error_seconds);
+    const mib = Math.round(model.volume.jsonl_bytes / (1024 * 1024));
+    return {
+      next_gap_seconds: at,
+      low_seconds: err === null ? null : Math.max(0, at - err),
+      high_seconds: err === null ? null : at + err,
+      basis: `${model.volume.sessions} sessions / ${mib} MiB of the default agent, from ${model.measured_samples} measured restarts`,
+    };
+  }
   const p = (st?.report as { prediction?: unknown } | undefined)?.prediction as Partial<GapPrediction> | null | undefined;
   if (!p || typeof p !== 'object' || typeof p.next_gap_seconds !== 'number' || !Number.isFinite(p.next_gap_seconds)) return null;
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   return { next_gap_seconds: p.next_gap_seconds, low_seconds: num(p.low_seconds), high_seconds: num(p.high_seconds), basis: typeof p.basis === 'string' ? p.basis : null };
 }
