@@ -1,3 +1,5 @@
+import { printJsonStream } from './json-stream.js';
+
 /** Small text-rendering helpers shared by the commands. */
 
 export function formatBytes(n: number): string {
@@ -50,6 +52,7 @@ export function table(headers: string[], rows: string[][], align: Align[] = []):
   return [fmt(headers), widths.map((w) => '-'.repeat(w)).join('  ').trimEnd(), ...rows.map(fmt)].join('\n');
 }
 
+/** JSON.stringify(value, null, 2) and a newline on standard output, written as it is made (json-stream.ts). */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  printJsonStream(value);
 }
