@@ -27,7 +27,10 @@ function arg(name: string, def: string): string {
 
 const SIZES = arg('sessions', '2000,20000').split(',').map(Number);
 const RUNS = Number(arg('runs', '2'));
-const CLIS = arg('cli', CLI).split(',').map((p) => resolve(p));
+/** A CLI to measure: its path, or `NODE_FLAGS::path` (e.g. `--max-semi-space-size=2::dist/src/cli.js`). */
+const CLIS = arg('cli', CLI).split(',').map((p) => (p.includes('::') ? `${p.split('::')[0]}::${resolve(p.split('::')[1]!)}` : resolve(p)));
+const cliPath = (c: string) => (c.includes('::') ? c.split('::')[1]! : c);
+const nodeArgs = (c: string) => (c.includes('::') ? c.split('::')[0]!.split(' ').filter(Boolean) : []);
 const HOMES = arg('homes', '');
 const ONLY = arg('only', '');
 setTmpBase(arg('tmp', tmpdir()));
@@ -65,7 +68,6 @@ const CMDS: Cmd[] = [
   { name: 'prune', args: (h, s) => ['prune', '--home', h, '--state-dir', s] },
   { name: 'prune --json', args: (h, s) => ['prune', '--home', h, '--state-dir', s, '--json'] },
   { name: 'prune --apply', args: (h, s) => ['prune', '--apply', '--home', h, '--state-dir', s], writes: true },
-  { name: 'prune --apply --json', args: (h, s) => ['prune', '--apply', '--home', h, '--state-dir', s, '--json'], writes: true },
   { name: 'prune --apply --archive', args: (h, s, x) => ['prune', '--apply', '--home', h, '--state-dir', s, '--archive', join(x, 'archive')], writes: true },
   { name: 'health', args: (h, s) => ['health', '--home', h, '--state-dir', s, '--sys-root', join(BOARD, 'sys'), '--proc-root', join(BOARD, 'proc'), '--vcgencmd', join(BOARD, 'vcgencmd')], okCodes: [0, 1, 2, 3, 10, 11, 12] },
   { name: 'startup', args: (h, s) => ['startup', '--home', h, '--state-dir', s] },
@@ -91,7 +93,7 @@ async function runCmd(cli: string, c: Cmd, b: BuiltHome): Promise<void> {
     home = join(scratch, 'home');
     copyHome(b.home, home);
   }
-  const r = await runChild(process.execPath, [cli, ...c.args(home, state, scratch)], { env: cliEnv(state), capture: false, timeoutMs: 30 * 60_000 });
+  const r = await runChild(process.execPath, [...nodeArgs(cli), cliPath(cli), ...c.args(home, state, scratch)], { env: cliEnv(state), capture: false, timeoutMs: 30 * 60_000 });
   rmSync(scratch, { recursive: true, force: true });
   if (r.code === null || !(c.okCodes ?? [0]).includes(r.code)) throw new Error(`${c.name} (${cli}) on ${b.sessions} sessions exited ${r.code ?? r.signal}: ${r.stderr.slice(-1500)}`);
   put(`${cli}|${b.sessions}|${c.name}`, r.rssKb, r.wallMs);
@@ -128,8 +130,9 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   const home = join(scratch, 'home');
   copyHome(b.home, home);
   writeFileSync(join(scratch, 'guard.json'), JSON.stringify({ prune: { enabled: true } }));
-  const cg: Cgroup | null = makeCgroup(`pcg-bench-${process.pid}-${Date.now()}`, null);
-  const child = spawn(process.execPath, [cli, 'run', '--home', home, '--state-dir', join(scratch, 'state'), '--config', join(scratch, 'guard.json'), '--port', '0', '--sys-root', join(BOARD, 'sys'), '--proc-root', join(BOARD, 'proc'), '--vcgencmd', join(BOARD, 'vcgencmd')], {
+  // The unit's MemoryMax, as a hard limit: the pass must finish inside it, daemon included.
+  const cg: Cgroup | null = makeCgroup(`pcg-bench-${process.pid}-${Date.now()}`, 256 * 1024 * 1024);
+  const child = spawn(process.execPath, [...nodeArgs(cli), cliPath(cli), 'run', '--home', home, '--state-dir', join(scratch, 'state'), '--config', join(scratch, 'guard.json'), '--port', '0', '--sys-root', join(BOARD, 'sys'), '--proc-root', join(BOARD, 'proc'), '--vcgencmd', join(BOARD, 'vcgencmd')], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -157,6 +160,10 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   const hwm = vm(child.pid!, 'VmHWM');
   const peakB = cg ? cg.peakBytes() : null;
   const together = peakB === null ? null : Math.round(peakB / 1024);
+  const ooms = cg ? cg.oomKills() : 0;
+  const passLine = out.split('\n').find((l) => l.includes('"msg":"prune pass"')) ?? '';
+  const outcome = /"outcome":"(\w+)"/.exec(passLine)?.[1] ?? '?';
+  if (ooms > 0 || outcome === 'failed') throw new Error(`the daemon's pass did not finish under MemoryMax=256M: ${ooms} OOM kill(s), outcome ${outcome}`);
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   cg?.remove();
@@ -165,7 +172,7 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   put(`${cli}|${b.sessions}|daemon during the pass (its own peak)`, hwm, wall);
   put(`${cli}|${b.sessions}|daemon's pass child`, passHwm || null, wall);
   if (together !== null) put(`${cli}|${b.sessions}|daemon + pass (cgroup peak, page cache in)`, together, wall);
-  ctx.log(`  ${String(b.sessions).padStart(6)} daemon idle ${fmtRss(idle)}, own peak ${fmtRss(hwm)}, pass child ${fmtRss(passHwm)}, cgroup ${fmtRss(together)}  ${cli}`);
+  ctx.log(`  ${String(b.sessions).padStart(6)} daemon (MemoryMax 256M: ${cg ? 'cgroup' : 'none'}, pass ${outcome}) idle ${fmtRss(idle)}, own peak ${fmtRss(hwm)}, pass child ${fmtRss(passHwm)}, cgroup ${fmtRss(together)}  ${cli}`);
 }
 
 const m = machine(tmpBase());
