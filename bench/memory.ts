@@ -67,8 +67,9 @@ const CMDS: Cmd[] = [
   { name: 'sessions --json', args: (h) => ['sessions', '--home', h, '--json'] },
   { name: 'prune', args: (h, s) => ['prune', '--home', h, '--state-dir', s] },
   { name: 'prune --json', args: (h, s) => ['prune', '--home', h, '--state-dir', s, '--json'] },
-  { name: 'prune --apply', args: (h, s) => ['prune', '--apply', '--home', h, '--state-dir', s], writes: true },
-  { name: 'prune --apply --archive', args: (h, s, x) => ['prune', '--apply', '--home', h, '--state-dir', s, '--archive', join(x, 'archive')], writes: true },
+  // Exit 7: the pass stopped between two sessions (its memory budget, PICOGUARD_PASS_MEMORY_MB): marked in the table.
+  { name: 'prune --apply', args: (h, s) => ['prune', '--apply', '--home', h, '--state-dir', s], writes: true, okCodes: [0, 7] },
+  { name: 'prune --apply --archive', args: (h, s, x) => ['prune', '--apply', '--home', h, '--state-dir', s, '--archive', join(x, 'archive')], writes: true, okCodes: [0, 7] },
   { name: 'health', args: (h, s) => ['health', '--home', h, '--state-dir', s, '--sys-root', join(BOARD, 'sys'), '--proc-root', join(BOARD, 'proc'), '--vcgencmd', join(BOARD, 'vcgencmd')], okCodes: [0, 1, 2, 3, 10, 11, 12] },
   { name: 'startup', args: (h, s) => ['startup', '--home', h, '--state-dir', s] },
 ];
@@ -78,6 +79,8 @@ interface Fig {
   wall: number[];
 }
 const figs = new Map<string, Fig>();
+/** Runs that stopped early (exit 7: the pass's memory budget, or a refusal the report names). */
+const stopped = new Set<string>();
 const put = (key: string, rss: number | null, wall: number) => {
   const f = figs.get(key) ?? { rss: [], wall: [] };
   if (rss !== null) f.rss.push(rss);
@@ -97,6 +100,7 @@ async function runCmd(cli: string, c: Cmd, b: BuiltHome): Promise<void> {
   rmSync(scratch, { recursive: true, force: true });
   if (r.code === null || !(c.okCodes ?? [0]).includes(r.code)) throw new Error(`${c.name} (${cli}) on ${b.sessions} sessions exited ${r.code ?? r.signal}: ${r.stderr.slice(-1500)}`);
   put(`${cli}|${b.sessions}|${c.name}`, r.rssKb, r.wallMs);
+  if (r.code === 7) stopped.add(`${cli}|${b.sessions}|${c.name}`);
   ctx.log(`  ${String(b.sessions).padStart(6)} ${c.name.padEnd(24)} ${fmtRss(r.rssKb).padStart(10)} ${fmtMs(r.wallMs).padStart(9)}  ${cli}`);
 }
 
@@ -194,9 +198,10 @@ const headers = ['command', ...homes.flatMap((b) => CLIS.map((c, i) => `${fmtInt
 const rows: string[][] = [];
 const timeRows: string[][] = [];
 for (const n of names) {
-  const cells = homes.flatMap((b) => CLIS.map((c) => figs.get(`${c}|${b.sessions}|${n}`)));
+  const keys = homes.flatMap((b) => CLIS.map((c) => `${c}|${b.sessions}|${n}`));
+  const cells = keys.map((k) => figs.get(k));
   if (cells.every((f) => !f)) continue;
-  rows.push([n, ...cells.map((f) => (f && f.rss.length ? `${fmtRss(Math.max(...f.rss))}` : '-'))]);
+  rows.push([n, ...cells.map((f, i) => (f && f.rss.length ? `${fmtRss(Math.max(...f.rss))}${stopped.has(keys[i]!) ? ' (stopped: exit 7)' : ''}` : '-'))]);
   timeRows.push([n, ...cells.map((f) => (f ? fmtMs(median(f.wall)) : '-'))]);
 }
 const tables: Table[] = [

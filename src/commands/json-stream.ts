@@ -2,7 +2,8 @@
  * JSON written as it is produced, byte for byte what `JSON.stringify(value, null, 2)`
  * gives: a 20,000-session report is never one string in memory. Plain objects and arrays
  * are walked here; every element of an array, and anything that is not a plain object
- * (a Date, a class instance), is one `JSON.stringify` of its own, indented to its depth
+ * (a Date, a class instance), is one `JSON.stringify` of its own (as fast as one call on the
+ * whole), indented to its depth
  * (JSON strings cannot hold a raw newline, so every newline in that text is structure).
  * A `LazyList` is an array whose items are made one at a time while they are written.
  */
@@ -33,15 +34,23 @@ export function writeJson(value: unknown, write: (s: string) => void): void {
       size = 0;
     }
   };
+  /** One array element: a single JSON.stringify (much faster than walking it), unless it holds a LazyList. */
+  const item = (v: unknown, indent: string): boolean => {
+    if (v instanceof LazyList || (walkable(v) && Object.values(v).some((x) => x instanceof LazyList))) return emit(v, indent);
+    const s = JSON.stringify(v, null, 2) as string | undefined;
+    if (s === undefined) return false;
+    out(s.includes('\n') ? s.replace(/\n/g, `\n${indent}`) : s);
+    return true;
+  };
   /** Writes v at this indent; false (nothing written) when JSON.stringify would leave it out. */
   const emit = (v: unknown, indent: string): boolean => {
     if (v instanceof LazyList) {
       let first = true;
       const inner = indent + GAP;
-      for (const item of v.items) {
+      for (const x of v.items) {
         out(first ? `[\n${inner}` : `,\n${inner}`);
         first = false;
-        if (!emit(item, inner)) out('null');
+        if (!item(x, inner)) out('null');
       }
       out(first ? '[]' : `\n${indent}]`);
       return true;
@@ -60,7 +69,7 @@ export function writeJson(value: unknown, write: (s: string) => void): void {
       }
       for (let i = 0; i < v.length; i++) {
         out(i === 0 ? `[\n${inner}` : `,\n${inner}`);
-        if (!emit(v[i], inner)) out('null');
+        if (!item(v[i], inner)) out('null');
       }
       out(`\n${indent}]`);
       return true;
