@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_PASS_MEMORY_MB } from '../prune/memory-budget.js';
 import { fileURLToPath } from 'node:url';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { PassInput, PassOutput } from './prune-child.js';
@@ -59,7 +60,7 @@ export class PassRunner {
     const stopFile = join(tmpdir(), `picoclaw-guard-stop-${process.pid}-${++seq}`);
     const input: PassInput = { ...req, stopFile };
     // src/io/sqlite.ts switches SQLite URIs on through this variable (read by better-sqlite3 at load).
-    const child = fork(CHILD, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, SQLITE_USE_URI: '1' }, execArgv: passExecArgv(process.execArgv, process.env), serialization: 'advanced' });
+    const child = fork(CHILD, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, SQLITE_USE_URI: '1', PICOGUARD_PASS_MEMORY_MB: process.env.PICOGUARD_PASS_MEMORY_MB ?? String(DEFAULT_PASS_MEMORY_MB) }, execArgv: passExecArgv(process.execArgv, process.env), serialization: 'advanced' });
     this.child = child;
     this.stopFile = stopFile;
     let stderr = '';

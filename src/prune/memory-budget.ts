@@ -3,7 +3,9 @@
  * the daemon and its pass child together (MemoryMax=256M, MemoryHigh=192M); a pass the
  * kernel kills mid-transaction is what this avoids: over the budget, the pass keeps the
  * remaining sessions for the next pass and says why. PICOGUARD_PASS_MEMORY_MB sets the
- * budget in MiB (0: no budget).
+ * budget in MiB (unset or 0: none). The daemon gives its pass child DEFAULT_PASS_MEMORY_MB
+ * unless the variable is set, and the pre-start unit sets it; a pass run by hand (or in
+ * another program's process, such as a test runner's) has none unless asked.
  */
 export const DEFAULT_PASS_MEMORY_MB = 160;
 
@@ -19,7 +21,8 @@ export interface MemoryBudget {
 
 export function memoryBudget(env: NodeJS.ProcessEnv, rss: () => number = () => process.memoryUsage.rss()): MemoryBudget {
   const raw = env.PICOGUARD_PASS_MEMORY_MB;
-  const n = raw === undefined || raw.trim() === '' ? DEFAULT_PASS_MEMORY_MB : Number(raw);
+  const n = raw === undefined || raw.trim() === '' ? 0 : Number(raw);
+  // A value that is not a number of MiB falls back to the default rather than to no limit.
   const mb = Number.isFinite(n) && n >= 0 ? n : DEFAULT_PASS_MEMORY_MB;
   const limitBytes = mb > 0 ? mb * 1024 * 1024 : null;
   const b: MemoryBudget = {

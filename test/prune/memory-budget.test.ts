@@ -26,8 +26,8 @@ function pass(dir: string, env: NodeJS.ProcessEnv, rss: () => number) {
 }
 
 describe('memory budget of a pass', () => {
-  it('reads PICOGUARD_PASS_MEMORY_MB (default, a number, 0 for none; nonsense is the default)', () => {
-    expect(memoryBudget({}).limitBytes).toBe(DEFAULT_PASS_MEMORY_MB * MiB);
+  it('reads PICOGUARD_PASS_MEMORY_MB (unset or 0: none; a number of MiB; nonsense is the default)', () => {
+    expect(memoryBudget({}).limitBytes).toBeNull();
     expect(memoryBudget({ PICOGUARD_PASS_MEMORY_MB: '96' }).limitBytes).toBe(96 * MiB);
     expect(memoryBudget({ PICOGUARD_PASS_MEMORY_MB: '0' }).limitBytes).toBeNull();
     expect(memoryBudget({ PICOGUARD_PASS_MEMORY_MB: 'lots' }).limitBytes).toBe(DEFAULT_PASS_MEMORY_MB * MiB);
