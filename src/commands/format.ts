@@ -3,6 +3,8 @@
  * `layout` (control characters made visible, lines fitted to the terminal) and its
  * tables through `fitTable` (columns shortened, abbreviated or dropped to fit).
  */
+import { printJsonStream } from './json-stream.js';
+
 export { formatBytes } from '../io/bytes.js';
 
 export function formatAge(ms: number | null): string {
@@ -249,6 +251,7 @@ export function table(headers: string[], rows: string[][], align: Align[] = []):
   return fitTable(headers.map((h, i) => ({ header: h, align: align[i] })), rows).join('\n');
 }
 
+/** JSON.stringify(value, null, 2) and a newline on standard output, written as it is made (json-stream.ts). */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  printJsonStream(value);
 }

@@ -8,6 +8,7 @@ import { issueText } from '../picoclaw/issues.js';
 import { cronJobsOf } from '../prune/cron.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-extras.js';
+import { LazyList } from './json-stream.js';
 import { fitTable, formatAge, formatBytes, isoOrDash, layout, outputWidth, printJson, shortKey } from './format.js';
 
 export interface AgentTotals {
@@ -39,29 +40,46 @@ export function byActivity(a: SessionRecord, b: SessionRecord): number {
   return (a.key ?? '').localeCompare(b.key ?? '') || a.id.localeCompare(b.id);
 }
 
+function sessionJson(s: SessionRecord, now: Date, holds: Hold[]) {
+  return {
+    agent: s.agent,
+    key: s.key,
+    file: s.base,
+    dir: s.dir,
+    last_activity: s.lastActivityMs === null ? null : new Date(s.lastActivityMs).toISOString(),
+    age_seconds: s.lastActivityMs === null ? null : Math.round((now.getTime() - s.lastActivityMs) / 1000),
+    messages: s.messages,
+    jsonl_bytes: s.jsonlBytes,
+    meta_bytes: s.metaBytes,
+    timestamps: s.times,
+    aliases: s.aliases,
+    seahorse: s.conversations.map((c) => ({ conversation_id: c.conversationId, key: c.key, messages: c.messages, summaries: c.summaries, last_message_at: c.lastMessageAt })),
+    issues: s.issues,
+    hold: holdOf(holds, s),
+  };
+}
+
+function* lazyMap<T, U>(xs: readonly T[], f: (x: T) => U): Generator<U> {
+  for (const x of xs) yield f(x);
+}
+
 export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = []) {
+  return inventoryDoc(inv, now, holds, (sorted) => sorted.map((s) => sessionJson(s, now, holds)));
+}
+
+/** The same document with its sessions made one at a time as they are written (printJson streams it). */
+export function inventoryJsonLazy(inv: Inventory, now: Date, holds: Hold[] = []) {
+  return inventoryDoc(inv, now, holds, (sorted) => new LazyList(lazyMap(sorted, (s) => sessionJson(s, now, holds))));
+}
+
+function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], list: (sorted: SessionRecord[]) => L) {
   const sessions = [...inv.sessions].sort(byActivity);
   return {
     home: inv.home.home,
     now: now.toISOString(),
     agents: inv.home.agents.map((a) => ({ id: a.id, default: a.isDefault, workspace: a.workspace, sessions_dir: a.sessionsDir })),
     context_manager: inv.home.contextManager,
-    sessions: sessions.map((s) => ({
-      agent: s.agent,
-      key: s.key,
-      file: s.base,
-      dir: s.dir,
-      last_activity: s.lastActivityMs === null ? null : new Date(s.lastActivityMs).toISOString(),
-      age_seconds: s.lastActivityMs === null ? null : Math.round((now.getTime() - s.lastActivityMs) / 1000),
-      messages: s.messages,
-      jsonl_bytes: s.jsonlBytes,
-      meta_bytes: s.metaBytes,
-      timestamps: s.times,
-      aliases: s.aliases,
-      seahorse: s.conversations.map((c) => ({ conversation_id: c.conversationId, key: c.key, messages: c.messages, summaries: c.summaries, last_message_at: c.lastMessageAt })),
-      issues: s.issues,
-      hold: holdOf(holds, s),
-    })),
+    sessions: list(sessions),
     orphan_jsonl: inv.orphanJsonl.map((o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
     orphan_conversations: inv.orphanConversations.map((c) => ({
       conversation_id: c.conversationId,
@@ -115,7 +133,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const inv = buildInventory(home);
   const { holds, problem } = readHomeHolds(opts, home.home, now.getTime());
   if (opts.json) {
-    printJson(inventoryJson(inv, now, holds));
+    printJson(inventoryJsonLazy(inv, now, holds));
     return 0;
   }
   process.stdout.write(renderSessions(inv, now, outputWidth(opts), holds, problem) + '\n');

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_PASS_MEMORY_MB } from '../prune/memory-budget.js';
 import { fileURLToPath } from 'node:url';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { PassInput, PassOutput } from './prune-child.js';
@@ -30,6 +31,17 @@ export interface PassRequest {
   skipAgeCheck: string | null;
 }
 
+/**
+ * Node flags of the pass child: the daemon's own, plus a small young generation unless one is
+ * set. V8 grows its semi-spaces to 16 MiB each when most new objects survive, as an inventory's
+ * records do: on a 20,000-session home that alone is ~40 MiB of the pass's peak, for no gain in
+ * time (bench/memory.ts measures both). The units set the same through NODE_OPTIONS.
+ */
+export function passExecArgv(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const set = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => a.startsWith('--max-semi-space-size'));
+  return set ? [...execArgv] : [...execArgv, '--max-semi-space-size=2'];
+}
+
 const CHILD = fileURLToPath(new URL('./prune-child.js', import.meta.url));
 let seq = 0;
 
@@ -48,7 +60,7 @@ export class PassRunner {
     const stopFile = join(tmpdir(), `picoclaw-guard-stop-${process.pid}-${++seq}`);
     const input: PassInput = { ...req, stopFile };
     // src/io/sqlite.ts switches SQLite URIs on through this variable (read by better-sqlite3 at load).
-    const child = fork(CHILD, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, SQLITE_USE_URI: '1' }, serialization: 'advanced' });
+    const child = fork(CHILD, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, SQLITE_USE_URI: '1', PICOGUARD_PASS_MEMORY_MB: process.env.PICOGUARD_PASS_MEMORY_MB ?? String(DEFAULT_PASS_MEMORY_MB) }, execArgv: passExecArgv(process.execArgv, process.env), serialization: 'advanced' });
     this.child = child;
     this.stopFile = stopFile;
     let stderr = '';

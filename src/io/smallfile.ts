@@ -94,8 +94,12 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
     // Read until EOF, not to st.size: a file that grows while it is read is still capped.
     const chunks: Buffer[] = [];
     let total = 0;
+    // The first read is sized to the file (plus a byte to see EOF): a 300-byte meta must not
+    // cost a 64 KiB buffer each, which across 20,000 metas is the process's peak memory.
+    let want = Math.min(st.size + 1, 64 * 1024);
     for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, max + 1 - total));
+      const chunk = Buffer.allocUnsafe(Math.min(want, max + 1 - total));
+      want = 64 * 1024;
       let n: number;
       try {
         n = readSync(fd, chunk, 0, chunk.length, null);

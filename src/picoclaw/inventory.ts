@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { PicoClawHome } from './home.js';
 import { dbFileBytes, isMainAlias, openSeahorseRead, readConversations, type ConversationStat, type DbFileBytes } from './seahorse.js';
 import { scanStore, storeTimes, type FileFacts, type IgnoredEntry, type Issue, type StoredSession } from './sessions.js';
@@ -34,6 +35,88 @@ export interface SessionRecord {
   conversations: ConversationStat[];
   issues: Issue[];
   files: { jsonl: FileFacts | null; meta: FileFacts | null };
+}
+
+const NO_STRINGS: string[] = [];
+const NO_CONVERSATIONS: ConversationStat[] = [];
+Object.freeze(NO_STRINGS);
+
+/**
+ * A SessionRecord as the inventory keeps it: the file paths and `id` are derived from the
+ * folder and base name when asked for (prototype getters), not stored per session, and a
+ * session without aliases, issues or conversations shares one empty list. On a
+ * 20,000-session home this is what keeps the inventory's memory flat.
+ */
+class StoredRecord implements SessionRecord {
+  agent: string;
+  dir: string;
+  base: string;
+  key: string | null;
+  aliases: string[];
+  jsonlBytes: number;
+  metaBytes: number;
+  messages: number | null;
+  lastActivityMs: number | null;
+  conversations: ConversationStat[];
+  issues: Issue[];
+  // Plain fields, not objects or arrays per session: what an object header costs, times 20,000.
+  private readonly metaUpdatedAt: string | null;
+  private readonly metaCreatedAt: string | null;
+  private readonly jsonlLastLine: string | null;
+  private seahorseLast: string | null = null;
+  private readonly jsonlMtimeMs: number;
+  private readonly jsonlIno: number;
+  private readonly metaMtimeMs: number;
+  private readonly metaIno: number;
+  private readonly present: number;
+
+  constructor(s: StoredSession, agent: string, t: ReturnType<typeof storeTimes>) {
+    this.agent = agent;
+    this.dir = s.dir;
+    this.base = s.base;
+    // Most keys are their own file base (sk_v1_...): keep one string for both.
+    this.key = s.key === s.base ? s.base : s.key;
+    const aliases = s.parsedMeta?.aliases;
+    this.aliases = aliases && aliases.length > 0 ? aliases : NO_STRINGS;
+    this.jsonlBytes = s.jsonl?.bytes ?? 0;
+    this.metaBytes = s.meta?.bytes ?? 0;
+    this.messages = s.parsedMeta?.count ?? null;
+    this.metaUpdatedAt = s.parsedMeta?.updatedAt ?? null;
+    this.metaCreatedAt = s.parsedMeta?.createdAt ?? null;
+    this.jsonlLastLine = s.lastLineCreatedAt;
+    this.lastActivityMs = newest(t.updatedAt, t.createdAt, t.lastLine);
+    this.conversations = NO_CONVERSATIONS;
+    this.issues = s.issues.length > 0 ? [...s.issues] : (NO_STRINGS as Issue[]);
+    this.jsonlMtimeMs = s.jsonl?.mtimeMs ?? 0;
+    this.jsonlIno = s.jsonl?.ino ?? 0;
+    this.metaMtimeMs = s.meta?.mtimeMs ?? 0;
+    this.metaIno = s.meta?.ino ?? 0;
+    this.present = (s.jsonl ? 1 : 0) | (s.meta ? 2 : 0);
+  }
+
+  get times(): SessionTimes {
+    return { meta_updated_at: this.metaUpdatedAt, meta_created_at: this.metaCreatedAt, jsonl_last_line: this.jsonlLastLine, seahorse_last_message: this.seahorseLast };
+  }
+
+  get id(): string {
+    return `${this.dir}/${this.base}`;
+  }
+
+  get files(): { jsonl: FileFacts | null; meta: FileFacts | null } {
+    return {
+      jsonl: this.present & 1 ? { path: join(this.dir, `${this.base}.jsonl`), bytes: this.jsonlBytes, mtimeMs: this.jsonlMtimeMs, ino: this.jsonlIno } : null,
+      meta: this.present & 2 ? { path: join(this.dir, `${this.base}.meta.json`), bytes: this.metaBytes, mtimeMs: this.metaMtimeMs, ino: this.metaIno } : null,
+    };
+  }
+
+  addConversation(c: ConversationStat, lastMs: number | null): void {
+    // The row's key is a copy of this session's key: keep one string.
+    if (c.key === this.key && this.key !== null) c.key = this.key;
+    if (this.conversations === NO_CONVERSATIONS) this.conversations = [c];
+    else this.conversations.push(c);
+    if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast)) this.seahorseLast = c.lastMessageAt;
+    this.lastActivityMs = newest(this.lastActivityMs, lastMs);
+  }
 }
 
 export interface OrphanConversation extends ConversationStat {
@@ -87,40 +170,16 @@ export interface InventoryOptions {
 
 export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}): Inventory {
   const agentIds = home.agents.map((a) => a.id);
-  const sessions: SessionRecord[] = [];
+  const sessions: StoredRecord[] = [];
   const orphanJsonl: Inventory['orphanJsonl'] = [];
   const ignored: Inventory['ignored'] = [];
   const storeErrors: Inventory['storeErrors'] = [];
 
   for (const { dir, agents } of home.sessionsDirs) {
-    const scan = scanStore(dir);
+    const scan = scanStore(dir, (s) => sessions.push(new StoredRecord(s, agentOf(s, agents), storeTimes(s))));
     if (scan.error) storeErrors.push({ dir, error: scan.error });
     for (const e of scan.ignored) ignored.push({ dir, entry: e });
     for (const f of scan.orphanJsonl) orphanJsonl.push({ agent: agents[0]!, file: f });
-    for (const s of scan.sessions) {
-      const t = storeTimes(s);
-      sessions.push({
-        id: `${dir}/${s.base}`,
-        agent: agentOf(s, agents),
-        dir,
-        base: s.base,
-        key: s.key,
-        aliases: s.parsedMeta?.aliases ?? [],
-        jsonlBytes: s.jsonl?.bytes ?? 0,
-        metaBytes: s.meta?.bytes ?? 0,
-        messages: s.parsedMeta?.count ?? null,
-        times: {
-          meta_updated_at: s.parsedMeta?.updatedAt ?? null,
-          meta_created_at: s.parsedMeta?.createdAt ?? null,
-          jsonl_last_line: s.lastLineCreatedAt,
-          seahorse_last_message: null,
-        },
-        lastActivityMs: newest(t.updatedAt, t.createdAt, t.lastLine),
-        conversations: [],
-        issues: [...s.issues],
-        files: { jsonl: s.jsonl, meta: s.meta },
-      });
-    }
   }
 
   const bytes = dbFileBytes(home.seahorsePath);
@@ -141,7 +200,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
         opened.db.close();
       }
       seahorse.conversations = convs.length;
-      const byKey = new Map<string, SessionRecord[]>();
+      const byKey = new Map<string, StoredRecord[]>();
       for (const s of sessions) {
         for (const k of groupKeys(s.key, s.aliases, agentIds)) {
           const list = byKey.get(k);
@@ -161,11 +220,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
           continue;
         }
         for (const s of owners) {
-          s.conversations.push(c);
-          if (c.lastMessageAt && (s.times.seahorse_last_message === null || c.lastMessageAt > s.times.seahorse_last_message)) {
-            s.times.seahorse_last_message = c.lastMessageAt;
-          }
-          s.lastActivityMs = newest(s.lastActivityMs, lastMs);
+          s.addConversation(c, lastMs);
         }
       }
     }

@@ -128,6 +128,8 @@ export interface LastLine {
  * mid-write) and is skipped; empty lines are skipped as PicoClaw's reader does.
  * Chunks are read backwards and only the last line is ever assembled.
  */
+const FIRST_READ = Buffer.allocUnsafe(8 * 1024);
+
 export function readLastLine(path: string, size: number, firstChunk = 8 * 1024): LastLine {
   if (size === 0) return { createdAt: null, issue: null };
   // Non-blocking and not following a symlink: the file may have been swapped for a FIFO since it was listed.
@@ -144,7 +146,10 @@ export function readLastLine(path: string, size: number, firstChunk = 8 * 1024):
       const len = Math.min(chunk, pos);
       if (chunk < 1024 * 1024) chunk *= 2;
       pos -= len;
-      const b = Buffer.allocUnsafe(len);
+      // The first read of every file goes into one shared buffer: nothing read here outlives
+      // the call (the result is a string), and a fresh 8 KiB per session is garbage that piles
+      // up faster than it is collected on a 20,000-session home.
+      const b = chunks.length === 0 && len <= FIRST_READ.length ? FIRST_READ : Buffer.allocUnsafe(len);
       let off = 0;
       while (off < len) {
         const n = readSync(fd, b, off, len - off, pos + off);
@@ -418,8 +423,12 @@ function classify(name: string): 'meta' | 'jsonl' | 'temp' | 'legacy' | 'other' 
   return 'other';
 }
 
-/** Scan one sessions folder. Never fatal: problems are reported per file. */
-export function scanStore(dir: string): StoreScan {
+/**
+ * Scan one sessions folder. Never fatal: problems are reported per file. With `onSession`,
+ * each session goes there as soon as it is read and `sessions` stays empty: the caller keeps
+ * what it needs and the rest is garbage while still young (cheap to collect, never promoted).
+ */
+export function scanStore(dir: string, onSession?: (s: StoredSession) => void): StoreScan {
   const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
   let names: string[];
   try {
@@ -473,7 +482,8 @@ export function scanStore(dir: string): StoreScan {
         s.issues.push('jsonl_unreadable');
       }
     } else s.issues.push('jsonl_missing');
-    scan.sessions.push(s);
+    if (onSession) onSession(s);
+    else scan.sessions.push(s);
   }
   for (const j of jsonls.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
   return scan;

@@ -263,7 +263,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
           unlinkExact(f, f.path);
           unlinked.add(f.path);
           deletedParts.push(basename(f.path));
-          res.deletedFileBytes += f === m.files.jsonl ? m.jsonlBytes : m.metaBytes;
+          res.deletedFileBytes += step === 'jsonl' ? m.jsonlBytes : m.metaBytes;
         }
         res.deletedSessions++;
       }

@@ -21,6 +21,7 @@ import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from
 import { buildReport, type PruneReport } from './report.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from './vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
+import { memoryBudget } from './memory-budget.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -47,6 +48,8 @@ export interface PassOptions {
   skipAgeCheck?: string;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
+  /** The process's resident size in bytes, read between sessions against the memory budget (tests give their own). */
+  rss?: () => number;
   /** Where the startup-time model's samples are (max_bootstrap_seconds); default: stateDir. */
   modelStateDir?: string | null;
 }
@@ -287,6 +290,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
+    const budget = memoryBudget(env, o.rss);
     if (o.apply) {
       result = applyPlan({
         vacuumOwed: owedBefore,
@@ -299,7 +303,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         archiveDir: values.archive_dir,
         archiveHome: realpathSync(home.home),
         nowMs: now.getTime(),
-        shouldStop: o.shouldStop,
+        shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
       });
     }
@@ -313,6 +317,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         report.warnings.push(`could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
       }
     }
+    const overBudget = budget.why();
+    if (overBudget) report.warnings.push(overBudget);
     if (result?.size.unmet) report.warnings.push(`seahorse.db stays over max_db_size_mb: ${result.size.unmet}`);
     if (o.apply && o.stateDir) {
       try {

@@ -90,7 +90,7 @@ describe('install-units', () => {
     expect(guard.get('PartOf')).toEqual(['picoclaw.service']);
     expect(guard.get('After')).toEqual(['picoclaw.service']);
     expect(guard.get('WantedBy')).toEqual(['picoclaw.service']);
-    expect(guard.get('Environment')).toEqual([`PICOCLAW_HOME=${realpathSync(home)}`]);
+    expect(guard.get('Environment')).toEqual([`PICOCLAW_HOME=${realpathSync(home)}`, 'NODE_OPTIONS=--max-semi-space-size=2']);
     expect(guard.get('ReadWritePaths')).toEqual([realpathSync(home)]);
     expect(guard.get('ProtectSystem')).toEqual(['strict']);
     expect(guard.get('NoNewPrivileges')).toEqual(['yes']);

@@ -1,0 +1,45 @@
+/**
+ * The memory a pass may use before it stops between two sessions. The daemon's unit caps
+ * the daemon and its pass child together (MemoryMax=256M, MemoryHigh=192M); a pass the
+ * kernel kills mid-transaction is what this avoids: over the budget, the pass keeps the
+ * remaining sessions for the next pass and says why. PICOGUARD_PASS_MEMORY_MB sets the
+ * budget in MiB (unset or 0: none). The daemon gives its pass child DEFAULT_PASS_MEMORY_MB
+ * unless the variable is set, and the pre-start unit sets it; a pass run by hand (or in
+ * another program's process, such as a test runner's) has none unless asked.
+ */
+export const DEFAULT_PASS_MEMORY_MB = 160;
+
+export interface MemoryBudget {
+  limitBytes: number | null;
+  /** The resident size that passed the budget (bytes), or null while within it. */
+  exceededAt: number | null;
+  /** True once the process is over its budget (and from then on). */
+  over(): boolean;
+  /** A sentence for the report, or null while within the budget. */
+  why(): string | null;
+}
+
+export function memoryBudget(env: NodeJS.ProcessEnv, rss: () => number = () => process.memoryUsage.rss()): MemoryBudget {
+  const raw = env.PICOGUARD_PASS_MEMORY_MB;
+  const n = raw === undefined || raw.trim() === '' ? 0 : Number(raw);
+  // A value that is not a number of MiB falls back to the default rather than to no limit.
+  const mb = Number.isFinite(n) && n >= 0 ? n : DEFAULT_PASS_MEMORY_MB;
+  const limitBytes = mb > 0 ? mb * 1024 * 1024 : null;
+  const b: MemoryBudget = {
+    limitBytes,
+    exceededAt: null,
+    over() {
+      if (b.exceededAt !== null) return true;
+      if (limitBytes === null) return false;
+      const r = rss();
+      if (r > limitBytes) b.exceededAt = r;
+      return b.exceededAt !== null;
+    },
+    why() {
+      if (b.exceededAt === null || limitBytes === null) return null;
+      const mib = (x: number) => `${(x / 1024 / 1024).toFixed(0)} MiB`;
+      return `the pass stopped between two sessions: its memory (${mib(b.exceededAt)} resident) passed its budget of ${mib(limitBytes)} (PICOGUARD_PASS_MEMORY_MB); the sessions not reached are kept for the next pass`;
+    },
+  };
+  return b;
+}
