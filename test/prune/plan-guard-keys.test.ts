@@ -5,47 +5,16 @@ import type { BootstrapInput } from '../../src/prune/bootstrap-cap.js';
 import { cronJobId } from '../../src/prune/cron.js';
 import { planPrune, type DbFacts, type Plan } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY, type Policy } from '../../src/prune/policy.js';
+import { DAY, NO_DB, NOW, rec, verdicts } from '../support/plan-input.js';
 import { MIB, predictGap, type BootstrapModel } from '../../src/startup-model/fit.js';
 
 /** The planner's rules for the guard's own keys: cron runs' budget and the startup-time budget. */
 
-const DAY = 86_400_000;
-const NOW = Date.UTC(2026, 10, 30, 12);
-const NO_DB: DbFacts = { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null };
 const uuid = (n: number) => `${n.toString(16).padStart(8, '0')}-1c2d-4e5f-8a9b-${n.toString(16).padStart(12, '0')}`;
 const cronKey = (job: string, n: number) => `agent:cron-${job}-${uuid(n)}`;
 
-let seq = 0;
-function rec(key: string | null, ageDays: number | null, extra: Partial<SessionRecord> = {}): SessionRecord {
-  seq++;
-  const dir = extra.dir ?? '/s';
-  return {
-    id: `${dir}/${key ?? 'x' + seq}`,
-    agent: 'main',
-    dir,
-    base: key ?? `broken${seq}`,
-    key,
-    aliases: [],
-    jsonlBytes: 100,
-    metaBytes: 10,
-    messages: 2,
-    times: { meta_updated_at: null, meta_created_at: null, jsonl_last_line: null, seahorse_last_message: null },
-    lastActivityMs: ageDays === null ? null : NOW - ageDays * DAY,
-    conversations: [],
-    issues: [],
-    files: { jsonl: null, meta: null },
-    ...extra,
-  };
-}
-
 function plan(sessions: SessionRecord[], policy: Partial<Policy> = {}, o: { now?: number; orphans?: OrphanConversation[]; bootstrap?: BootstrapInput } = {}): Plan {
   return planPrune({ sessions, orphanConversations: o.orphans ?? [], agentIds: ['main'], policy: { ...DEFAULT_POLICY, max_age_days: 0, max_sessions: 0, ...policy }, now: o.now ?? NOW, db: NO_DB, bootstrap: o.bootstrap ?? null });
-}
-
-function verdicts(p: Plan): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const g of p.groups) for (const m of g.members) out[m.key ?? m.id] = `${g.action}:${g.reason}`;
-  return out;
 }
 
 describe('cron job IDs', () => {

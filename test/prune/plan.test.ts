@@ -3,41 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { OrphanConversation, SessionRecord } from '../../src/picoclaw/inventory.js';
 import { planPrune, type DbFacts, type Plan } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY, type Policy } from '../../src/prune/policy.js';
-
-const DAY = 86_400_000;
-const NOW = Date.UTC(2026, 10, 30, 12);
-const NO_DB: DbFacts = { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null };
-
-let seq = 0;
-function rec(key: string | null, ageDays: number | null, extra: Partial<SessionRecord> = {}): SessionRecord {
-  seq++;
-  return {
-    id: `/s/${key ?? 'x' + seq}`,
-    agent: 'main',
-    dir: '/s',
-    base: key ?? `broken${seq}`,
-    key,
-    aliases: [],
-    jsonlBytes: 100,
-    metaBytes: 10,
-    messages: 2,
-    times: { meta_updated_at: null, meta_created_at: null, jsonl_last_line: null, seahorse_last_message: null },
-    lastActivityMs: ageDays === null ? null : NOW - ageDays * DAY,
-    conversations: [],
-    issues: [],
-    files: { jsonl: null, meta: null },
-    ...extra,
-  };
-}
+import { DAY, NO_DB, NOW, rec, verdicts } from '../support/plan-input.js';
 
 function plan(sessions: SessionRecord[], policy: Partial<Policy> = {}, opts: { now?: number; db?: DbFacts; orphans?: OrphanConversation[] } = {}): Plan {
   return planPrune({ sessions, orphanConversations: opts.orphans ?? [], agentIds: ['main'], policy: { ...DEFAULT_POLICY, ...policy }, now: opts.now ?? NOW, db: opts.db ?? NO_DB });
-}
-
-function verdicts(p: Plan): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const g of p.groups) for (const m of g.members) out[m.key ?? m.id] = `${g.action}:${g.reason}`;
-  return out;
 }
 
 describe('the planner', () => {
