@@ -222,7 +222,7 @@ Examples:
 
 program
   .command('run')
-  .description('the sidecar daemon: scheduled prune passes, /health, /metrics, /startup and /prune over HTTP')
+  .description('the sidecar daemon: scheduled prune passes, a status page at /, and /health, /metrics, /startup, /prune over HTTP')
   .addOption(homeOpt())
   .option('--config <file>', "the guard's config file")
   .option('--host <addr>', 'address to serve on (default 127.0.0.1; anything else needs a token)')
