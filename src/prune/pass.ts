@@ -14,7 +14,7 @@ import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
 import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
-import { activeHolds, type Hold } from './holds.js';
+import { activeHolds, holdsPath, type Hold } from './holds.js';
 import { appendHistory } from './history.js';
 import { planPrune, type DbFacts, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
@@ -243,14 +243,21 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     if (inv.storeErrors.length > 0) for (const e of inv.storeErrors) warnings.push(e.error);
 
     // Sessions put back by restore are kept until their hold ends.
+    // A holds file that cannot be read may hide a hold: when in doubt the data is kept, so an
+    // apply deletes nothing until it can be read again (the dry-run warns).
     let holds: Hold[] = [];
+    let holdsProblem: string | null = null;
     if (o.stateDir) {
       try {
         holds = activeHolds(o.stateDir, realpathSync(home.home), now.getTime());
       } catch (err) {
-        warnings.push(`restore holds not read (${errorMessage(err)}): restored sessions are not protected from this pass`);
+        holdsProblem = `the restore holds in ${holdsPath(o.stateDir)} cannot be read (${errorMessage(err)})`;
       }
     }
+    if (holdsProblem && o.apply) {
+      return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: fix or remove that file`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+    }
+    if (holdsProblem) warnings.push(`${holdsProblem}: --apply would skip the pass`);
     const bootstrap = values.max_bootstrap_seconds > 0 ? await bootstrapInput(home, o.modelStateDir ?? o.stateDir, values.max_bootstrap_seconds, now.getTime(), o.apply, warnings) : null;
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
     const dbKey = realPathOf(inv.seahorse.path);

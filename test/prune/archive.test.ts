@@ -230,6 +230,22 @@ describe('restore holds', () => {
     expect(JSON.parse(after.stdout).totals.deleted_sessions).toBe(1);
   });
 
+  it('a holds file that cannot be read deletes nothing: it may hide a hold (the dry-run warns)', async () => {
+    const home = tempDir();
+    const { sessionsDir } = handHome(home, [recent, old('sk_v1_old')]);
+    const archive = join(tempDir(), 'archive');
+    const state = tempDir();
+    await pass(home, true, { flags: { archive_dir: archive } });
+    expect(runCli(['restore', archive, '--home', home, '--state-dir', state]).code).toBe(0);
+    writeFileSync(join(state, 'restore-holds.json'), '{"holds": [ {"home": ');
+    const dry = runCli(['prune', '--home', home, '--state-dir', state, '--wide']);
+    expect(dry.stdout).toMatch(/restore-holds\.json cannot be read .*--apply would skip the pass/s);
+    const applied = runCli(['prune', '--apply', '--home', home, '--state-dir', state, '--json']);
+    expect(applied.code).toBe(6);
+    expect(JSON.parse(applied.stdout).skipped).toMatch(/restore-holds\.json cannot be read.*nothing was deleted/);
+    expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(true);
+  });
+
   it('a hold expires; --hold-days 0 sets none', async () => {
     const home = tempDir();
     handHome(home, [recent, old('sk_v1_old')]);
