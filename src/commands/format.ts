@@ -164,12 +164,64 @@ export interface Line {
  */
 export function layout(lines: (string | Line)[], width: number): string {
   const out: string[] = [];
-  for (const l of lines) {
-    const text = escapeControl(typeof l === 'string' ? l : l.text);
-    const indent = typeof l === 'string' ? /^ */.exec(text)![0].length + 2 : l.indent;
-    out.push(...wrapText(text, width, indent));
-  }
+  for (const l of lines) layoutLine(l, width, (x) => out.push(x));
   return out.join('\n');
+}
+
+function layoutLine(l: string | Line, width: number, emit: (line: string) => void): void {
+  const text = escapeControl(typeof l === 'string' ? l : l.text);
+  const indent = typeof l === 'string' ? /^ */.exec(text)![0].length + 2 : l.indent;
+  for (const w of wrapText(text, width, indent)) emit(w);
+}
+
+const FLUSH_AT = 64 * 1024;
+
+/**
+ * `layout` as it goes: each line pushed is laid out and written with a newline, in chunks
+ * of about 64 KiB, so a report of thousands of rows is never one string. What it writes
+ * is `layout(lines, width) + '\n'`.
+ */
+export class LayoutWriter {
+  private buf: string[] = [];
+  private size = 0;
+  constructor(
+    readonly width: number,
+    private readonly write: (chunk: string) => void,
+  ) {}
+
+  push(...lines: (string | Line)[]): void {
+    for (const l of lines) layoutLine(l, this.width, (x) => this.add(x));
+  }
+
+  /** A table: its shape measured in a first pass over `rows()`, its lines written in a second. */
+  table(cols: Column[], rows: () => Iterable<string[]>): void {
+    this.tableOfShape(tableShape(cols, rows(), this.width), rows);
+  }
+
+  tableOfShape(shape: TableShape, rows: () => Iterable<string[]>): void {
+    writeTable(shape, rows(), (x) => layoutLine(x, this.width, (y) => this.add(y)));
+  }
+
+  flush(): void {
+    if (this.buf.length > 0) this.write(this.buf.join(''));
+    this.buf = [];
+    this.size = 0;
+  }
+
+  private add(line: string): void {
+    this.buf.push(line, '\n');
+    this.size += line.length + 1;
+    if (this.size >= FLUSH_AT) this.flush();
+  }
+}
+
+/** What a LayoutWriter's renderer writes, as one string without the last newline (tests, small reports). */
+export function layoutToString(render: (w: LayoutWriter) => void, width: number): string {
+  const chunks: string[] = [];
+  const w = new LayoutWriter(width, (c) => chunks.push(c));
+  render(w);
+  w.flush();
+  return chunks.join('').slice(0, -1);
 }
 
 export type Align = 'left' | 'right';
@@ -187,6 +239,14 @@ export interface Column {
   drop?: number;
 }
 
+/** How a table is laid out: which columns, how wide, which headers; from a first pass over its rows. */
+export interface TableShape {
+  cols: Column[];
+  active: number[];
+  widths: number[];
+  useShort: boolean;
+}
+
 /**
  * A plain text table fitted to `width` columns: header, a rule, rows. Cells are escaped.
  * When the natural table is too wide it uses the short headers, then narrows the
@@ -194,12 +254,21 @@ export interface Column {
  * enough, and gives the room left back to the flexible columns.
  */
 export function fitTable(cols: Column[], rows: string[][], width: number = Infinity): string[] {
-  const cells = rows.map((r) => cols.map((_, i) => escapeControl(r[i] ?? '')));
+  const lines: string[] = [];
+  writeTable(tableShape(cols, rows, width), rows, (l) => lines.push(l));
+  return lines;
+}
+
+/**
+ * The first of fitTable's two passes: the column widths, measured over `rows` (iterated
+ * once; a generator works, so a caller with thousands of rows need not hold them).
+ */
+export function tableShape(cols: Column[], rows: Iterable<string[]>, width: number = Infinity): TableShape {
   let active = cols.map((_, i) => i);
   let useShort = false;
   const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short! : cols[i]!.header);
-  // Measured once: a home can have thousands of rows.
-  const cellWidth = cols.map((_, i) => cells.reduce((m, r) => Math.max(m, displayWidth(r[i]!)), 0));
+  const cellWidth = cols.map(() => 0);
+  for (const r of rows) for (let i = 0; i < cols.length; i++) cellWidth[i] = Math.max(cellWidth[i]!, displayWidth(escapeControl(r[i] ?? '')));
   const natural = (i: number) => Math.max(displayWidth(head(i)), cellWidth[i]!);
   const minOf = (i: number) => (cols[i]!.fit ? Math.min(natural(i), Math.max(displayWidth(head(i)), cols[i]!.min ?? 8)) : natural(i));
   const sum = (ws: number[]) => ws.reduce((a, b) => a + b, 0) + 2 * (ws.length - 1);
@@ -227,13 +296,24 @@ export function fitTable(cols: Column[], rows: string[][], width: number = Infin
       active = active.filter((i) => i !== droppable[0]);
     }
   }
-  const lines: string[] = [];
-  const emit = (row: string[]) => lines.push(row.map((c, j) => padCols(c, widths[j]!, cols[active[j]!]!.align)).join('  ').trimEnd());
-  emit(active.map((i, j) => cutEnd(head(i), widths[j]!)));
-  lines.push(widths.map((w) => '-'.repeat(w)).join('  ').trimEnd());
-  for (const r of cells) {
+  return { cols, active, widths, useShort };
+}
+
+/** The rule under the header: as wide as the widest line of the table. */
+export function tableRule(shape: TableShape): string {
+  return shape.widths.map((w) => '-'.repeat(w)).join('  ').trimEnd();
+}
+
+/** The second pass: each line of the table handed to `emit` as it is made, rows iterated once. */
+export function writeTable(shape: TableShape, rows: Iterable<string[]>, emit: (line: string) => void): void {
+  const { cols, active, widths, useShort } = shape;
+  const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short! : cols[i]!.header);
+  const line = (row: string[]) => emit(row.map((c, j) => padCols(c, widths[j]!, cols[active[j]!]!.align)).join('  ').trimEnd());
+  line(active.map((i, j) => cutEnd(head(i), widths[j]!)));
+  emit(tableRule(shape));
+  for (const raw of rows) {
     const parts = active.map((i, j) => {
-      const c = r[i]!;
+      const c = escapeControl(raw[i] ?? '');
       const w = widths[j]!;
       if (displayWidth(c) <= w) return [c];
       const fit = cols[i]!.fit;
@@ -241,9 +321,8 @@ export function fitTable(cols: Column[], rows: string[][], width: number = Infin
       return [fit === 'end' ? cutEnd(c, w) : cutMiddle(c, w)];
     });
     const height = Math.max(...parts.map((p) => p.length));
-    for (let k = 0; k < height; k++) emit(parts.map((p) => p[k] ?? ''));
+    for (let k = 0; k < height; k++) line(parts.map((p) => p[k] ?? ''));
   }
-  return lines;
 }
 
 /** A table at its natural width, unfitted (the shape callers used before fitTable). */

@@ -5,7 +5,7 @@ import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
-import { DEFAULT_WIDTH, displayWidth, fitTable, formatAge, formatBytes, layout, outputWidth, printJson, shortKey, type Column, type Line } from './format.js';
+import { DEFAULT_WIDTH, displayWidth, formatAge, formatBytes, LayoutWriter, layoutToString, outputWidth, printJson, shortKey, tableRule, tableShape, type Column } from './format.js';
 
 const REASON_TEXT: Record<string, string> = {
   max_age_days: 'older than max_age_days',
@@ -70,7 +70,12 @@ function progressReporter(): (done: number, total: number, what: string) => void
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
 export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): string {
-  const out: (string | Line)[] = [];
+  return layoutToString((w) => writePruneText(w, r), width);
+}
+
+/** The text report, written as it is made: the table's rows are made for each pass over them, never held. */
+export function writePruneText(out: LayoutWriter, r: PruneReport): void {
+  const width = out.width;
   const dry = r.mode === 'dry-run';
   const pol = Object.entries(r.policy)
     .filter(([k, v]) => k !== 'enabled' && k !== 'check_interval_minutes' && !(GUARD_ONLY_KEYS.has(k as PolicyKey) && v.source === 'default'))
@@ -83,7 +88,7 @@ export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): 
   if (r.skipped) {
     out.push('');
     out.push({ text: `SKIPPED: ${r.skipped}`, indent: 9 });
-    return layout(out, width);
+    return;
   }
   if (r.age_check === 'skipped_clock') out.push('age check: SKIPPED (the clock reads before 2024; set the time, e.g. NTP, and run again)');
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
@@ -91,8 +96,8 @@ export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): 
   out.push('');
   const nowMs = Date.parse(r.now);
   const cron = cronRulesOn(r);
-  const rows = (reasons: Record<string, string>) =>
-    r.sessions.map((s) => [
+  const rows = (reasons: Record<string, string>) => () =>
+    lazyMap(r.sessions, (s) => [
       s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep' : 'kept',
       reasons[s.reason] ?? REASON_TEXT[s.reason] ?? s.reason,
       s.agent,
@@ -116,8 +121,10 @@ export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): 
   if (r.sessions.length === 0) out.push('No sessions.');
   else {
     // The full reasons when the whole table fits, else the short ones.
-    const full = fitTable(columns, rows(REASON_TEXT), Infinity);
-    out.push(...(full.every((l) => displayWidth(l) <= width) ? full : fitTable(columns, rows(REASON_SHORT), width)));
+    // The rule under the header is the widest line of a table at its natural width.
+    const full = tableShape(columns, rows(REASON_TEXT)(), Infinity);
+    if (displayWidth(tableRule(full)) <= width) out.tableOfShape(full, rows(REASON_TEXT));
+    else out.table(columns, rows(REASON_SHORT));
   }
   if (r.sessions.some((s) => s.group)) out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
@@ -162,7 +169,10 @@ export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): 
     else out.push(`kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`);
   }
   out.push(`(${r.duration_ms} ms)`);
-  return layout(out, width);
+}
+
+function* lazyMap<T, U>(xs: readonly T[], f: (x: T) => U): Generator<U> {
+  for (const x of xs) yield f(x);
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
@@ -205,6 +215,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     if (w) report.warnings.push(w);
   }
   if (opts.json) printJson(report);
-  else process.stdout.write(renderPruneText(report, outputWidth(opts)) + '\n');
+  else {
+    const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));
+    writePruneText(w, report);
+    w.flush();
+  }
   return report.exit_code;
 }

@@ -9,7 +9,7 @@ import { cronJobsOf } from '../prune/cron.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-extras.js';
 import { LazyList } from './json-stream.js';
-import { fitTable, formatAge, formatBytes, isoOrDash, layout, outputWidth, printJson, shortKey } from './format.js';
+import { fitTable, formatAge, formatBytes, isoOrDash, LayoutWriter, layoutToString, outputWidth, printJson, shortKey } from './format.js';
 
 export interface AgentTotals {
   agent: string;
@@ -136,14 +136,23 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     printJson(inventoryJsonLazy(inv, now, holds));
     return 0;
   }
-  process.stdout.write(renderSessions(inv, now, outputWidth(opts), holds, problem) + '\n');
+  const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));
+  writeSessions(w, inv, now, holds, problem);
+  w.flush();
   return 0;
 }
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
 export function renderSessions(inv: Inventory, now: Date, width: number, holds: Hold[] = [], problem: string | null = null): string {
+  return layoutToString((w) => writeSessions(w, inv, now, holds, problem), width);
+}
+
+/** The text report, written as it is made: the session table's rows are made twice (widths, then lines), never held. */
+export function writeSessions(out: LayoutWriter, inv: Inventory, now: Date, holds: Hold[] = [], problem: string | null = null): void {
   const home = inv.home;
-  const rows = [...inv.sessions].sort(byActivity).map((s) => [
+  const width = out.width;
+  const sorted = [...inv.sessions].sort(byActivity);
+  const rows = () => lazyMap(sorted, (s) => [
     s.agent,
     s.key ?? '(unreadable meta)',
     isoOrDash(s.lastActivityMs),
@@ -153,27 +162,23 @@ export function renderSessions(inv: Inventory, now: Date, width: number, holds: 
     s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
     s.issues.length > 0 ? '!' : '',
   ]);
-  const out: string[] = [];
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
-  if (rows.length === 0) out.push('No sessions found.');
+  if (sorted.length === 0) out.push('No sessions found.');
   else
-    out.push(
-      ...fitTable(
-        [
-          { header: 'AGENT', fit: 'end', min: 8 },
-          { header: 'KEY', fit: 'middle', min: 24 },
-          // AGE says the same in fewer columns.
-          { header: 'LAST ACTIVITY', drop: 1 },
-          { header: 'AGE', align: 'right' },
-          { header: 'MSGS', align: 'right' },
-          { header: 'BYTES', align: 'right' },
-          { header: 'IN SEAHORSE', short: 'SEAHORSE', align: 'right' },
-          { header: '' },
-        ],
-        rows,
-        width,
-      ),
+    out.table(
+      [
+        { header: 'AGENT', fit: 'end', min: 8 },
+        { header: 'KEY', fit: 'middle', min: 24 },
+        // AGE says the same in fewer columns.
+        { header: 'LAST ACTIVITY', drop: 1 },
+        { header: 'AGE', align: 'right' },
+        { header: 'MSGS', align: 'right' },
+        { header: 'BYTES', align: 'right' },
+        { header: 'IN SEAHORSE', short: 'SEAHORSE', align: 'right' },
+        { header: '' },
+      ],
+      rows,
     );
   out.push('');
   out.push('Per agent:');
@@ -223,5 +228,4 @@ export function renderSessions(inv: Inventory, now: Date, width: number, holds: 
   }
   const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');
   for (const i of symlinks) out.push(`  ${i.dir}/${i.entry.name}: ${i.entry.why}, ignored (never followed)`);
-  return layout(out, width);
 }

@@ -4,7 +4,7 @@ import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { renderMetrics, emptyPruneStats, type PruneOutcome, type PruneStats } from '../metrics/guard-metrics.js';
 import { isLoopback, jsonReply, startServer, METRICS_TYPE, type Reply, type RunningServer } from '../metrics/server.js';
 import { TextfileWriter } from '../metrics/textfile.js';
-import type { PruneReport } from '../prune/report.js';
+import type { PassSummary } from './pass-summary.js';
 import { ClockWatch } from './clock-watch.js';
 import { assertPicoClawHome } from '../picoclaw/home.js';
 import { createLogger, type Logger } from './log.js';
@@ -65,7 +65,7 @@ function packageVersion(): string {
 }
 
 interface LastPass {
-  report: PruneReport | null;
+  report: PassSummary | null;
   error: string | null;
   exit_code: number | null;
   outcome: PruneOutcome;

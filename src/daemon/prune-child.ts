@@ -4,7 +4,7 @@ import { systemClock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { runPrunePass } from '../prune/pass.js';
-import type { PruneReport } from '../prune/report.js';
+import { summarizeReport, type PassSummary } from './pass-summary.js';
 
 /**
  * One daemon prune pass, in a child process of the daemon (src/daemon/pass-runner.ts says
@@ -29,7 +29,8 @@ export interface PassInput {
   skipAgeCheck: string | null;
 }
 
-export type PassOutput = { ok: true; report: PruneReport } | { ok: false; message: string; exitCode: number | null };
+/** `report` is already cut to a bounded summary (src/daemon/pass-summary.ts says why). */
+export type PassOutput = { ok: true; report: PassSummary } | { ok: false; message: string; exitCode: number | null };
 
 let signalled = false;
 for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => (signalled = true));
@@ -58,7 +59,7 @@ async function pass(input: PassInput): Promise<PassOutput> {
       onProgress,
       skipAgeCheck: input.skipAgeCheck ?? undefined,
     });
-    return { ok: true, report };
+    return { ok: true, report: summarizeReport(report, input.stateDir) };
   } catch (err) {
     return { ok: false, message: errorMessage(err), exitCode: err instanceof GuardError ? err.exitCode : null };
   }

@@ -4,7 +4,7 @@ import type { HealthReport } from '../health/index.js';
 import type { Reply } from '../metrics/server.js';
 import type { PruneOutcome } from '../metrics/guard-metrics.js';
 import { HISTORY_FILE, readHistory } from '../prune/history.js';
-import type { PruneReport } from '../prune/report.js';
+import type { PassSummary } from './pass-summary.js';
 import { capacityFor, fillSynthetic, GatewayTracker, ReadingHistory, sampleOf } from './history.js';
 import type { StartupPrediction } from '../startup-model/learn.js';
 import type { Readings, StartupView } from './readings.js';
@@ -75,13 +75,11 @@ export class StatusState {
   }
 
   /** A pass of this daemon ended. */
-  notePass(finishedMs: number, outcome: PruneOutcome, report: PruneReport | null): void {
+  notePass(finishedMs: number, outcome: PruneOutcome, report: PassSummary | null): void {
     this.own.unshift({ at_ms: finishedMs, outcome, deleted_sessions: report?.totals.deleted_sessions ?? 0, freed_bytes: report?.totals.freed_bytes ?? 0, sessions_after: report ? report.totals.sessions - report.totals.deleted_sessions : null });
     this.own.length = Math.min(this.own.length, OWN_PASSES);
     if (report && !report.skipped) {
-      const per: Record<string, number> = {};
-      for (const s of report.sessions) if (s.last_activity === null && s.action === 'keep') per[s.agent] = (per[s.agent] ?? 0) + 1;
-      this.undated = { at_ms: finishedMs, per_agent: per };
+      this.undated = { at_ms: finishedMs, per_agent: report.undated_kept_per_agent };
     }
     this.readPassFile();
   }

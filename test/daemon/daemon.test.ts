@@ -48,6 +48,11 @@ describe('picoclaw-guard run: the endpoints', () => {
     expect(prune.status).toBe(200);
     expect(prune.body).toMatchObject({ mode: 'apply', skipped: null, exit_code: 0, home: h.home });
     expect(prune.body.totals.deleted_sessions).toBe(pass.deleted_sessions);
+    // A bounded summary: the totals of every session, the first entries, where the lasting record is.
+    expect(prune.body.sessions_total).toBe(prune.body.totals.sessions);
+    expect(prune.body.sessions_shown).toBe(Math.min(prune.body.totals.sessions, 100));
+    expect(prune.body.sessions).toHaveLength(prune.body.sessions_shown);
+    expect(prune.body.history_file).toBe(join(h.root, 'state', HISTORY_FILE));
 
     // /startup: the restarts of the sample gateway.log.
     const startup = await d.json('/startup');
