@@ -46,6 +46,21 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   });
 }
 
+/** Words wrapped at 80 columns: `first` before the first line, `next` before the others, `end` after every line but the last. */
+function wrap(text: string, first: string, end: string, next: string): string {
+  const lines: string[] = [];
+  let line = first;
+  for (const word of text.split(' ')) {
+    const prefix = lines.length === 0 ? first : next;
+    if (line.length > prefix.length && line.length + 1 + word.length + end.length > 80) {
+      lines.push(line + end);
+      line = next + word;
+    } else line = line.length > prefix.length ? `${line} ${word}` : line + word;
+  }
+  lines.push(line);
+  return lines.join('\n');
+}
+
 const EXIT_MEANING: Record<number, string> = { 10: 'WARN', 11: 'CRITICAL' };
 
 async function main(): Promise<void> {
@@ -62,11 +77,13 @@ async function main(): Promise<void> {
   const sample = buildSampleHome({ dir: home, seed: 7, sessions: 80, agents: 3, now: Date.now(), pidFile: { pid: process.pid, port: gateway.port } });
   process.stdout.write(
     `Built a sample PicoClaw home in ${home}\n` +
-      `  ${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - startedAt} ms)\n` +
-      `  The guard keeps its state in ${stateDir} and reads its config from ${guardConfig}:\n` +
-      `  nothing outside ${dir} is written.\n` +
-      `  For the tour this demo plays PicoClaw's gateway: it answers /health and /ready on 127.0.0.1:${gateway.port}\n` +
-      `  and wrote ${join(home, '.picoclaw.pid')} with its own PID ${process.pid}.\n`,
+      [
+        `${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - startedAt} ms).`,
+        `The guard keeps its state in ${stateDir} and reads its config from ${guardConfig}: nothing outside ${dir} is written.`,
+        `For the tour this demo plays PicoClaw's gateway: it answers /health and /ready on 127.0.0.1:${gateway.port} and wrote ${join(home, '.picoclaw.pid')} with its own PID ${process.pid}.`,
+      ]
+        .map((p) => wrap(p, '  ', '', '  ') + '\n')
+        .join(''),
   );
 
   const env: NodeJS.ProcessEnv = { ...process.env, PICOCLAW_GUARD_CONFIG: guardConfig, STATE_DIRECTORY: stateDir };
@@ -92,8 +109,8 @@ async function main(): Promise<void> {
     },
   ];
   for (const step of steps) {
-    process.stdout.write(`\n=== ${step.title}\n$ picoclaw-guard ${step.args.join(' ')}\n`);
-    if (step.note) process.stdout.write(`# ${step.note}\n`);
+    process.stdout.write(`\n=== ${step.title}\n${wrap(`$ picoclaw-guard ${step.args.join(' ')}`, '', ' \\', '    ')}\n`);
+    if (step.note) process.stdout.write(`${wrap(step.note, '# ', '', '# ')}\n`);
     process.stdout.write('\n');
     const code = await run(step.args, env);
     if (code !== 0) process.stdout.write(`(exit code ${code}${EXIT_MEANING[code] ? `: ${EXIT_MEANING[code]}` : ''})\n`);
@@ -102,10 +119,16 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => gateway.server.close(() => resolve()));
   rmSync(join(home, '.picoclaw.pid'), { force: true });
   process.stdout.write(
-    `\nThe stand-in gateway has stopped and removed its PID file, as PicoClaw's gateway does on a clean stop.\n` +
-      `The sample home stays in ${dir} for you to explore: pass --home ${home}\n` +
-      `to any command, and --state-dir ${stateDir} to prune, health and startup.\n` +
-      `Delete the folder when done.\n`,
+    '\n' +
+      wrap(
+        `The stand-in gateway has stopped and removed its PID file, as PicoClaw's gateway does on a clean stop. ` +
+          `The sample home stays in ${dir} for you to explore: pass --home ${home} to any command, and --state-dir ${stateDir} to prune, health and startup. ` +
+          `Delete the folder when done.`,
+        '',
+        '',
+        '',
+      ) +
+      '\n',
   );
 }
 
