@@ -246,6 +246,21 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * Wait until the daemon has finished `n` more background refreshes (of its health readings)
+ * than when called. The refresh timer re-arms only after a refresh (and the rebuild of the
+ * replies and textfile it ends with) is done, so this waits on the daemon's own timeline,
+ * whatever the load: any timer it armed for an earlier moment has had its turn.
+ */
+export async function refreshes(d: Pick<Daemon, 'get'>, n: number, timeoutMs = 60_000): Promise<string> {
+  const count = (text: string) => metric(text, 'picoclaw_guard_refresh_total', { source: 'health' }) ?? 0;
+  const start = count((await d.get('/metrics')).body);
+  return until(async () => {
+    const text = (await d.get('/metrics')).body;
+    return count(text) >= start + n ? text : null;
+  }, timeoutMs);
+}
+
 /** Poll until `fn` returns a truthy value. */
 export async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
   const end = Date.now() + timeoutMs;
