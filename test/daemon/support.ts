@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
-import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
+import { assertBuilt, CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { board } from '../health/boards.js';
 
@@ -149,6 +149,7 @@ export function daemonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 export async function startDaemon(o: StartOpts): Promise<Daemon> {
+  assertBuilt();
   const b = board(o.board ?? 'pi4');
   const vcg = o.vcgencmd === undefined ? b.vcgencmd : o.vcgencmd;
   const args = [CLI, 'run', '--home', o.home, '--state-dir', o.stateDir, '--port', '0', '--sys-root', b.sys, '--proc-root', b.proc, ...(vcg ? ['--vcgencmd', vcg] : []), ...(o.config ? ['--config', o.config] : []), ...(o.args ?? [])];

@@ -8,6 +8,7 @@ import { sqlite, type Database } from '../../src/io/sqlite.js';
 import { formatGoTime, formatSqliteTime, parseGoTime } from '../../src/picoclaw/time.js';
 import { buildSampleHome, goJson, type SampleHome } from '../../src/sample/builder.js';
 import { Rng } from '../../src/sample/random.js';
+import { assertBuilt } from './cli.js';
 import { cliEnv, CLI_PATH, danglingRows, dump, killRunningPasses, repoRoot, type PruneJson } from './crash.js';
 import { integrity } from './home.js';
 
@@ -478,6 +479,7 @@ export function stopChildren(): void {
 }
 
 function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }> {
+  assertBuilt();
   if (!existsSync(SIM_PATH)) throw new Error(`${SIM_PATH} is missing: run npm run build (tsc compiles it with bench/live-gateway-soak.ts)`);
   return new Promise((resolve, reject) => {
     // argv0 names it PicoClaw in /proc, where the guard checks that a silent PID is the gateway's.
