@@ -88,7 +88,7 @@ if (mode === 'guard') {
     const estimate = p1.freelist * p1.pageSize;
     const logical = p1.pageCount * p1.pageSize;
     const wouldRun = estimate >= MIN_RECLAIM_BYTES && estimate >= logical * MIN_RECLAIM_RATIO;
-    const v = runVacuum(db, path!);
+    const v = runVacuum(db);
     hwm.vacuumed = hwmKb();
     const p2 = pageStats(db);
     const files2 = dbFileBytes(path!);

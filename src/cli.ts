@@ -7,6 +7,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { escapeControl, layout, outputWidth, type Line } from './commands/format.js';
 import { ExitCode, GuardError } from './errors.js';
+import { guardVersion } from './version.js';
 
 // A reader that closed the pipe (`| head`) is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -62,7 +63,7 @@ program
       'retention policy, reports board health, and shows how long each gateway restart took. ' +
       'It finds PicoClaw by itself (--home, $PICOCLAW_HOME, or ~/.picoclaw).',
   )
-  .version(process.env.npm_package_version ?? '0.1.0', '-V, --version')
+  .version(guardVersion(), '-V, --version')
   .addHelpText(
     'after',
     `

@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
@@ -7,7 +7,8 @@ import { findVcgencmd } from '../health/vcgencmd.js';
 import { writeFileAtomic } from '../io/atomic.js';
 import { isLoopback } from '../metrics/server.js';
 import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
-import { GUARD_UNIT, allowedDevices, outermost, packageRoot, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
+import { GUARD_UNIT, allowedDevices, outermost, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
+import { guardVersion } from '../version.js';
 import { homeFromOpts } from './common.js';
 import { layout, outputWidth } from './format.js';
 
@@ -26,14 +27,6 @@ import { layout, outputWidth } from './format.js';
  */
 function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
-}
-
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
 }
 
 /** The gateway answers on loopback unless its config (or PID file) says otherwise. */
@@ -165,7 +158,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     videoGroup,
     devices,
     loopbackOnly: isLoopback(server.host) && gatewayOnLoopback(home.gateway.host),
-    version: version(),
+    version: guardVersion(),
   };
   const units = renderUnits(values);
   const dest = resolve(str(opts.dest) ?? '/etc/systemd/system');

@@ -2,6 +2,7 @@ import { systemClock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
+import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
@@ -24,7 +25,7 @@ const REASON_TEXT: Record<string, string> = {
   size_limit_reached: 'not needed: db fits',
   interrupted: 'pass stopped: kept',
   ...EXTRA_REASON_TEXT,
-};
+} satisfies Record<Reason, string>;
 
 /** The same reasons in at most 20 columns, for a table that has to fit a terminal. */
 const REASON_SHORT: Record<string, string> = {
@@ -42,8 +43,10 @@ const REASON_SHORT: Record<string, string> = {
   delete_failed: 'delete failed',
   size_limit_reached: 'db fits',
   interrupted: 'pass stopped',
+  // Longer than 20 columns, as the table has always shown it (it used to fall back to the full text).
+  restored_hold: 'restored: held (see below)',
   ...EXTRA_REASON_SHORT,
-};
+} satisfies Record<Reason, string>;
 
 /** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */
 function progressReporter(): (done: number, total: number, what: string) => void {

@@ -1,3 +1,4 @@
+import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import type { StartupPrediction } from '../startup-model/learn.js';
 import { fitTable, formatAge, formatBytes } from './format.js';
@@ -8,18 +9,18 @@ import { fitTable, formatAge, formatBytes } from './format.js';
  * so the output under PicoClaw's defaults is what it always was.
  */
 
-export const EXTRA_REASON_TEXT: Record<string, string> = {
+export const EXTRA_REASON_TEXT = {
   cron_keep_runs: 'older run of its cron job (cron_keep_runs)',
   cron_max_age_days: 'cron run older than cron_max_age_days',
   max_bootstrap_seconds: 'over the startup budget (max_bootstrap_seconds)',
-};
+} satisfies Partial<Record<Reason, string>>;
 
 /** The same in at most 20 columns (a table fitted to the terminal). */
-export const EXTRA_REASON_SHORT: Record<string, string> = {
+export const EXTRA_REASON_SHORT = {
   cron_keep_runs: 'older cron run',
   cron_max_age_days: 'cron run too old',
   max_bootstrap_seconds: 'over startup budget',
-};
+} satisfies Partial<Record<Reason, string>>;
 
 /** Whether any cron rule is on: then the prune table shows each cron run's job. */
 export function cronRulesOn(r: PruneReport): boolean {

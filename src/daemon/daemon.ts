@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { Cron } from 'croner';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { renderMetrics, emptyPruneStats, type PruneOutcome, type PruneStats } from '../metrics/guard-metrics.js';
@@ -14,6 +14,7 @@ import { Readings } from './readings.js';
 import { resolveSettings, type DaemonSettings, type RunFlags } from './settings.js';
 import { StatusState } from './status.js';
 import type { PassOutput } from './prune-child.js';
+import { guardVersion } from '../version.js';
 
 /**
  * `picoclaw-guard run`: the sidecar. One process that
@@ -55,15 +56,6 @@ export function outcomeOf(out: PassOutput): PruneOutcome {
   }
 }
 
-function packageVersion(): string {
-  try {
-    const p = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string };
-    return p.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
-
 interface LastPass {
   report: PassSummary | null;
   error: string | null;
@@ -79,7 +71,7 @@ export class Daemon {
   private readonly status: StatusState;
   private readonly runner = new PassRunner();
   private readonly stats: PruneStats = emptyPruneStats();
-  private readonly version = packageVersion();
+  private readonly version = guardVersion();
   private readonly startedAt = Date.now();
   /** Wall clock against monotonic between passes: a jump skips that pass's age check. */
   private readonly clockWatch = new ClockWatch();

@@ -19,10 +19,6 @@ export function noData(reason: string): NoData {
   return { available: false, reason };
 }
 
-export function isNoData(x: { available: boolean }): x is NoData {
-  return !x.available;
-}
-
 /** The level a condition maps to; `ok` means "report it but it is not a problem". */
 export type Level = 'ok' | 'warn' | 'critical';
 export const LEVELS: readonly Level[] = ['ok', 'warn', 'critical'];

@@ -4,16 +4,18 @@ import { join } from 'node:path';
 import { readSmallText } from '../io/smallfile.js';
 
 /**
- * The guard's prune history: one JSON line per pass that deleted something or
- * failed, in the state folder (never a sessions folder). The startup report reads
- * it to mark restarts that followed a prune; the daemon reads the last line.
+ * The guard's prune history: one JSON line per `--apply` pass that got as far as
+ * deleting (whether or not it deleted anything), in the state folder (never a sessions
+ * folder). The startup report reads it to mark restarts that followed a prune; the
+ * daemon reads the last line.
  */
 export interface PruneHistoryEntry {
   /** ISO time the pass finished. */
   at: string;
   home: string;
   mode: 'apply';
-  outcome: 'ok' | 'partial' | 'skipped' | 'failed';
+  /** A pass that fails or is skipped writes no line (its exit code says why). */
+  outcome: 'ok' | 'partial';
   deleted_sessions: number;
   deleted_orphans: number;
   freed_bytes: number;

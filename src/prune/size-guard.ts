@@ -62,7 +62,7 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
       }
       const t = performance.now();
       foldFtsTombstones(db);
-      runVacuum(db, o.dbPath);
+      runVacuum(db);
       vacuumMs += performance.now() - t;
       vacuumedBySize = true;
       deletedSinceVacuum = false;
@@ -128,7 +128,7 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
         const t = performance.now();
         if (roomForVacuum(o.dbPath, dbFileBytes(o.dbPath).db, o.freeSpace).ok) {
           foldFtsTombstones(db);
-          runVacuum(db, o.dbPath);
+          runVacuum(db);
           vacuumMs += performance.now() - t;
           vacuumedBySize = true;
           res.owed = null;

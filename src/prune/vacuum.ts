@@ -107,14 +107,13 @@ export function checkpoint(db: Database, online: boolean): VacuumReport['walChec
   return r[0]?.busy ? 'busy' : 'truncate';
 }
 
-export function runVacuum(db: Database, path: string): { durationMs: number; checkpoint: VacuumReport['walCheckpoint'] } {
+export function runVacuum(db: Database): { durationMs: number; checkpoint: VacuumReport['walCheckpoint'] } {
   const t0 = performance.now();
   // PASSIVE first (hermes: a TRUNCATE here would race a live writer), then VACUUM, then TRUNCATE:
   // VACUUM rewrites every page through the WAL, which would otherwise stay as large as the database.
   db.pragma('wal_checkpoint(PASSIVE)');
   db.exec('VACUUM');
   const cp = checkpoint(db, false);
-  void path;
   return { durationMs: performance.now() - t0, checkpoint: cp };
 }
 
@@ -164,7 +163,7 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   if (!room.ok) {
     return finish({ ...base, reason: `skipped: ${room.reason}; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
   }
-  const v = runVacuum(db, o.path);
+  const v = runVacuum(db);
   const after = dbFileBytes(o.path).total;
   return { ...base, ran: true, reason: `worth it: about ${mib(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
 }

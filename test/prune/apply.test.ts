@@ -184,7 +184,8 @@ describe('prune --apply', () => {
     expect(r.exit_code).toBe(0);
     expect(r.database.vacuum?.ran).toBe(false);
     expect(r.database.vacuum?.reason).toMatch(/deferred/);
-    expect(r.database.longest_write_ms).toBeLessThan(250);
+    // Far below the gateway's busy_timeout (5000 ms); generous for a loaded machine (the figures are in BENCHMARKS.md).
+    expect(r.database.longest_write_ms).toBeLessThan(2500);
   });
 
   it('skips the pass with exit 5 while the gateway is starting, and deletes nothing', async () => {

@@ -20,6 +20,7 @@ describe('a live gateway', () => {
       sessions: 600,
       agents: 3,
       durationMs: 18_000,
+      minPasses: 5,
       idleMs: 2_000,
       maxAgeDays: [110, 3],
       passGapMs: [100, 400],
@@ -47,9 +48,11 @@ describe('a live gateway', () => {
   });
 
   it('holds no write lock anywhere near the gateway busy_timeout', () => {
+    // Bounds against the gateway's busy_timeout (5000 ms), generous for a loaded machine; the
+    // measured figures are printed above and by bench/live-gateway-soak.ts.
     expect(run.figures.longestGuardWriteMs).toBeGreaterThan(0);
-    expect(run.figures.longestGuardWriteMs).toBeLessThan(1000);
-    expect(run.figures.seahorseWrite.duringPasses.maxMs).toBeLessThan(2500);
+    expect(run.figures.longestGuardWriteMs).toBeLessThan(2500);
+    expect(run.figures.seahorseWrite.duringPasses.maxMs).toBeLessThan(4000);
   });
 
   it('makes no write of the gateway that waits on busy_timeout fail (append, meta, conversation, message)', () => {

@@ -7,7 +7,7 @@ import { isMainAlias } from '../../src/picoclaw/seahorse.js';
 import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
 import { Rng } from '../../src/sample/random.js';
 import { dumpSeahorse, integrity, snapshot } from './home.js';
-import { NO_GUARD_CONFIG } from './cli.js';
+import { assertBuilt, NO_GUARD_CONFIG } from './cli.js';
 
 /**
  * The "crash at any moment" harness.
@@ -87,6 +87,7 @@ export interface PruneJson {
 
 /** Run the built CLI and parse its --json report; throws with stderr when there is none. */
 export function cliJson(args: string[], env: NodeJS.ProcessEnv = cliEnv()): { code: number; report: PruneJson; wallMs: number } {
+  assertBuilt();
   const t0 = performance.now();
   const r = spawnSync(process.execPath, [CLI_PATH, ...args], { encoding: 'utf8', env, maxBuffer: 1 << 30, timeout: 600_000 });
   const wallMs = performance.now() - t0;
@@ -514,6 +515,7 @@ export function runApply(fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'
         }),
       );
     }
+    assertBuilt();
     const t0 = performance.now();
     child = spawn(process.execPath, [CLI_PATH, 'prune', '--apply', '--json', '--home', home, '--state-dir', stateDir, ...fx.policyArgs], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     const me = child;

@@ -8,6 +8,7 @@ import { sqlite, type Database } from '../../src/io/sqlite.js';
 import { formatGoTime, formatSqliteTime, parseGoTime } from '../../src/picoclaw/time.js';
 import { buildSampleHome, goJson, type SampleHome } from '../../src/sample/builder.js';
 import { Rng } from '../../src/sample/random.js';
+import { assertBuilt } from './cli.js';
 import { cliEnv, CLI_PATH, danglingRows, dump, killRunningPasses, repoRoot, type PruneJson } from './crash.js';
 import { integrity } from './home.js';
 
@@ -385,6 +386,11 @@ export interface LiveOptions {
   agents: number;
   /** How long passes run, back to back with short pauses. */
   durationMs: number;
+  /**
+   * At least this many passes, even past durationMs: on a loaded machine each pass takes
+   * longer, and the run gets longer instead of thinner (the last ones at the final max_age_days).
+   */
+  minPasses?: number;
   /** Simulator alone before the first pass and after the last (the no-pass baseline). */
   idleMs: number;
   /** max_age_days falls from the first to the last value over the run. */
@@ -473,6 +479,7 @@ export function stopChildren(): void {
 }
 
 function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }> {
+  assertBuilt();
   if (!existsSync(SIM_PATH)) throw new Error(`${SIM_PATH} is missing: run npm run build (tsc compiles it with bench/live-gateway-soak.ts)`);
   return new Promise((resolve, reject) => {
     // argv0 names it PicoClaw in /proc, where the guard checks that a silent PID is the gateway's.
@@ -556,7 +563,7 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
     await sleep(o.idleMs);
     const rng = new Rng(o.seed + 101);
     const begin = clock();
-    for (let i = 0; clock() - begin < o.durationMs; i++) {
+    for (let i = 0; clock() - begin < o.durationMs || i < (o.minPasses ?? 0); i++) {
       const f = Math.min(1, (clock() - begin) / o.durationMs);
       const age = Math.max(o.maxAgeDays[1], Math.round(o.maxAgeDays[0] - (o.maxAgeDays[0] - o.maxAgeDays[1]) * f));
       // Old turns now go to this pass's victims (sessions older than its cutoff).

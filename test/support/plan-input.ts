@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import type { SessionRecord } from '../../src/picoclaw/inventory.js';
 import type { DbFacts, Plan } from '../../src/prune/plan.js';
 
@@ -36,4 +37,13 @@ export function verdicts(p: Plan): Record<string, string> {
   const out: Record<string, string> = {};
   for (const g of p.groups) for (const m of g.members) out[m.key ?? m.id] = `${g.action}:${g.reason}`;
   return out;
+}
+
+/**
+ * A generated array together with a uniformly random order of its indexes, for
+ * "the plan does not depend on input order": a real permutation, not a reversal (which
+ * keeps every pair of neighbours together and so misses many order dependencies).
+ */
+export function withPermutation<T>(items: fc.Arbitrary<T[]>): fc.Arbitrary<[T[], number[]]> {
+  return items.chain((xs) => fc.tuple(fc.constant(xs), fc.shuffledSubarray([...xs.keys()], { minLength: xs.length, maxLength: xs.length })));
 }

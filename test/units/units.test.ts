@@ -66,6 +66,8 @@ describe('install-units', () => {
     expect(r.code).toBe(0);
     for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service.d/picoclaw-guard.conf']) expect(r.stdout).toContain(`# ---- ${join(dest, f)} ----`);
     expect(r.stdout).toMatch(/systemctl daemon-reload\n/);
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(r.stdout.match(/^# Written by .*$/gm)).toEqual(Array(3).fill(`# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${version})`));
     expect(r.stdout).toMatch(/systemctl enable --now picoclaw-guard\.service\n/);
     // Long paths (a Node outside /usr/bin) are continued onto the next line: read it as systemd does.
     expect(settings(r.stdout).get('ExecStart')).toContain(`${process.execPath} ${CLI_REAL} run`);
