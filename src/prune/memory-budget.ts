@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /**
  * The memory a pass may use before it stops between two sessions. The daemon's unit caps
  * the daemon and its pass child together (MemoryMax=256M, MemoryHigh=192M); a pass the
@@ -19,7 +21,23 @@ export interface MemoryBudget {
   why(): string | null;
 }
 
-export function memoryBudget(env: NodeJS.ProcessEnv, rss: () => number = () => process.memoryUsage.rss()): MemoryBudget {
+/**
+ * The resident size in bytes. process.memoryUsage.rss() reads /proc/self/stat, whose RSS field
+ * some environments leave at 0 (qemu-user emulates that file with most fields zero); a budget
+ * that reads 0 would never trip, so VmRSS from /proc/self/status is read instead when it does.
+ */
+export function residentBytes(fromStat: () => number = () => process.memoryUsage.rss(), status: () => string = () => readFileSync('/proc/self/status', 'utf8')): number {
+  const r = fromStat();
+  if (r > 0) return r;
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status());
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export function memoryBudget(env: NodeJS.ProcessEnv, rss: () => number = () => residentBytes()): MemoryBudget {
   const raw = env.PICOGUARD_PASS_MEMORY_MB;
   const n = raw === undefined || raw.trim() === '' ? 0 : Number(raw);
   // A value that is not a number of MiB falls back to the default rather than to no limit.

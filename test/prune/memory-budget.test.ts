@@ -4,7 +4,7 @@ import { ExitCode } from '../../src/errors.js';
 import { fixedClock } from '../../src/io/clock.js';
 import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { runPrunePass } from '../../src/prune/pass.js';
-import { DEFAULT_PASS_MEMORY_MB, memoryBudget } from '../../src/prune/memory-budget.js';
+import { DEFAULT_PASS_MEMORY_MB, memoryBudget, residentBytes } from '../../src/prune/memory-budget.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { dumpSeahorse, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
@@ -62,5 +62,21 @@ describe('memory budget of a pass', () => {
     expect(r.sessions.filter((s) => s.action === 'delete')).toHaveLength(4);
     expect(r.exit_code).toBe(0);
     expect(r.warnings.join('\n')).not.toMatch(/budget/);
+  });
+});
+
+describe('the resident size a budget reads', () => {
+  it('falls back to VmRSS when /proc/self/stat reads 0 (qemu-user emulates that file with its RSS field at 0)', () => {
+    const status = 'Name:\tnode\nVmHWM:\t  200000 kB\nVmRSS:\t  196140 kB\nThreads:\t7\n';
+    expect(residentBytes(() => 0, () => status)).toBe(196140 * 1024);
+    expect(residentBytes(() => 5 * 1024 * 1024, () => status)).toBe(5 * 1024 * 1024);
+    expect(residentBytes(() => 0, () => { throw new Error('ENOENT'); })).toBe(0);
+    // So a budget trips on the fallback figure too.
+    const b = memoryBudget({ PICOGUARD_PASS_MEMORY_MB: '100' }, () => residentBytes(() => 0, () => status));
+    expect(b.over()).toBe(true);
+    expect(b.why()).toMatch(/192 MiB resident\) passed its budget of 100 MiB/);
+  });
+  it('reads this process: a positive size', () => {
+    expect(residentBytes()).toBeGreaterThan(0);
   });
 });
