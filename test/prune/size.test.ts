@@ -5,7 +5,7 @@ import { sqlite } from '../../src/io/sqlite.js';
 import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { dbFileBytes } from '../../src/picoclaw/seahorse.js';
 import { runPrunePass } from '../../src/prune/pass.js';
-import { addConversation, handHome, integrity, type HandSession } from '../support/home.js';
+import { addConversation, dailyHome, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 
@@ -14,26 +14,8 @@ const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
 const MB = 1024 * 1024;
 
-/** 24 sessions, one a day, each with ~120 KB of text in seahorse (a few MB of file with its FTS index). */
 function bigHome(): { home: string; dbPath: string } {
-  const home = tempDir();
-  const sessions: HandSession[] = [];
-  for (let d = 0; d < 24; d++) {
-    const day = new Date(NOW.getTime() - (24 - d) * 86_400_000).toISOString();
-    sessions.push({ key: `sk_v1_day${String(d).padStart(2, '0')}`, updated: day });
-  }
-  sessions.push({ key: 'sk_v1_undated', updated: null, created: null, lastLine: null });
-  const { dbPath } = handHome(home, sessions);
-  const db = new (sqlite())(dbPath);
-  db.transaction(() => {
-    for (let d = 0; d < 24; d++) {
-      const t = new Date(NOW.getTime() - (24 - d) * 86_400_000).toISOString().slice(0, 19).replace('T', ' ');
-      addConversation(db, `sk_v1_day${String(d).padStart(2, '0')}`, Array(6).fill(t), { contentBytes: 20_000 });
-    }
-  })();
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
-  return { home, dbPath };
+  return dailyHome(tempDir(), NOW, { undated: true });
 }
 
 describe('the size guard (max_db_size_mb)', () => {

@@ -14,7 +14,7 @@ import { planPrune, type DbFacts } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { OWED_FILE } from '../../src/prune/vacuum-owed.js';
-import { addConversation, handHome, integrity, type HandSession } from '../support/home.js';
+import { addConversation, dailyHome, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 /** The size guard while VACUUM is deferred, and when no deletion can help. */
@@ -24,22 +24,8 @@ const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test'
 const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
 const MB = 1024 * 1024;
 
-/** 24 sessions, one a day, each with ~120 KB of text in seahorse. */
 function bigHome(): { home: string; dbPath: string } {
-  const home = tempDir();
-  const sessions: HandSession[] = [];
-  for (let d = 0; d < 24; d++) sessions.push({ key: `sk_v1_day${String(d).padStart(2, '0')}`, updated: new Date(NOW.getTime() - (24 - d) * 86_400_000).toISOString() });
-  const { dbPath } = handHome(home, sessions);
-  const db = new (sqlite())(dbPath);
-  db.transaction(() => {
-    for (let d = 0; d < 24; d++) {
-      const t = new Date(NOW.getTime() - (24 - d) * 86_400_000).toISOString().slice(0, 19).replace('T', ' ');
-      addConversation(db, `sk_v1_day${String(d).padStart(2, '0')}`, Array(6).fill(t), { contentBytes: 20_000 });
-    }
-  })();
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
-  return { home, dbPath };
+  return dailyHome(tempDir(), NOW);
 }
 
 describe('VACUUM deferred online: the excess is paid once, the VACUUM is owed to the next offline pass', () => {

@@ -96,6 +96,27 @@ export function handHome(home: string, sessions: HandSession[], opts: { seahorse
   return { sessionsDir, dbPath };
 }
 
+/**
+ * 24 sessions, one a day before `now` (`sk_v1_day00` the oldest), each with ~120 KB of text in
+ * seahorse: a few MB of database with its FTS index, for the size guard's tests. `undated` adds
+ * a session with no usable timestamp.
+ */
+export function dailyHome(home: string, now: Date, opts: { undated?: boolean } = {}): { home: string; dbPath: string } {
+  const dayKey = (d: number) => `sk_v1_day${String(d).padStart(2, '0')}`;
+  const at = (d: number) => new Date(now.getTime() - (24 - d) * 86_400_000).toISOString();
+  const sessions: HandSession[] = [];
+  for (let d = 0; d < 24; d++) sessions.push({ key: dayKey(d), updated: at(d) });
+  if (opts.undated) sessions.push({ key: 'sk_v1_undated', updated: null, created: null, lastLine: null });
+  const { dbPath } = handHome(home, sessions);
+  const db = new (sqlite())(dbPath);
+  db.transaction(() => {
+    for (let d = 0; d < 24; d++) addConversation(db, dayKey(d), Array(6).fill(at(d).slice(0, 19).replace('T', ' ')), { contentBytes: 20_000 });
+  })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  return { home, dbPath };
+}
+
 /** Every regular file under a folder, with its bytes: for byte-identical checks. */
 export function snapshot(dir: string, skip: (path: string) => boolean = () => false): Map<string, string> {
   const out = new Map<string, string>();
