@@ -10,6 +10,7 @@ import type { FileFacts } from '../picoclaw/sessions.js';
 import { PassArchiver, type Pending } from './archive-pass.js';
 import type { Plan, PlanGroup, Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
+import { ONLINE_QUIET_MS } from './write-lock.js';
 import { runSizeGuard } from './size-guard.js';
 import { vacuumAfterPass, type VacuumReport } from './vacuum.js';
 import type { OwedVacuum } from './vacuum-owed.js';
@@ -125,7 +126,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
   for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
 
-  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? 100) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
+  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? ONLINE_QUIET_MS) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
   if (deleter) res.seahorse = deleter.stats;
   const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(message_id) AS lastId FROM messages WHERE conversation_id = ?`) : null;
   const convExists = db ? db.prepare(`SELECT 1 FROM conversations WHERE conversation_id = ?`) : null;

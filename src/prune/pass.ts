@@ -22,6 +22,7 @@ import { buildReport, type PruneReport } from './report.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from './vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
+import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './write-lock.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -134,16 +135,21 @@ function ftsUnusable(db: Database): string | null {
   }
 }
 
-/** Take and release the write lock once: a writer that holds it past the busy timeout skips the pass. */
-function writeLockBusy(db: Database): string | null {
+/**
+ * Take and release the write lock once: a writer that holds it past the busy timeout skips
+ * the pass. Online, the lock is taken the way every deletion takes it (at a quiet moment, never
+ * from SQLite's busy handler: src/prune/write-lock.ts), so the probe cannot fail a gateway turn either.
+ */
+function writeLockBusy(db: Database, online: boolean, timeoutMs: number): string | null {
   try {
-    db.exec('BEGIN IMMEDIATE');
+    new WriteLock(db, { quietMs: online ? ONLINE_QUIET_MS : 0, maxWaitMs: timeoutMs }).begin();
     db.exec('ROLLBACK');
     return null;
   } catch (err) {
     if (db.inTransaction) db.exec('ROLLBACK');
+    if (err instanceof GatewayBusy) return `the gateway kept it busy (writing, or holding its write lock) for ${timeoutMs} ms without a ${ONLINE_QUIET_MS} ms pause`;
     const code = errnoCode(err);
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return errorMessage(err);
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return `another process held its write lock longer than the busy timeout (${errorMessage(err)})`;
     throw err;
   }
 }
@@ -210,9 +216,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         if (unusable) {
           return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}), so its rows cannot be deleted safely; nothing was deleted`, exitCode: ExitCode.DATA, warnings, dbFacts: null });
         }
-        const busy = writeLockBusy(db);
+        const busy = writeLockBusy(db, online, busyTimeoutMs(env));
         if (busy) {
-          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: another process held its write lock longer than the busy timeout (${busy}); nothing was deleted, the next pass will try again`, exitCode: ExitCode.SKIPPED, warnings, dbFacts: null });
+          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: ${busy}; nothing was deleted, the next pass will try again`, exitCode: ExitCode.SKIPPED, warnings, dbFacts: null });
         }
         if (!hasFts5Trigram(db)) {
           return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: 'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted', exitCode: ExitCode.DATA, warnings, dbFacts: null });

@@ -1,4 +1,7 @@
 import type { Database } from '../io/sqlite.js';
+import { GatewayBusy, WriteLock } from './write-lock.js';
+
+export { GatewayBusy };
 
 /**
  * Deleting one conversation's rows from seahorse.db, in time linear in what is deleted.
@@ -32,12 +35,8 @@ export interface DeleterOptions {
   chunk?: number;
   targetTxnMs?: number;
   /**
-   * Online only: before each write transaction, wait until no other connection has
-   * committed for this long. PicoClaw's appendContextItems is a deferred transaction
-   * that reads, then writes; SQLite does not apply busy_timeout to such an upgrade, so
-   * it fails at once if the guard holds the write lock at that moment. A turn writes in
-   * one burst (message, then context item), so writing only after a quiet spell keeps
-   * the guard out of the middle of a burst. 0: do not wait (gateway stopped).
+   * Online only: take each transaction's write lock only at a quiet moment, without
+   * waiting in SQLite's busy handler (src/prune/write-lock.ts says why). 0: gateway stopped.
    */
   quietMs?: number;
   /** Give up (GatewayBusy) when the database has not been quiet for this long. */
@@ -53,18 +52,6 @@ export interface ConversationDelete {
   /** Something was deleted (summaries, messages): an incomplete delete is a partial one. */
   touched: boolean;
   deletedMessages: number;
-}
-
-/** The gateway kept writing: the rest of an online pass waits for a quieter moment. */
-export class GatewayBusy extends Error {
-  constructor(ms: number) {
-    super(`the gateway wrote to seahorse.db without a ${ms} ms pause for too long; the rest waits for the next pass`);
-    this.name = 'GatewayBusy';
-  }
-}
-
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 interface TriggerSql {
@@ -93,12 +80,14 @@ export class SeahorseDeleter {
   private readonly db: Database;
   private readonly opts: Required<Omit<DeleterOptions, 'onTxn'>> & Pick<DeleterOptions, 'onTxn'>;
   private chunk: number;
+  private readonly lock: WriteLock;
   readonly stats: DeleteStats = { messages: 0, summaries: 0, parts: 0, transactions: 0, longestTxnMs: 0, totalTxnMs: 0 };
 
   constructor(db: Database, opts: DeleterOptions = {}) {
     this.db = db;
     this.opts = { chunk: opts.chunk ?? 2000, targetTxnMs: opts.targetTxnMs ?? 100, quietMs: opts.quietMs ?? 0, maxQuietWaitMs: opts.maxQuietWaitMs ?? 60_000, onTxn: opts.onTxn };
     this.chunk = this.opts.chunk;
+    this.lock = new WriteLock(db, { quietMs: this.opts.quietMs, maxWaitMs: this.opts.maxQuietWaitMs });
   }
 
   /**
@@ -177,47 +166,9 @@ export class SeahorseDeleter {
    * Run fn in one BEGIN IMMEDIATE transaction with the two delete triggers out of
    * the way; fn returning false rolls the transaction back.
    */
-  private lastVersion: number | null = null;
-  private lastChangeAt = 0;
-
-  /**
-   * Wait until no other connection has committed for quietMs (PRAGMA data_version does not
-   * move). The guard's own commits do not move it, so back-to-back transactions while the
-   * gateway is idle do not wait at all.
-   */
-  private waitForQuiet(): number {
-    const q = this.opts.quietMs;
-    const start = performance.now();
-    const look = () => {
-      const v = this.db.pragma('data_version', { simple: true }) as number;
-      if (v !== this.lastVersion) {
-        this.lastVersion = v;
-        this.lastChangeAt = performance.now();
-      }
-      return v;
-    };
-    let v = look();
-    for (;;) {
-      const quietFor = performance.now() - this.lastChangeAt;
-      if (quietFor >= q) return v;
-      if (performance.now() - start > this.opts.maxQuietWaitMs) throw new GatewayBusy(q);
-      sleepMs(Math.max(2, Math.min(25, q - quietFor)));
-      v = look();
-    }
-  }
-
   private txn(fn: () => boolean | void): number {
     const db = this.db;
-    if (this.opts.quietMs > 0) {
-      for (;;) {
-        const quietAt = this.waitForQuiet();
-        db.exec('BEGIN IMMEDIATE');
-        // Someone committed between the last look and our lock: let go at once and wait again.
-        if ((db.pragma('data_version', { simple: true }) as number) === quietAt) break;
-        db.exec('ROLLBACK');
-        this.lastVersion = null;
-      }
-    } else db.exec('BEGIN IMMEDIATE');
+    this.lock.begin();
     const t0 = performance.now();
     try {
       const triggers = this.captureTriggers();
