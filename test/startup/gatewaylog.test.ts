@@ -220,8 +220,10 @@ describe('times', () => {
 
   it('a stamp with no such day reads as unparseable, in every reader, exactly like month 13', () => {
     const json = (stamp: string) =>
-      `{"level":"info","component":"agent","time":"${stamp}","caller":"/src/pkg/gateway/gateway.go:214","message":"Agent initialized"}`;
-    const journald = (stamp: string) => `${stamp} raspberrypi picoclaw[4242]: 18:19:35 INF agent x.go:1 > Agent initialized`;
+      `{"level":"info","component":"agent","time":"${stamp}",` +
+      '"caller":"/src/pkg/gateway/gateway.go:214","message":"Agent initialized"}';
+    const journald = (stamp: string) =>
+      `${stamp} raspberrypi picoclaw[4242]: 18:19:35 INF agent x.go:1 > Agent initialized`;
     for (const [bad, month13] of [
       ['2026-02-30T18:19:35+02:00', '2026-13-30T18:19:35+02:00'],
       ['2025-02-29T18:19:35Z', '2025-13-29T18:19:35Z'],
