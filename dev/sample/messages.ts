@@ -17,13 +17,18 @@ const USER_TEXT = [
 const TOOLS = ['exec', 'read_file', 'web_fetch', 'list_dir', 'message', 'web_search'];
 
 /** Go's encoding/json escapes <, > and & (and U+2028/2029) inside strings. */
+function goEscape(json: string): string {
+  return json.replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+/** json.Marshal with Go's escaping. */
 export function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  return goEscape(JSON.stringify(value));
 }
 
 /** json.MarshalIndent(meta, "", "  ") with Go's escaping. */
 export function metaJson(meta: Record<string, unknown>): string {
-  return JSON.stringify(meta, null, 2).replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  return goEscape(JSON.stringify(meta, null, 2));
 }
 
 export interface Msg {
