@@ -9,7 +9,7 @@ import { renderStatusPage, MAX_CHART_POINTS, type PageInput } from '../../src/da
 import { predictionOf } from '../../src/daemon/status.js';
 import type { StartupPrediction } from '../../src/startup-model/learn.js';
 import { tokenMatches } from '../../src/metrics/server.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { tempDir } from '../support/tmp.js';
 
 /**

@@ -4,7 +4,7 @@ import { analyzeStartupLog } from '../../src/health/startup.js';
 import { newVcgencmdCache } from '../../src/health/vcgencmd.js';
 import { emptyPruneStats, renderMetrics, REFRESH_SOURCES, type MetricsSnapshot } from '../../src/metrics/guard-metrics.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { board, BOARDS, type BoardName } from '../health/boards.js';
 import { fakeGateway } from '../daemon/support.js';
 import { tempDir } from '../support/tmp.js';
