@@ -5,7 +5,7 @@ import { ExitCode, GuardError, errnoCode } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { findVcgencmd } from '../health/vcgencmd.js';
 import { writeFileAtomic } from '../io/atomic.js';
-import { isLoopback } from '../metrics/server.js';
+import { isLoopback } from '../daemon/server.js';
 import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
 import { GUARD_UNIT, allowedDevices, outermost, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
 import { guardVersion } from '../version.js';

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HealthReport } from '../health/index.js';
 import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
-import type { Reply } from '../metrics/server.js';
+import type { Reply } from './server.js';
 import type { PruneOutcome } from '../metrics/guard-metrics.js';
 import { HISTORY_FILE, readHistory } from '../prune/history.js';
 import type { PassSummary } from './pass-summary.js';
