@@ -56,7 +56,7 @@ export function families(text: string): Set<string> {
 export async function emittedNames(): Promise<Set<string>> {
   const all = new Set<string>();
   for (const name of BOARDS) for (const f of families(renderMetrics(await snapshot(name)))) all.add(f);
-  // Added by the daemon to /metrics only (requests served): see src/daemon/daemon.ts.
+  // Added by the daemon to /metrics only (requests served): see httpRequestMetrics in src/daemon/routes.ts.
   all.add('picoclaw_guard_http_requests_total');
   return all;
 }
