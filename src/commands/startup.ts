@@ -225,7 +225,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   }
   let prunes: PruneEffect[] = [];
   if (home) {
-    const { readHistory } = await import('../prune/history.js');
+    const { readHistory } = await import('../state/history.js');
     prunes = markPrunes(report, readHistory(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), home.home));
   }
   const now = home ? await sessionsNow(home) : null;

@@ -8,7 +8,7 @@ import type { PassSummary } from './pass-summary.js';
 import { ClockWatch } from './clock-watch.js';
 import { assertPicoClawHome } from '../picoclaw/home.js';
 import { createLogger, type Logger } from './log.js';
-import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
+import { firstRunAt, lastCompletedAt, writeMarker } from '../state/marker.js';
 import { PassRunner } from './pass-runner.js';
 import { Readings } from './readings.js';
 import { resolveSettings, type DaemonSettings, type RunFlags } from './settings.js';

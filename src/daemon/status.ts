@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { HealthReport } from '../health/index.js';
 import type { Reply } from '../metrics/server.js';
 import type { PruneOutcome } from '../metrics/guard-metrics.js';
-import { HISTORY_FILE, readHistory } from '../prune/history.js';
+import { HISTORY_FILE, readHistory } from '../state/history.js';
 import type { PassSummary } from './pass-summary.js';
 import { capacityFor, fillSynthetic, GatewayTracker, ReadingHistory, sampleOf } from './history.js';
 import type { StartupPrediction } from '../startup-model/learn.js';

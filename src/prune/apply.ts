@@ -13,7 +13,7 @@ import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delet
 import { ONLINE_QUIET_MS } from './write-lock.js';
 import { runSizeGuard } from './size-guard.js';
 import { vacuumAfterPass, type VacuumReport } from './vacuum.js';
-import type { OwedVacuum } from './vacuum-owed.js';
+import type { OwedVacuum } from '../state/vacuum-owed.js';
 
 /**
  * The only code that deletes. It executes a plan exactly: nothing the plan did not
