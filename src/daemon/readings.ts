@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { errorMessage } from '../errors.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
-import { processAlive } from '../io/lock.js';
+import { processAlive } from '../io/process.js';
 import { collectHealth, type HealthReport } from '../health/index.js';
 import { countSessions } from '../health/picoclaw.js';
 import { analyzeStartupLog, lastBootstrapGapSeconds, markPrunes, settleLatest, type PruneEffect, type StartupReport } from '../health/startup.js';
