@@ -7,7 +7,7 @@ import { findVcgencmd } from '../health/vcgencmd.js';
 import { writeFileAtomic } from '../io/atomic.js';
 import { isLoopback } from '../daemon/server.js';
 import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
-import { GUARD_UNIT, allowedDevices, outermost, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../daemon/units.js';
+import { GUARD_UNIT, allowedDevices, outermost, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../install/units.js';
 import { guardVersion } from '../version.js';
 import { homeFromOpts } from './common.js';
 import { layout, outputWidth } from './format.js';

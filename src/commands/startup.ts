@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
 import { analyzeStartupLog, DEFAULT_MAX_RESTARTS, markPrunes, settleLatest, summarize, type PruneEffect, type RestartEntry, type Span, type StartupReport } from '../health/startup.js';
-import { processAlive } from '../io/lock.js';
+import { processAlive } from '../io/process.js';
 import { resolveStateDir } from '../io/statedir.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { readPidFile } from '../picoclaw/pidfile.js';
@@ -225,7 +225,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   }
   let prunes: PruneEffect[] = [];
   if (home) {
-    const { readHistory } = await import('../prune/history.js');
+    const { readHistory } = await import('../state/history.js');
     prunes = markPrunes(report, readHistory(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), home.home));
   }
   const now = home ? await sessionsNow(home) : null;

@@ -1,13 +1,13 @@
 import { statSync } from 'node:fs';
 import { errorMessage } from '../errors.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
-import { processAlive } from '../io/lock.js';
+import { processAlive } from '../io/process.js';
 import { collectHealth, type HealthReport } from '../health/index.js';
 import { countSessions } from '../health/picoclaw.js';
 import { analyzeStartupLog, lastBootstrapGapSeconds, markPrunes, settleLatest, type PruneEffect, type StartupReport } from '../health/startup.js';
 import { newVcgencmdCache } from '../health/vcgencmd.js';
 import { readPidFile } from '../picoclaw/pidfile.js';
-import { readHistory } from '../prune/history.js';
+import { readHistory } from '../state/history.js';
 import { REFRESH_SOURCES, type RefreshSource, type RefreshStat } from '../metrics/guard-metrics.js';
 import type { DaemonSettings } from './settings.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';

@@ -2,7 +2,7 @@ import { ExitCode, errnoCode, errorMessage } from '../errors.js';
 import { emptyPruneStats, type PruneOutcome, type PruneStats } from '../metrics/guard-metrics.js';
 import { ClockWatch } from './clock-watch.js';
 import type { Logger } from './log.js';
-import { firstRunAt, lastCompletedAt, writeMarker } from './marker.js';
+import { firstRunAt, lastCompletedAt, writeMarker } from '../state/marker.js';
 import { PassRunner } from './pass-runner.js';
 import type { PassSummary } from './pass-summary.js';
 import type { PassOutput } from './prune-child.js';

@@ -4,7 +4,7 @@ import type { HealthReport } from '../health/index.js';
 import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
 import type { Reply } from './server.js';
 import type { PruneOutcome } from '../metrics/guard-metrics.js';
-import { HISTORY_FILE, readHistory } from '../prune/history.js';
+import { HISTORY_FILE, readHistory } from '../state/history.js';
 import type { PassSummary } from './pass-summary.js';
 import { capacityFor, fillSynthetic, GatewayTracker, ReadingHistory, sampleOf } from './history.js';
 import type { StartupPrediction } from '../startup-model/learn.js';

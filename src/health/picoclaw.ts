@@ -4,7 +4,7 @@ import { probeGateway, type GatewayStateName, type ProbeResult } from '../picocl
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
 import { classifyEntry } from '../picoclaw/sessions.js';
-import { readHistory } from '../prune/history.js';
+import { readHistory } from '../state/history.js';
 import { noData, type Section } from './types.js';
 
 /**

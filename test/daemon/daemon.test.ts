@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { markerPath } from '../../src/daemon/marker.js';
-import { HISTORY_FILE } from '../../src/prune/history.js';
+import { markerPath } from '../../src/state/marker.js';
+import { HISTORY_FILE } from '../../src/state/history.js';
 import { integrity, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { countingVcgencmd, fakeGateway, metric, PROMTOOL, promtoolCheckMetrics, refreshes, sampleHome, startDaemon, until, writeConfig } from './support.js';

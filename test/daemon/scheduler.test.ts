@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { writeMarker, type LastRunMarker } from '../../src/daemon/marker.js';
+import { writeMarker, type LastRunMarker } from '../../src/state/marker.js';
 import type { Logger } from '../../src/daemon/log.js';
 import { Scheduler } from '../../src/daemon/scheduler.js';
 import type { DaemonSettings } from '../../src/daemon/settings.js';
