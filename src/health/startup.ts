@@ -1153,7 +1153,7 @@ function adviceFor(r: StartupReport, configLevel: string | null): Advice[] {
   return out;
 }
 
-/** A prune pass from the guard's history (src/prune/history.ts), structurally. */
+/** A prune pass from the guard's history (src/state/history.ts), structurally. */
 export interface PrunePass {
   at: string;
   deleted_sessions: number;
