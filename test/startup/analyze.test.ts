@@ -4,7 +4,13 @@ import { appendFileSync, readFileSync, truncateSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { analyzeStartupLog, lastBootstrapGapSeconds, markPrunes, settleLatest, type StartupReport } from '../../src/health/startup.js';
+import {
+  analyzeStartupLog,
+  lastBootstrapGapSeconds,
+  markPrunes,
+  settleLatest,
+  type StartupReport,
+} from '../../src/startup/index.js';
 import { buildSampleHome } from '../../src/sample/builder.js';
 import { renderConsoleLog, renderGatewayLog, renderRedirectedLog, type SampleRestart } from '../../src/sample/gatewaylog.js';
 import { tempDir } from '../support/tmp.js';
@@ -77,6 +83,21 @@ describe('restarts and their spans, per log level (sample generator)', () => {
     expect(advice.settings.join('\n')).toContain('"gateway": { "log_level": "info" }');
     expect(advice.settings.join('\n')).toContain('PICOCLAW_LOG_LEVEL=info');
     expect(advice.settings.join('\n')).toContain('"gateway.*"');
+  });
+
+  it('warn: every bootstrap warning text is cut to 160 characters, the first one too', async () => {
+    const error = 'bootstrap: get messages: database is locked; ' + 'the rest of a long error '.repeat(10);
+    const warn = (session: string, time: string) =>
+      JSON.stringify({ level: 'warn', component: 'seahorse', session, error, time, message: 'bootstrap' });
+    const stale = 'not running (PID: 4533) so will remove the pid file: /h/.picoclaw.pid';
+    const log = [
+      JSON.stringify({ level: 'warn', component: 'pid', time: '2026-06-04T09:00:00+02:00', message: stale }),
+      warn('agent:a', '2026-06-04T09:00:30+02:00'),
+      warn('agent:b', '2026-06-04T09:00:31+02:00'),
+    ].join('\n') + '\n';
+    const r = (await analyzeText(log)).restarts[0]!;
+    expect(r.gap).toMatchObject({ warnings: 2, bootstrap_failures: 2, database_locked: 2 });
+    expect(r.gap.warning_messages).toEqual([{ text: error.slice(0, 157) + '...', count: 2 }]);
   });
 
   it('a crash during the bootstrap gives a lower bound and says so', async () => {
