@@ -297,6 +297,9 @@ export class RestartTracker {
   }
 
   private close(r: RestartState, end: RestartEnd, t: T | null, detail: string | null): void {
+    // Only open restarts get their progress line copied when a chunk is done: settle it now,
+    // while the bytes it points at are still this chunk's (a stop line without a time keeps it).
+    this.settleLast(r);
     r.end = end;
     r.endT = t;
     r.endDetail = detail;

@@ -280,6 +280,24 @@ describe('robustness', () => {
     }
   });
 
+  it('a stop without a time in the bootstrap: its last progress line is read before its buffer is reused', async () => {
+    const line = (time: string | null, message: string) =>
+      JSON.stringify({ level: 'info', component: 'gateway', ...(time === null ? {} : { time }), message });
+    const log = [
+      line('2026-06-01T08:00:00+02:00', 'Log level set to "info"'),
+      line('2026-06-01T08:00:01+02:00', 'Registered agent'),
+      line('2026-06-01T08:00:09+02:00', 'ingest'),
+      line(null, '✓ Gateway stopped'),
+      ...Array.from({ length: 40 }, (_, i) => line(`2026-06-01T09:00:${10 + i}+02:00`, 'x'.repeat(i))),
+    ].join('\n') + '\n';
+    const to = 'last line before it died';
+    const gap = { seconds: 8, precision_seconds: 1, from: 'Registered agent', to, lower_bound: true };
+    for (let chunkBytes = 64; chunkBytes <= 1024; chunkBytes += 40) {
+      const r = (await analyzeText(log, { chunkBytes })).restarts[0]!;
+      expect({ chunkBytes, end: r.end, gap: r.bootstrap_gap }).toEqual({ chunkBytes, end: 'stopped', gap });
+    }
+  });
+
   it('standard input (a stream) gives the same report as the file', async () => {
     const text = renderGatewayLog(scenario('debug', true));
     const fromFile = await analyzeText(text);

@@ -158,6 +158,23 @@ describe('RestartTracker', () => {
     expect(toEntry(r, same).bootstrap_gap).toMatchObject(gap);
   });
 
+  it('a restart closed by a line without a time settles its progress line before the chunk is reused', () => {
+    const tr = new RestartTracker(10);
+    feed(tr, Marker.LOG_LEVEL_SET, 'Log level set to "info"', Level.INFO, 0);
+    feed(tr, Marker.AGENT_REGISTERED, 'Registered agent', Level.INFO, 1);
+    const line = '{"level":"info","component":"seahorse","time":"2026-06-01T06:00:42Z","message":"ingest"}';
+    const chunk = Buffer.from(line);
+    tr.countLine(Level.INFO);
+    tr.progressLine(Marker.INGEST, chunk, 0, line.length);
+    const stop = { ...parsed('✓ Gateway stopped', Level.INFO), time: null };
+    tr.marker(Marker.GATEWAY_STOPPED, stop, Level.INFO, null);
+    tr.chunkDone(); // copies only what open restarts point at
+    chunk.fill(0x20);
+    tr.finish();
+    expect(tr.restarts[0]!.end).toBe('stopped');
+    expect(tr.restarts[0]!.lastT).toEqual(at(42));
+  });
+
   it('keeps the latest restarts and counts the dropped ones', () => {
     const tr = new RestartTracker(4);
     for (let i = 0; i < 12; i++) {
