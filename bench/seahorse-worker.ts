@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { openSeahorseWrite, dbFileBytes } from '../src/picoclaw/seahorse.js';
+import { openSeahorseWrite, dbFileBytes, readPages } from '../src/picoclaw/seahorse.js';
 import { deleteConversationWithTriggers, SeahorseDeleter } from '../src/prune/seahorse-delete.js';
-import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, pageStats, runVacuum } from '../src/prune/vacuum.js';
+import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, runVacuum } from '../src/prune/vacuum.js';
 
 /**
  * Child process of the seahorse benchmark (items 2 and 3): one deletion on one copy of
@@ -79,22 +79,22 @@ if (mode === 'guard') {
   if (rest.includes('--vacuum')) {
     // What src/prune/vacuum.ts vacuumAfterPass does, step by step, with each step measured.
     const files0 = dbFileBytes(path!);
-    const p0 = pageStats(db);
+    const p0 = readPages(db);
     const tf = performance.now();
     foldFtsTombstones(db);
     const foldMs = performance.now() - tf;
     hwm.folded = hwmKb();
-    const p1 = pageStats(db);
-    const estimate = p1.freelist * p1.pageSize;
+    const p1 = readPages(db);
+    const estimate = p1.freelistCount * p1.pageSize;
     const logical = p1.pageCount * p1.pageSize;
     const wouldRun = estimate >= MIN_RECLAIM_BYTES && estimate >= logical * MIN_RECLAIM_RATIO;
     const v = runVacuum(db);
     hwm.vacuumed = hwmKb();
-    const p2 = pageStats(db);
+    const p2 = readPages(db);
     const files2 = dbFileBytes(path!);
     vacuum = {
-      before: { fileBytes: files0.db, walBytes: files0.wal, pageCount: p0.pageCount, freelist: p0.freelist, pageSize: p0.pageSize },
-      afterFold: { pageCount: p1.pageCount, freelist: p1.freelist },
+      before: { fileBytes: files0.db, walBytes: files0.wal, pageCount: p0.pageCount, freelist: p0.freelistCount, pageSize: p0.pageSize },
+      afterFold: { pageCount: p1.pageCount, freelist: p1.freelistCount },
       foldMs,
       vacuumMs: v.durationMs,
       estimateBytes: estimate,

@@ -1,3 +1,4 @@
+import { WHOLE_MIB } from '../io/bytes.js';
 import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import type { StartupPrediction } from '../startup-model/learn.js';
@@ -74,7 +75,7 @@ export function predictionLine(p: { predicted_seconds: number; error_seconds: nu
       : Number.isFinite(p.sessions_for_target)
         ? `under ${p.target_seconds} s needs ≤ ${p.sessions_for_target} sessions`
         : `the gap does not grow with sessions`;
-  return `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.error_seconds))} s) for ${p.sessions} sessions / ${Math.round(p.jsonl_bytes / (1024 * 1024))} MiB; ${target}`;
+  return `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.error_seconds))} s) for ${p.sessions} sessions / ${formatBytes(p.jsonl_bytes, WHOLE_MIB)}; ${target}`;
 }
 
 /** `startup`: the next restart's prediction and the model behind it. */

@@ -1,4 +1,5 @@
 import { isAbsolute } from 'node:path';
+import { field, readSection, sectionNaming, type Field } from '../config/section.js';
 import { ExitCode, GuardError } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { parseHealthConfig, type HealthThresholds } from '../health/config.js';
@@ -50,49 +51,43 @@ export const TOKEN_ENV = 'PICOCLAW_GUARD_TOKEN';
 export const INTERVAL_ENV = 'PICOGUARD_INTERVAL_SECONDS';
 export const MIN_TOKEN_LENGTH = 16;
 
-type Check = { ok: (v: unknown) => boolean; what: string };
-const posInt = (max: number): Check => ({ ok: (v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max, what: `a whole number from 1 to ${max}` });
+const isWhole = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
+const posInt = (max: number): Field<number> =>
+  field(`a whole number from 1 to ${max}`, ['number'], (v) => isWhole(v) && v >= 1 && v <= max);
 
-const SERVER_KEYS: Record<keyof ServerConfig, Check> = {
-  host: { ok: (v) => typeof v === 'string' && v.trim() !== '' && !/\s/.test(v), what: 'an address such as "127.0.0.1" or "::1"' },
-  port: { ok: (v) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 65535, what: 'a port number from 0 to 65535' },
-  token: { ok: (v) => v === null || (typeof v === 'string' && v.length >= MIN_TOKEN_LENGTH && !/\s/.test(v)), what: `null or a string of at least ${MIN_TOKEN_LENGTH} characters without spaces` },
+const SERVER_FIELDS: { [K in keyof ServerConfig]: Field<ServerConfig[K]> } = {
+  host: field(
+    'an address such as "127.0.0.1" or "::1"',
+    ['string'],
+    (v) => typeof v === 'string' && v.trim() !== '' && !/\s/.test(v),
+  ),
+  port: field('a port number from 0 to 65535', ['number'], (v) => isWhole(v) && v >= 0 && v <= 65535),
+  token: field(
+    `null or a string of at least ${MIN_TOKEN_LENGTH} characters without spaces`,
+    ['null', 'string'],
+    (v) => v === null || (typeof v === 'string' && v.length >= MIN_TOKEN_LENGTH && !/\s/.test(v)),
+  ),
 };
 
-const METRICS_KEYS: Record<keyof MetricsConfig, Check> = {
-  textfile_dir: { ok: (v) => v === null || (typeof v === 'string' && isAbsolute(v)), what: 'null or an absolute folder path' },
+const METRICS_FIELDS: { [K in keyof MetricsConfig]: Field<MetricsConfig[K]> } = {
+  textfile_dir: field(
+    'null or an absolute folder path',
+    ['null', 'string'],
+    (v) => v === null || (typeof v === 'string' && isAbsolute(v)),
+  ),
   refresh_seconds: posInt(3600),
   sessions_refresh_seconds: posInt(86400),
   startup_refresh_seconds: posInt(86400),
 };
 
-function describe(v: unknown): string {
-  // Never echo a string back: the key may be the token.
-  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'string' ? 'a string' : typeof v === 'object' ? 'an object' : String(v);
-}
-
-function parseSection<T extends object>(name: string, section: Record<string, unknown> | undefined, path: string | null, keys: Record<keyof T, Check>, defaults: Readonly<T>): T {
-  const where = path ?? 'the guard config';
-  const out = { ...defaults } as T;
-  for (const [key, value] of Object.entries(section ?? {})) {
-    const check = (keys as Record<string, Check>)[key];
-    if (!check) {
-      throw new GuardError(`${where}: unknown key "${name}.${key}"`, { exitCode: ExitCode.USAGE, path: path ?? undefined, hint: `known ${name} keys: ${Object.keys(keys).join(', ')}` });
-    }
-    if (!check.ok(value)) {
-      throw new GuardError(`${where}: "${name}.${key}" must be ${check.what}, not ${describe(value)}`, { exitCode: ExitCode.USAGE, path: path ?? undefined });
-    }
-    (out as Record<string, unknown>)[key] = value;
-  }
-  return out;
-}
-
 export function parseServerConfig(section: Record<string, unknown> | undefined, path: string | null): ServerConfig {
-  return parseSection('server', section, path, SERVER_KEYS, DEFAULT_SERVER);
+  const naming = sectionNaming('server', path, Object.keys(SERVER_FIELDS));
+  return { ...DEFAULT_SERVER, ...readSection(SERVER_FIELDS, section, naming) };
 }
 
 export function parseMetricsConfig(section: Record<string, unknown> | undefined, path: string | null): MetricsConfig {
-  return parseSection('metrics', section, path, METRICS_KEYS, DEFAULT_METRICS);
+  const naming = sectionNaming('metrics', path, Object.keys(METRICS_FIELDS));
+  return { ...DEFAULT_METRICS, ...readSection(METRICS_FIELDS, section, naming) };
 }
 
 export interface RunFlags {

@@ -1,3 +1,4 @@
+import { formatBytes } from '../io/bytes.js';
 import { esc } from './svg.js';
 
 /** Formatting for the status page: board-local times, ages, sizes, a meter bar. */
@@ -29,13 +30,9 @@ export function ago(ms: number, nowMs: number): string {
   return `${Math.round(s / 86400)} days ago`;
 }
 
+/** A size, or a dash like the page's other missing figures. */
 export function bytes(n: number | null): string {
-  if (n === null || !Number.isFinite(n)) return '—';
-  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  let v = n;
-  while (Math.abs(v) >= 1024 && i < u.length - 1) (v /= 1024), i++;
-  return `${i === 0 ? v : v.toFixed(v < 10 ? 2 : 1)} ${u[i]}`;
+  return n === null || !Number.isFinite(n) ? '—' : formatBytes(n);
 }
 
 export function seconds(s: number): string {

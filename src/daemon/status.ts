@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HealthReport } from '../health/index.js';
+import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
 import type { Reply } from '../metrics/server.js';
 import type { PruneOutcome } from '../metrics/guard-metrics.js';
 import { HISTORY_FILE, readHistory } from '../prune/history.js';
@@ -159,12 +160,11 @@ export function predictionOf(st: StartupView | null, model?: StartupPrediction |
   if (model && model.state === 'ok' && num(model.predicted_seconds) !== null) {
     const at = model.predicted_seconds!;
     const err = num(model.error_seconds);
-    const mib = Math.round(model.volume.jsonl_bytes / (1024 * 1024));
     return {
       next_gap_seconds: at,
       low_seconds: err === null ? null : Math.max(0, at - err),
       high_seconds: err === null ? null : at + err,
-      basis: `${model.volume.sessions} sessions / ${mib} MiB of the default agent, from ${model.measured_samples} measured restarts`,
+      basis: `${model.volume.sessions} sessions / ${formatBytes(model.volume.jsonl_bytes, WHOLE_MIB)} of the default agent, from ${model.measured_samples} measured restarts`,
     };
   }
   const p = (st?.report as { prediction?: unknown } | undefined)?.prediction as Partial<GapPrediction> | null | undefined;

@@ -1,4 +1,4 @@
-import { ExitCode, GuardError } from '../errors.js';
+import { field, readSection, sectionError, sectionNaming, type Field } from '../config/section.js';
 import { LEVELS, type Level } from './types.js';
 
 /**
@@ -62,57 +62,39 @@ export const DEFAULT_THRESHOLDS: Readonly<HealthThresholds> = Object.freeze({
   systeminformation_fallback: false,
 });
 
-type Kind = 'number' | 'level' | 'boolean' | 'vcgencmd' | 'nullable-number';
-const KINDS: Record<keyof HealthThresholds, Kind> = {
-  temp_warn_celsius: 'number',
-  temp_critical_celsius: 'number',
-  disk_free_warn_mb: 'number',
-  disk_free_critical_mb: 'number',
-  inodes_free_warn_percent: 'number',
-  inodes_free_critical_percent: 'number',
-  max_db_size_mb: 'nullable-number',
-  db_size_warn_percent: 'number',
-  under_voltage_now: 'level',
-  under_voltage_since_boot: 'level',
-  under_voltage_previous_boot: 'level',
-  throttled_now: 'level',
-  throttled_since_boot: 'level',
-  vcgencmd_failed: 'level',
-  gateway_not_ready: 'level',
-  gateway_timeout_ms: 'number',
-  gateway_hung_after_seconds: 'number',
-  vcgencmd: 'vcgencmd',
-  vcgencmd_timeout_ms: 'number',
-  systeminformation_fallback: 'boolean',
+const isAmount = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+const number: Field<number> = field('a number of 0 or more', ['number'], isAmount);
+const level: Field<Level> = field(
+  `one of ${LEVELS.map((l) => `"${l}"`).join(', ')}`,
+  ['string'],
+  (v) => typeof v === 'string' && (LEVELS as readonly string[]).includes(v),
+);
+const FIELDS: { [K in keyof HealthThresholds]: Field<HealthThresholds[K]> } = {
+  temp_warn_celsius: number,
+  temp_critical_celsius: number,
+  disk_free_warn_mb: number,
+  disk_free_critical_mb: number,
+  inodes_free_warn_percent: number,
+  inodes_free_critical_percent: number,
+  max_db_size_mb: field('a number of 0 or more, or null', ['number', 'null'], (v) => v === null || isAmount(v)),
+  db_size_warn_percent: number,
+  under_voltage_now: level,
+  under_voltage_since_boot: level,
+  under_voltage_previous_boot: level,
+  throttled_now: level,
+  throttled_since_boot: level,
+  vcgencmd_failed: level,
+  gateway_not_ready: level,
+  gateway_timeout_ms: number,
+  gateway_hung_after_seconds: number,
+  vcgencmd: field(
+    'a path, false (never run it) or null (find it on PATH)',
+    ['string', 'boolean', 'null'],
+    (v) => v === null || v === false || (typeof v === 'string' && v !== ''),
+  ),
+  vcgencmd_timeout_ms: number,
+  systeminformation_fallback: field('true or false', ['boolean'], (v) => typeof v === 'boolean'),
 };
-
-const WHAT: Record<Kind, string> = {
-  number: 'a number of 0 or more',
-  'nullable-number': 'a number of 0 or more, or null',
-  level: `one of ${LEVELS.map((l) => `"${l}"`).join(', ')}`,
-  boolean: 'true or false',
-  vcgencmd: 'a path, false (never run it) or null (find it on PATH)',
-};
-
-function describe(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'string' ? JSON.stringify(v) : typeof v === 'object' ? 'an object' : String(v);
-}
-
-function valid(kind: Kind, v: unknown): boolean {
-  const num = typeof v === 'number' && Number.isFinite(v) && v >= 0;
-  switch (kind) {
-    case 'number':
-      return num;
-    case 'nullable-number':
-      return v === null || num;
-    case 'level':
-      return typeof v === 'string' && (LEVELS as readonly string[]).includes(v);
-    case 'boolean':
-      return typeof v === 'boolean';
-    case 'vcgencmd':
-      return v === null || v === false || (typeof v === 'string' && v !== '');
-  }
-}
 
 /**
  * Validate `health` (and borrow `prune.max_db_size_mb` when health has no budget of its
@@ -120,22 +102,8 @@ function valid(kind: Kind, v: unknown): boolean {
  * a threshold must not silently leave the default in place.
  */
 export function parseHealthConfig(section: Record<string, unknown> | undefined, path: string | null, prune?: Record<string, unknown>): HealthThresholds {
-  const where = path ?? 'the guard config';
-  const out: HealthThresholds = { ...DEFAULT_THRESHOLDS };
-  for (const [key, value] of Object.entries(section ?? {})) {
-    if (!(key in KINDS)) {
-      throw new GuardError(`${where}: unknown key "health.${key}"`, {
-        exitCode: ExitCode.USAGE,
-        path: path ?? undefined,
-        hint: `known health keys: ${Object.keys(KINDS).join(', ')}`,
-      });
-    }
-    const kind = KINDS[key as keyof HealthThresholds];
-    if (!valid(kind, value)) {
-      throw new GuardError(`${where}: "health.${key}" must be ${WHAT[kind]}, not ${describe(value)}`, { exitCode: ExitCode.USAGE, path: path ?? undefined });
-    }
-    (out as unknown as Record<string, unknown>)[key] = value;
-  }
+  const naming = sectionNaming('health', path, Object.keys(FIELDS));
+  const out: HealthThresholds = { ...DEFAULT_THRESHOLDS, ...readSection(FIELDS, section, naming) };
   const pairs: [keyof HealthThresholds, keyof HealthThresholds, string][] = [
     ['temp_warn_celsius', 'temp_critical_celsius', 'not above'],
     ['disk_free_critical_mb', 'disk_free_warn_mb', 'not above'],
@@ -143,7 +111,7 @@ export function parseHealthConfig(section: Record<string, unknown> | undefined, 
   ];
   for (const [lo, hi] of pairs) {
     if ((out[lo] as number) > (out[hi] as number)) {
-      throw new GuardError(`${where}: "health.${lo}" (${String(out[lo])}) must not be above "health.${hi}" (${String(out[hi])})`, { exitCode: ExitCode.USAGE, path: path ?? undefined });
+      throw sectionError(naming, `${naming.where}: ${naming.key(lo)} must not be above ${naming.key(hi)}`);
     }
   }
   if (out.max_db_size_mb === null && typeof prune?.max_db_size_mb === 'number' && Number.isFinite(prune.max_db_size_mb)) {

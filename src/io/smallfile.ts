@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { errnoCode } from '../errors.js';
+import { formatBytes } from './bytes.js';
 
 /**
  * The one way the guard reads a small file whose path a user (or a neighbour) controls:
@@ -28,6 +29,9 @@ export const SMALL_FILE_CAPS = {
   /** systemd unit files. */
   unit: 1024 * 1024,
 } as const;
+
+/** A cap as it was set: every cap is a whole number of KiB or MiB ("1 KiB", "4 MiB"). */
+const CAP = { decimals: 0 };
 
 export type SmallFileKind = keyof typeof SMALL_FILE_CAPS;
 
@@ -68,10 +72,6 @@ function fileType(mode: number): string {
   }
 }
 
-function human(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : bytes >= 1024 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
-}
-
 /** Read a regular file of at most the kind's cap; throws SmallFileError otherwise. */
 export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFileOptions = {}): Buffer {
   const max = opts.maxBytes ?? SMALL_FILE_CAPS[kind];
@@ -90,7 +90,7 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
       const type = fileType(st.mode);
       throw new SmallFileError(path, 'not_regular', type, `${path} is ${type}, not a regular file`);
     }
-    if (st.size > max) throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${human(max)} (${st.size} bytes)`);
+    if (st.size > max) throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${formatBytes(max, CAP)} (${st.size} bytes)`);
     // Read until EOF, not to st.size: a file that grows while it is read is still capped.
     const chunks: Buffer[] = [];
     let total = 0;
@@ -109,7 +109,7 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
       }
       if (n === 0) break;
       total += n;
-      if (total > max) throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${human(max)}`);
+      if (total > max) throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${formatBytes(max, CAP)}`);
       chunks.push(chunk.subarray(0, n));
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);

@@ -217,6 +217,7 @@ export interface DbPages {
   freelistCount: number;
 }
 
+/** The page counts behind every size estimate (plan shares, the size guard, whether VACUUM is worth it). */
 export function readPages(db: Database): DbPages {
   return {
     pageSize: db.pragma('page_size', { simple: true }) as number,

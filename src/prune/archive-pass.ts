@@ -1,11 +1,12 @@
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
+import { formatBytes } from '../io/bytes.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import type { Database } from '../io/sqlite.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import { formatMiB } from './archive-read.js';
+import { ARCHIVE_BYTES } from './archive-read.js';
 import { archiveOrphan, archiveSession, removeArchive, type ArchiveContext } from './archive.js';
 import type { Plan } from './plan.js';
 
@@ -75,7 +76,7 @@ export function archiveDirProblem(dir: string, o: { apply: boolean; freeSpace: F
   for (const x of o.plan.orphans) if (x.action === 'delete') need += x.estimatedDbBytes;
   try {
     const free = o.freeSpace(existing).availableBytes;
-    if (free < need) return `the archive folder ${abs} has ${formatMiB(free)} free; the planned sessions need up to ${formatMiB(need)}`;
+    if (free < need) return `the archive folder ${abs} has ${formatBytes(free, ARCHIVE_BYTES)} free; the planned sessions need up to ${formatBytes(need, ARCHIVE_BYTES)}`;
   } catch (err) {
     return `the free space of ${abs} cannot be read (${errnoCode(err) ?? errorMessage(err)})`;
   }

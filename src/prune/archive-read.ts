@@ -5,6 +5,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { extract } from 'tar-stream';
+import { formatBytes, type ByteFormat } from '../io/bytes.js';
 import { ARCHIVE_FORMAT, LEGACY_SUFFIX, MANIFEST_NAME, ROWS_NAME, SESSION_PREFIX } from './archive.js';
 
 /**
@@ -60,9 +61,8 @@ export class ArchiveInvalid extends Error {
   }
 }
 
-export function formatMiB(b: number): string {
-  return b >= 1024 ** 3 ? `${(b / 1024 ** 3).toFixed(1)} GiB` : `${(b / 1024 ** 2).toFixed(1)} MiB`;
-}
+/** Archive sizes read in MiB or GiB, one decimal ("0.0 MiB free"), beside limits of hundreds of MiB. */
+export const ARCHIVE_BYTES: Readonly<ByteFormat> = Object.freeze({ smallest: 'MiB', largest: 'GiB', decimals: 1 });
 
 const HEX64 = /^[0-9a-f]{64}$/;
 // eslint-disable-next-line no-control-regex
@@ -152,7 +152,7 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
     }
   }
   const total = info.files.reduce((n, f) => n + f.bytes, 0) + (isObj(m.seahorse) ? (m.seahorse.bytes as number) : 0);
-  if (total > TAR_MAX_BYTES) throw new ArchiveInvalid(path, 'files', `declare ${formatMiB(total)}: too large to restore (limit ${formatMiB(TAR_MAX_BYTES)})`);
+  if (total > TAR_MAX_BYTES) throw new ArchiveInvalid(path, 'files', `declare ${formatBytes(total, ARCHIVE_BYTES)}: too large to restore (limit ${formatBytes(TAR_MAX_BYTES, ARCHIVE_BYTES)})`);
   return info;
 }
 
@@ -200,7 +200,7 @@ function gunzipCapped(path: string, cap: number): Readable {
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       n += chunk.length;
-      if (n > cap) cb(new ArchiveInvalid(path, 'the archive', `decompresses to more than ${formatMiB(cap)}: too large (a damaged or hostile archive?); nothing was restored from it`));
+      if (n > cap) cb(new ArchiveInvalid(path, 'the archive', `decompresses to more than ${formatBytes(cap, ARCHIVE_BYTES)}: too large (a damaged or hostile archive?); nothing was restored from it`));
       else cb(null, chunk);
     },
   });

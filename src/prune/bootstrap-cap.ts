@@ -1,4 +1,5 @@
-import { CAP_MARGIN, MIB, predictGap, predictionError, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
+import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
+import { CAP_MARGIN, predictGap, predictionError, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
 import type { PlanGroup } from './plan.js';
 
 /**
@@ -40,7 +41,7 @@ export interface BootstrapPlan {
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 export function describeVolume(v: { sessions: number; jsonl_bytes: number }): string {
-  return `${v.sessions} sessions / ${Math.round(v.jsonl_bytes / MIB)} MiB`;
+  return `${v.sessions} sessions / ${formatBytes(v.jsonl_bytes, WHOLE_MIB)}`;
 }
 
 export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], input: BootstrapInput | null): BootstrapPlan | null {

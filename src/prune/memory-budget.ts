@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
 
 /**
  * The memory a pass may use before it stops between two sessions. The daemon's unit caps
@@ -55,8 +56,9 @@ export function memoryBudget(env: NodeJS.ProcessEnv, rss: () => number = () => r
     },
     why() {
       if (b.exceededAt === null || limitBytes === null) return null;
-      const mib = (x: number) => `${(x / 1024 / 1024).toFixed(0)} MiB`;
-      return `the pass stopped between two sessions: its memory (${mib(b.exceededAt)} resident) passed its budget of ${mib(limitBytes)} (PICOGUARD_PASS_MEMORY_MB); the sessions not reached are kept for the next pass`;
+      const used = formatBytes(b.exceededAt, WHOLE_MIB);
+      const budget = formatBytes(limitBytes, WHOLE_MIB);
+      return `the pass stopped between two sessions: its memory (${used} resident) passed its budget of ${budget} (PICOGUARD_PASS_MEMORY_MB); the sessions not reached are kept for the next pass`;
     },
   };
   return b;

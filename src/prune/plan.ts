@@ -1,3 +1,4 @@
+import { formatBytes } from '../io/bytes.js';
 import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
 import { groupKeys } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
@@ -192,15 +193,13 @@ function compareGroups(a: { lastActivityMs: number | null; key: string; tie: str
   return a.key < b.key ? -1 : a.key > b.key ? 1 : a.tie < b.tie ? -1 : a.tie > b.tie ? 1 : 0;
 }
 
-const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
-
 /** Which kept sessions hold most of seahorse.db (their estimated share), largest first: why a limit cannot be met. */
 export function sizeHolders(plan: Pick<Plan, 'groups'>, outcome: { groups: Map<number, { action: string; reason: Reason }> } | null): string {
   const kept = plan.groups
     .filter((g) => (outcome?.groups.get(g.id)?.action ?? g.action) === 'keep' && g.estimatedDbBytes > 0)
     .sort((a, b) => b.estimatedDbBytes - a.estimatedDbBytes);
   if (kept.length === 0) return 'no session holds a measurable share';
-  const top = kept.slice(0, 3).map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${mib(g.estimatedDbBytes)}`);
+  const top = kept.slice(0, 3).map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${formatBytes(g.estimatedDbBytes)}`);
   return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
 }
 

@@ -1,4 +1,4 @@
-import { ExitCode, GuardError } from '../errors.js';
+import { readSection, readValue, reject, sectionError, type Field, type Naming } from '../config/section.js';
 
 /**
  * The retention policy: PicoClaw's own keys (`session.prune`; README.md,
@@ -98,45 +98,75 @@ export function envName(key: PolicyKey): string {
   return `PICOCLAW_SESSION_PRUNE_${key.toUpperCase()}`;
 }
 
-function fail(where: string, key: string, what: string, path: string | null): never {
-  throw new GuardError(`${where}: ${key} ${what}`, {
-    exitCode: ExitCode.USAGE,
-    path: path ?? undefined,
-    hint: 'nothing was read or deleted; fix that value (0 disables a check; booleans are true or false)',
-  });
+const HINT = 'nothing was read or deleted; fix that value (0 disables a check; booleans are true or false)';
+const KNOWN = `known: ${POLICY_KEYS.join(', ')}`;
+
+/** Messages read `WHERE: key ...`. An unknown key lists the known ones (`known`), except in PicoClaw's own block. */
+function naming(where: string, path: string | null, known: string | null): Naming {
+  return {
+    where,
+    path,
+    key: (k) => k,
+    unknownKey: (k) => ({
+      message: `${where}: ${k} is not a known prune key${known ? ` (${known})` : ''}`,
+      hint: HINT,
+    }),
+    hint: HINT,
+  };
 }
 
-/** Validate one value from one source. Strings are accepted from the environment and flags. */
-function coerce(key: PolicyKey, raw: unknown, where: string, fromText: boolean, path: string | null): Policy[PolicyKey] {
+const isNumberText = (v: unknown): v is string => typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v);
+
+/** The field for one key. Strings are accepted from the environment and flags (`fromText`). */
+function policyField(key: PolicyKey, fromText: boolean): Field<Policy[PolicyKey]> {
   const kind = KIND[key];
   if (kind === 'bool') {
-    if (typeof raw === 'boolean') return raw;
-    if (fromText && typeof raw === 'string') {
-      const s = raw.trim().toLowerCase();
-      if (['true', '1', 'yes', 'on'].includes(s)) return true;
-      if (['false', '0', 'no', 'off'].includes(s)) return false;
-    }
-    return fail(where, key, `must be true or false, not ${JSON.stringify(raw)}`, path);
+    return {
+      what: 'true or false',
+      types: fromText ? ['boolean', 'string'] : ['boolean'],
+      read: (raw) => {
+        if (typeof raw === 'boolean') return raw;
+        if (fromText && typeof raw === 'string') {
+          const s = raw.trim().toLowerCase();
+          if (['true', '1', 'yes', 'on'].includes(s)) return true;
+          if (['false', '0', 'no', 'off'].includes(s)) return false;
+        }
+        return reject();
+      },
+    };
   }
   if (kind === 'path') {
-    if (raw === null) return null;
-    if (typeof raw === 'string') {
-      // " " would otherwise be a folder named by a space, next to wherever the guard runs.
-      const t = raw.trim();
-      if (t === '') fail(where, key, 'is empty: give a folder path (or leave the key out to archive nothing)', path);
-      return t;
-    }
-    return fail(where, key, `must be a folder path, not ${JSON.stringify(raw)}`, path);
+    return {
+      what: 'a folder path',
+      types: ['null', 'string'],
+      read: (raw) => {
+        if (raw === null) return null;
+        if (typeof raw !== 'string') return reject();
+        // " " would otherwise be a folder named by a space, next to wherever the guard runs.
+        const t = raw.trim();
+        return t === '' ? reject('is empty: give a folder path (or leave the key out to archive nothing)') : t;
+      },
+    };
   }
-  let n: number;
-  if (typeof raw === 'number') n = raw;
-  else if (fromText && typeof raw === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(raw)) n = Number(raw);
-  else return fail(where, key, `must be a whole number of 0 or more, not ${JSON.stringify(raw)}`, path);
-  if (!Number.isFinite(n) || n < 0) fail(where, key, `must be 0 or more, not ${n} (a negative value would match everything)`, path);
-  if (!Number.isInteger(n)) fail(where, key, `must be a whole number, not ${n}`, path);
-  if (n > 1e9) fail(where, key, `is implausibly large (${n})`, path);
-  return n;
+  return {
+    what: 'a whole number of 0 or more',
+    types: fromText ? ['number', 'string'] : ['number'],
+    read: (raw) => {
+      let n: number;
+      if (typeof raw === 'number') n = raw;
+      else if (fromText && isNumberText(raw)) n = Number(raw);
+      else return reject();
+      if (!Number.isFinite(n) || n < 0) return reject('must be 0 or more (a negative value would match everything)');
+      if (!Number.isInteger(n)) return reject('must be a whole number');
+      if (n > 1e9) return reject('is implausibly large (over 1000000000)');
+      return n;
+    },
+  };
 }
+
+type Fields = Partial<Record<PolicyKey, Field<unknown>>>;
+const FILE_FIELDS: Fields = Object.fromEntries(POLICY_KEYS.map((k) => [k, policyField(k, false)]));
+const PICOCLAW_FIELDS: Fields = Object.fromEntries([...PICOCLAW_KEYS].map((k) => [k, FILE_FIELDS[k]]));
 
 export function resolvePolicy(inputs: PolicyInputs): ResolvedPolicy {
   const env = inputs.env ?? {};
@@ -146,34 +176,37 @@ export function resolvePolicy(inputs: PolicyInputs): ResolvedPolicy {
   // Lowest to highest, so that later sources override.
   const pc = inputs.picoclawConfig;
   if (pc) {
-    for (const [k, v] of Object.entries(pc.values)) {
-      const where = `${pc.path} (session.prune)`;
-      if (!PICOCLAW_KEYS.has(k as PolicyKey)) fail(where, k, 'is not a known prune key', pc.path);
-      out[k as PolicyKey] = { value: coerce(k as PolicyKey, v, where, false, pc.path), source: 'picoclaw-config', from: pc.path };
+    const read = readSection(PICOCLAW_FIELDS, pc.values, naming(`${pc.path} (session.prune)`, pc.path, null));
+    for (const [k, value] of Object.entries(read)) {
+      out[k as PolicyKey] = { value, source: 'picoclaw-config', from: pc.path };
     }
   }
   const gc = inputs.guardConfig;
   if (gc) {
-    for (const [k, v] of Object.entries(gc.values)) {
-      const where = `${gc.path} (prune)`;
-      if (!POLICY_KEYS.includes(k as PolicyKey)) fail(where, k, `is not a known prune key (known: ${POLICY_KEYS.join(', ')})`, gc.path);
-      out[k as PolicyKey] = { value: coerce(k as PolicyKey, v, where, false, gc.path), source: 'guard-config', from: gc.path };
+    const read = readSection(FILE_FIELDS, gc.values, naming(`${gc.path} (prune)`, gc.path, KNOWN));
+    for (const [k, value] of Object.entries(read)) {
+      out[k as PolicyKey] = { value, source: 'guard-config', from: gc.path };
     }
   }
   for (const k of POLICY_KEYS) {
     const name = envName(k);
     const v = env[name];
-    if (v !== undefined && (v !== '' || KIND[k] === 'path')) out[k] = { value: coerce(k, v, `environment ${name}`, true, null), source: 'env', from: name };
+    if (v === undefined || (v === '' && KIND[k] !== 'path')) continue;
+    const value = readValue(policyField(k, true), k, v, naming(`environment ${name}`, null, KNOWN));
+    out[k] = { value, source: 'env', from: name };
   }
   // An unknown PICOCLAW_SESSION_PRUNE_* variable is most likely a typo that would silently do nothing.
   for (const name of Object.keys(env)) {
     if (name.startsWith('PICOCLAW_SESSION_PRUNE_') && !POLICY_KEYS.some((k) => envName(k) === name)) {
-      fail(`environment ${name}`, name.slice('PICOCLAW_SESSION_PRUNE_'.length).toLowerCase(), `is not a known prune key (known: ${POLICY_KEYS.join(', ')})`, null);
+      const u = naming(`environment ${name}`, null, KNOWN);
+      throw sectionError(u, u.unknownKey(name.slice('PICOCLAW_SESSION_PRUNE_'.length).toLowerCase()).message);
     }
   }
   for (const [k, v] of Object.entries(inputs.flags ?? {})) {
     if (v === undefined) continue;
-    out[k as PolicyKey] = { value: coerce(k as PolicyKey, v, `--${k.replace(/_/g, '-')}`, true, null), source: 'flag', from: `--${k.replace(/_/g, '-')}` };
+    const flag = `--${k.replace(/_/g, '-')}`;
+    const value = readValue(policyField(k as PolicyKey, true), k, v, naming(flag, null, KNOWN));
+    out[k as PolicyKey] = { value, source: 'flag', from: flag };
   }
   return out as ResolvedPolicy;
 }

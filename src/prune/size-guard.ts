@@ -1,8 +1,9 @@
+import { formatBytes } from '../io/bytes.js';
 import type { Database } from '../io/sqlite.js';
-import { dbFileBytes, readContentBytes } from '../picoclaw/seahorse.js';
+import { dbFileBytes, readContentBytes, readPages } from '../picoclaw/seahorse.js';
 import type { ApplyOptions, ApplyResult } from './apply.js';
 import { sizeHolders, type Plan, type PlanGroup, type Reason } from './plan.js';
-import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, mib, pageStats, roomForVacuum, runVacuum } from './vacuum.js';
+import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, roomForVacuum, runVacuum } from './vacuum.js';
 
 /**
  * The size guard (max_db_size_mb), on measurements: it deletes batches that are prefixes of
@@ -44,8 +45,8 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
   // VACUUM first only when it can give space back: rows deleted (by this pass, or by an online
   // pass that owed it) or enough free pages. A VACUUM that gives nothing back still rewrites the
   // whole file (an 830 MB database: 2.5 GB written), on every pass.
-  const p0 = pageStats(db);
-  const free0 = p0.freelist * p0.pageSize;
+  const p0 = readPages(db);
+  const free0 = p0.freelistCount * p0.pageSize;
   const fileBytes0 = dbFileBytes(o.dbPath).total;
   let deletedSinceVacuum = res.deletedConversations > 0 || o.vacuumOwed != null || (free0 >= MIN_RECLAIM_BYTES && (free0 >= p0.pageCount * p0.pageSize * MIN_RECLAIM_RATIO || fileBytes0 - free0 <= limit));
   for (;;) {
@@ -72,8 +73,8 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
     const last = res.size.steps[res.size.steps.length - 1];
     if (last) last.bytesAfter = bytes;
     if (bytes <= limit) break;
-    const p = pageStats(db);
-    const used = (p.pageCount - p.freelist) * p.pageSize;
+    const p = readPages(db);
+    const used = (p.pageCount - p.freelistCount) * p.pageSize;
     const content = readContentBytes(db);
     let totalContent = 0;
     for (const b of content.values()) totalContent += b;
@@ -87,7 +88,7 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
       }
       if (basis <= limit) {
         res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: basis, content_bytes: totalContent, reason: 'the size guard deleted while the gateway ran' };
-        res.size.stoppedBecause = `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}: the estimated size after it, ${mib(basis)}, fits the limit; nothing more is deleted for this excess; it runs at the next pass while the gateway is stopped (the pre-start pass)`;
+        res.size.stoppedBecause = `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}: the estimated size after it, ${formatBytes(basis)}, fits the limit; nothing more is deleted for this excess; it runs at the next pass while the gateway is stopped (the pre-start pass)`;
         break;
       }
     }
@@ -145,7 +146,7 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
       step.bytesAfter = dbFileBytes(o.dbPath).total;
       res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: Math.max(0, Math.round(basis - covered)), content_bytes: totalContent - coveredContent, reason: 'the size guard deleted while the gateway ran' };
       res.size.stoppedBecause = covered >= need
-        ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${mib(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
+        ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${formatBytes(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
         : 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass';
       break;
     }

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import { formatBytes } from '../io/bytes.js';
 import type { Database } from '../io/sqlite.js';
-import { dbFileBytes } from '../picoclaw/seahorse.js';
+import { dbFileBytes, readPages } from '../picoclaw/seahorse.js';
 
 /**
  * Giving space back after a pass (docs/picoclaw.md#opening: PicoClaw never VACUUMs and has
@@ -20,8 +20,6 @@ import { dbFileBytes } from '../picoclaw/seahorse.js';
 
 export const MIN_RECLAIM_BYTES = 1024 * 1024;
 
-/** Sizes in reasons read as people read them (the JSON report has the exact byte counts beside them). */
-export const mib = formatBytes;
 export const MIN_RECLAIM_RATIO = 0.1;
 
 export interface VacuumReport {
@@ -72,23 +70,15 @@ export function roomForVacuum(dbPath: string, dbBytes: number, freeSpace: FreeSp
   if (sameFs) {
     const need = Math.ceil(dbBytes * 2 * margin);
     const tmpFree = freeSpace(tmp).availableBytes;
-    if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${mib(need)} free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${mib(dbFree)} are free` };
-    if (tmpFree < need) return { ok: false, reason: `VACUUM needs about ${mib(need)} free in the temp folder ${tmp} (same file system as the database); ${mib(tmpFree)} are free` };
-    return { ok: true, reason: `${mib(dbFree)} free in ${dbDir} (needs ${mib(need)})` };
+    if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${formatBytes(need)} free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${formatBytes(dbFree)} are free` };
+    if (tmpFree < need) return { ok: false, reason: `VACUUM needs about ${formatBytes(need)} free in the temp folder ${tmp} (same file system as the database); ${formatBytes(tmpFree)} are free` };
+    return { ok: true, reason: `${formatBytes(dbFree)} free in ${dbDir} (needs ${formatBytes(need)})` };
   }
   const needDb = Math.ceil(dbBytes * margin);
-  if (dbFree < needDb) return { ok: false, reason: `VACUUM needs about ${mib(needDb)} free in ${dbDir} for the WAL; ${mib(dbFree)} are free` };
+  if (dbFree < needDb) return { ok: false, reason: `VACUUM needs about ${formatBytes(needDb)} free in ${dbDir} for the WAL; ${formatBytes(dbFree)} are free` };
   const tmpFree = freeSpace(tmp).availableBytes;
-  if (tmpFree < needDb) return { ok: false, reason: `VACUUM needs about ${mib(needDb)} free in the temp folder ${tmp}; ${mib(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)` };
-  return { ok: true, reason: `${mib(dbFree)} free in ${dbDir} and ${mib(tmpFree)} in ${tmp}` };
-}
-
-export function pageStats(db: Database): { pageSize: number; pageCount: number; freelist: number } {
-  return {
-    pageSize: db.pragma('page_size', { simple: true }) as number,
-    pageCount: db.pragma('page_count', { simple: true }) as number,
-    freelist: db.pragma('freelist_count', { simple: true }) as number,
-  };
+  if (tmpFree < needDb) return { ok: false, reason: `VACUUM needs about ${formatBytes(needDb)} free in the temp folder ${tmp}; ${formatBytes(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)` };
+  return { ok: true, reason: `${formatBytes(dbFree)} free in ${dbDir} and ${formatBytes(tmpFree)} in ${tmp}` };
 }
 
 /** Merge the FTS5 b-trees so that deleted entries turn into free pages (offline only: a long write). */
@@ -144,20 +134,20 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   }
   const t0 = performance.now();
   if (o.estimatedFreedBytes !== undefined && o.estimatedFreedBytes !== null) {
-    const p0 = pageStats(db);
+    const p0 = readPages(db);
     const fileBytes0 = p0.pageCount * p0.pageSize;
-    const pre = p0.freelist * p0.pageSize + o.estimatedFreedBytes;
+    const pre = p0.freelistCount * p0.pageSize + o.estimatedFreedBytes;
     if (pre < MIN_RECLAIM_BYTES || pre < fileBytes0 * MIN_RECLAIM_RATIO) {
-      return finish({ ...base, estimatedReclaimBytes: pre, reason: `not worth it: the deleted sessions' share plus free pages is about ${mib(pre)} (needs at least 1 MiB and a tenth of the ${mib(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+      return finish({ ...base, estimatedReclaimBytes: pre, reason: `not worth it: the deleted sessions' share plus free pages is about ${formatBytes(pre)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
     }
   }
   foldFtsTombstones(db);
-  const p = pageStats(db);
+  const p = readPages(db);
   const fileBytes = p.pageCount * p.pageSize;
-  const est = p.freelist * p.pageSize;
+  const est = p.freelistCount * p.pageSize;
   base.estimatedReclaimBytes = est;
   if (est < MIN_RECLAIM_BYTES || est < fileBytes * MIN_RECLAIM_RATIO) {
-    return finish({ ...base, reason: `not worth it: would give back ${mib(est)} (needs at least 1 MiB and a tenth of the ${mib(fileBytes)} file); WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+    return finish({ ...base, reason: `not worth it: would give back ${formatBytes(est)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes)} file); WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
   }
   const room = roomForVacuum(o.path, fileBytes, o.freeSpace);
   if (!room.ok) {
@@ -165,5 +155,5 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   }
   const v = runVacuum(db);
   const after = dbFileBytes(o.path).total;
-  return { ...base, ran: true, reason: `worth it: about ${mib(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
+  return { ...base, ran: true, reason: `worth it: about ${formatBytes(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { formatGoTime, parseGoTime, parseSqliteTime, usable, USABLE_SINCE_MS } from '../../src/picoclaw/time.js';
+import {
+  formatGoTime, parseGoTime, parseLogTime, parseSqliteTime, usable, USABLE_SINCE_MS,
+} from '../../src/picoclaw/time.js';
 
 describe('Go RFC3339Nano timestamps', () => {
   it.each([
@@ -28,6 +30,22 @@ describe('Go RFC3339Nano timestamps', () => {
     },
   );
 
+  it('checks the day against its month and year, a leap second included', () => {
+    const impossible = [
+      '2026-02-30T23:59:60Z',
+      '2026-04-31T23:59:60+02:00',
+      '2025-02-29T00:00:00Z',
+      '2100-02-29T00:00:00Z', // divisible by 100: not a leap year
+    ];
+    for (const text of impossible) {
+      expect(parseGoTime(text), text).toBeNull();
+    }
+    expect(parseGoTime('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
+    expect(parseGoTime('2000-02-29T00:00:00Z')).toBe(Date.UTC(2000, 1, 29));
+    expect(parseGoTime('2026-06-30T23:59:60Z')).toBe(Date.UTC(2026, 6, 1)); // a leap second: the next second
+    expect(parseSqliteTime('2026-02-30 23:59:60')).toBeNull();
+  });
+
   it('treats anything before 2024-01-01T00:00:00Z as unusable', () => {
     expect(usable(parseGoTime('2023-12-31T23:59:59.999999999Z'))).toBeNull();
     expect(usable(parseGoTime('1970-01-01T00:00:00Z'))).toBeNull();
@@ -42,6 +60,38 @@ describe('Go RFC3339Nano timestamps', () => {
         expect(parseGoTime(text)).toBe(ms);
       }),
     );
+  });
+});
+
+describe('gateway.log stamps (zerolog time, journald short-iso)', () => {
+  it('reads the offset with or without its colon, and the stamp\'s resolution', () => {
+    const at = Date.UTC(2026, 5, 13, 16, 20, 9);
+    expect(parseLogTime('2026-06-13T18:20:09+02:00')).toEqual({ ms: at, offsetMin: 120, precisionMs: 1000 });
+    expect(parseLogTime('2026-06-13T18:20:09+0200')).toEqual({ ms: at, offsetMin: 120, precisionMs: 1000 });
+    expect(parseLogTime('2026-06-13T10:50:09.412907-0530')).toEqual({ ms: at + 412, offsetMin: -330, precisionMs: 1 });
+    expect(parseLogTime('2026-06-13T16:20:09,5Z')).toEqual({ ms: at + 500, offsetMin: 0, precisionMs: 1 });
+  });
+
+  it('agrees with parseGoTime wherever both read the text, and checks the calendar the same way', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2099, 0, 1) }),
+        fc.integer({ min: -720, max: 840 }),
+        (ms, off) => {
+          const text = formatGoTime(ms, 0, off);
+          expect(parseLogTime(text)).toEqual({ ms, offsetMin: off, precisionMs: ms % 1000 === 0 ? 1000 : 1 });
+        },
+      ),
+    );
+    const rejected = [
+      '2026-02-30T10:00:00+0200',
+      '2025-02-29T10:00:00Z',
+      '2026-06-31T10:00:00,1Z',
+      '2026-06-13 10:00:00Z', // a space for the T is seahorse's format, not a log stamp
+    ];
+    for (const text of rejected) {
+      expect(parseLogTime(text), text).toBeNull();
+    }
   });
 });
 

@@ -25,7 +25,7 @@ const db = new Database(workerData.path, { timeout: 5000 });
 const flag = new Int32Array(workerData.sab);
 const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
 const max = db.prepare('SELECT MAX(v) AS m FROM t');
-const out = { busy: 0, ok: 0, firstError: null };
+const out = { busy: 0, ok: 0, firstError: null, busyAfterMs: [] };
 if (workerData.mode === 'turn') {
   // One turn: a message transaction that holds the lock for holdMs, then read-then-write
   // transactions (appendContextItems) back to back for windowMs right after its commit.
@@ -34,11 +34,11 @@ if (workerData.mode === 'turn') {
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
   Atomics.wait(flag, 1, 0, workerData.holdMs);
-  // The window is counted from before the commit: a worker thread descheduled on a loaded machine
-  // only shortens it.
-  const end = performance.now() + workerData.windowMs;
+  // Times are taken from before the commit: the guard cannot see the commit earlier than that.
+  const committing = performance.now();
+  const end = committing + workerData.windowMs;
   db.exec('COMMIT');
-  while (performance.now() < end) {
+  do {
     db.exec('BEGIN');
     max.get();
     try {
@@ -47,10 +47,12 @@ if (workerData.mode === 'turn') {
     } catch (e) {
       if (!String(e.code).startsWith('SQLITE_BUSY')) throw e;
       out.busy++;
+      // How long after the commit the refused write came: a guard that waits quietMs cannot cause one earlier.
+      out.busyAfterMs.push(performance.now() - committing);
       out.firstError = out.firstError || e.code + ': ' + e.message;
     }
     db.exec('ROLLBACK');
-  }
+  } while (performance.now() < end);
 } else {
   // A gateway that never pauses: a commit every few milliseconds until told to stop.
   Atomics.store(flag, 0, 1);
@@ -67,6 +69,7 @@ parentPort.postMessage(out);
 
 interface GatewayOut {
   busy: number;
+  busyAfterMs: number[];
   ok: number;
   firstError: string | null;
 }
@@ -100,18 +103,46 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
     // The guard has seen quietMs of quiet and asks while the gateway holds the lock (holdMs > quietMs).
     // Waiting in SQLite's busy handler, it would wake during the window after the commit and hold the lock,
     // however briefly, while the gateway is between read and write: a few rounds make that near-certain.
-    // Taking the lock only after quietMs without a commit, it comes 240 ms after the window closed.
+    // Taking the lock only after quietMs without a commit, it comes 240 ms after the window closed. On a
+    // loaded machine the worker may be descheduled past that; a refusal that late is not the guard's doing,
+    // so the check is that none came sooner than quietMs after the commit.
     for (let round = 0; round < 5; round++) {
       const { done } = startGateway(path, { mode: 'turn', holdMs: 400, windowMs: 60 });
       new WriteLock(guard, { quietMs: 300, maxWaitMs: 10_000 }).begin();
       expect(guard.inTransaction).toBe(true);
       guard.exec('ROLLBACK');
       const out = await done;
-      expect(out.ok).toBeGreaterThan(0);
-      expect(out.firstError).toBeNull();
-      expect(out.busy).toBe(0);
+      expect(out.ok + out.busy).toBeGreaterThan(0);
+      expect(out.busyAfterMs.filter((ms) => ms < 300), out.firstError ?? '').toEqual([]);
     }
     // The connection's own busy timeout is back for everything else.
+    expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
+    guard.close();
+  });
+
+  it('online, every BEGIN IMMEDIATE it tries runs with busy_timeout 0: a held lock is an answer, never a wait', async () => {
+    const path = setup();
+    const guard = new Database(path, { timeout: 5000 });
+    const timeouts: number[] = [];
+    const spy = new Proxy(guard, {
+      get(target, prop) {
+        if (prop === 'exec') {
+          return (sql: string) => {
+            if (sql === 'BEGIN IMMEDIATE') timeouts.push(target.pragma('busy_timeout', { simple: true }) as number);
+            return target.exec(sql);
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    // The gateway holds the lock well past one quiet spell: the first try finds it held, a later one gets it.
+    const { done } = startGateway(path, { mode: 'turn', holdMs: 400, windowMs: 0 });
+    new WriteLock(spy, { quietMs: 100, maxWaitMs: 10_000 }).begin();
+    guard.exec('ROLLBACK');
+    await done;
+    expect(timeouts.length).toBeGreaterThanOrEqual(2);
+    expect(timeouts.every((t) => t === 0)).toBe(true);
     expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
     guard.close();
   });
@@ -120,11 +151,12 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
     const path = setup();
     const guard = new Database(path, { timeout: 5000 });
     const { flag, done } = startGateway(path, { mode: 'stream' });
-    expect(() => new WriteLock(guard, { quietMs: 200, maxWaitMs: 400 }).begin()).toThrow(GatewayBusy);
+    // quietMs is long beside the worker's 3 ms cadence, so that a descheduled worker does not look quiet.
+    expect(() => new WriteLock(guard, { quietMs: 1000, maxWaitMs: 1500 }).begin()).toThrow(GatewayBusy);
     expect(guard.inTransaction).toBe(false);
     Atomics.store(flag, 2, 1);
     const out = await done;
-    expect(out.ok).toBeGreaterThan(10);
+    expect(out.ok).toBeGreaterThan(0);
     guard.close();
   });
 

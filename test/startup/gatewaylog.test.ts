@@ -72,16 +72,16 @@ describe('scanLine: the cheap look (JSON)', () => {
     const line = '{"level":"info","component":"events","payload":{"message":"Agent initialized"},"time":"2026-06-13T18:19:58+02:00","caller":"/src/x.go:1","message":"Runtime event: agent.turn"}';
     expect(scan(line).marker).toBe(Marker.NONE);
     const b = Buffer.from(line);
-    const ms = jsonMessageStart(b, 0, b.length);
-    expect(b.toString('utf8', ms, ms + 14)).toBe('Runtime event:'); // the last key, not the nested one
-    expect(matchMarkerBytes(b, ms, b.length)).toBe(Marker.NONE);
+    const msgStart = jsonMessageStart(b, 0, b.length);
+    expect(b.toString('utf8', msgStart, msgStart + 14)).toBe('Runtime event:'); // the last key, not the nested one
+    expect(matchMarkerBytes(b, msgStart, b.length)).toBe(Marker.NONE);
   });
 
   it('jsonMessageStart: the last key only, escaped quotes, no message, not a message', () => {
     const at = (line: string) => {
       const b = Buffer.from(line);
-      const ms = jsonMessageStart(b, 0, b.length);
-      return ms < 0 ? null : b.toString('utf8', ms, b.length - 2);
+      const msgStart = jsonMessageStart(b, 0, b.length);
+      return msgStart < 0 ? null : b.toString('utf8', msgStart, b.length - 2);
     };
     expect(at(FACTS[0]!)).toBe('Log level set to \\"info\\"');
     expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1","message":"a \\\\"}')).toBe('a \\\\');
@@ -110,8 +110,8 @@ describe('scanLine: the cheap look (JSON)', () => {
     while (pos < buf.length) {
       const nl = buf.indexOf(10, pos);
       expect(isJsonLineAt(buf, pos, nl)).toBe(true);
-      const ms = jsonMessageStart(buf, pos, nl);
-      const fast = ms >= 0 ? matchMarkerBytes(buf, ms, nl) : Marker.NONE;
+      const msgStart = jsonMessageStart(buf, pos, nl);
+      const fast = msgStart >= 0 ? matchMarkerBytes(buf, msgStart, nl) : Marker.NONE;
       const slow = newLineScan();
       scanLine(text, pos, nl, slow);
       expect(fast).toBe(slow.marker);
@@ -131,12 +131,12 @@ describe('parseJsonLight: marker lines read from their bytes', () => {
     let checked = 0;
     for (const e of [...events.map((x) => renderJsonLine(x, 120)), ...FACTS]) {
       const b = Buffer.from(e);
-      const ms = jsonMessageStart(b, 0, b.length);
-      if (ms < 0) continue;
-      const kind = matchMarkerBytes(b, ms, b.length);
+      const msgStart = jsonMessageStart(b, 0, b.length);
+      if (msgStart < 0) continue;
+      const kind = matchMarkerBytes(b, msgStart, b.length);
       const level = jsonLevelByte(b, 0);
       if (!LIGHT_MARKERS.has(kind) || level >= Level.WARN) continue;
-      const light = parseJsonLight(b, 0, b.length, ms, level, kind)!;
+      const light = parseJsonLight(b, 0, b.length, msgStart, level, kind)!;
       const full = parseLine(e)!;
       expect(light.message).toBe(full.message);
       expect(light.time).toEqual(full.time);
@@ -216,6 +216,35 @@ describe('times', () => {
     expect(parseInstant('2026-06-13T18:19:35.412907311+02:00')).toMatchObject({ precisionMs: 1 });
     expect(parseInstant('2026-13-13T18:19:35Z')).toBeNull();
     expect(parseInstant('yesterday')).toBeNull();
+  });
+
+  it('a stamp with no such day reads as unparseable, in every reader, exactly like month 13', () => {
+    const json = (stamp: string) =>
+      `{"level":"info","component":"agent","time":"${stamp}",` +
+      '"caller":"/src/pkg/gateway/gateway.go:214","message":"Agent initialized"}';
+    const journald = (stamp: string) =>
+      `${stamp} raspberrypi picoclaw[4242]: 18:19:35 INF agent x.go:1 > Agent initialized`;
+    for (const [bad, month13] of [
+      ['2026-02-30T18:19:35+02:00', '2026-13-30T18:19:35+02:00'],
+      ['2025-02-29T18:19:35Z', '2025-13-29T18:19:35Z'],
+      ['2026-04-31T18:19:35.5+0200', '2026-13-31T18:19:35.5+0200'],
+      ['2026-02-30T23:59:60Z', '2026-13-30T23:59:60Z'], // a leap second does not excuse the day
+    ]) {
+      expect(parseInstant(bad), bad).toBeNull();
+      expect(parseInstant(month13), month13).toBeNull();
+      const b = Buffer.from(json(bad));
+      const msgStart = jsonMessageStart(b, 0, b.length);
+      expect(parseJsonLight(b, 0, b.length, msgStart, Level.INFO, Marker.AGENT_INITIALIZED)).toBeNull();
+      const { fields: badFields, ...badLine } = parseLine(json(bad))!;
+      const { fields: refFields, ...refLine } = parseLine(json(month13))!;
+      expect(badLine).toEqual(refLine);
+      expect(badLine.time).toBeNull();
+      expect({ ...badFields, time: 'x' }).toEqual({ ...refFields, time: 'x' });
+      const j = parseLine(journald(bad.replace('+02:00', '+0200')))!;
+      expect(j).toEqual(parseLine(journald(month13.replace('+02:00', '+0200'))));
+      expect(j).toMatchObject({ format: LineFormat.JOURNALD, journald: null, time: { kind: 'timeOfDay' } });
+    }
+    expect(parseInstant('2024-02-29T12:00:00Z')).toMatchObject({ ms: Date.UTC(2024, 1, 29, 12) }); // a leap year
   });
 
   it('formatInstant keeps the log\'s offset', () => {
