@@ -13,7 +13,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFil
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sqlite } from '../src/io/sqlite.js';
-import { seahorseSchemaSql } from '../src/picoclaw/seahorse-schema.js';
+import { seahorseSchemaSql } from '../dev/seahorse-schema.js';
 import { CLI, cliEnv, fmtRss, hasGnuTime, median, runChild, setTmpBase } from './lib.js';
 
 function arg(name: string, def: string): string {

@@ -1,9 +1,9 @@
-import { buildSampleHome, type SampleOptions } from '../src/sample/builder.js';
+import { buildSampleHome, type SampleOptions } from '../dev/sample/builder.js';
 import { sqlite } from '../src/io/sqlite.js';
 import { treeBytes } from './lib.js';
 
 /**
- * Child process of the suite: builds one sample home (src/sample/builder.ts) and prints
+ * Child process of the suite: builds one sample home (dev/sample/builder.ts) and prints
  * what it holds as one JSON line. Run apart so that the gigabyte homes' build memory never
  * sits in the process that measures.
  *

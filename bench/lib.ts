@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { availableParallelism, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SampleOptions } from '../src/sample/builder.js';
+import type { SampleOptions } from '../dev/sample/builder.js';
 import type { BuiltHome } from './build-home.js';
 
 /**

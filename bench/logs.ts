@@ -1,6 +1,7 @@
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderGatewayLog, type SampleRestart } from '../src/sample/gatewaylog.js';
+import type { SampleRestart } from '../dev/sample/gateway-events.js';
+import { renderGatewayLog } from '../dev/sample/gatewaylog.js';
 import {
   CLI,
   cliEnv,
@@ -25,7 +26,7 @@ import {
  * command's peak RSS.
  *
  * The logs are PicoClaw's JSON file format at info level with gateway.* runtime events
- * (src/sample/gatewaylog.ts): one ~10 MB block of 85 restarts rendered once, inside one
+ * (dev/sample/gatewaylog.ts): one ~10 MB block of 85 restarts rendered once, inside one
  * month (days 1-27), then written again month after month with only the year and month
  * of its timestamps changed, so a bigger file is a longer history that ends this month,
  * not the same restarts repeated.

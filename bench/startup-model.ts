@@ -1,6 +1,6 @@
 import { analyzeStartupLog } from '../src/startup/index.js';
-import { Rng } from '../src/sample/random.js';
-import { historyLog, lawGap, restartHistory, type Law, type Volume } from '../src/sample/restart-history.js';
+import { Rng } from '../dev/sample/random.js';
+import { historyLog, lawGap, restartHistory, type Law, type Volume } from '../dev/sample/restart-history.js';
 import { CAP_MARGIN, fitBootstrapModel, MIB, predictGap, predictionError } from '../src/startup-model/fit.js';
 import { pairSamples, points } from '../src/startup-model/samples.js';
 

@@ -10,7 +10,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..');
-const SCANNED = ['src', 'test', 'bench', 'scripts'];
+const SCANNED = ['src', 'dev', 'test', 'bench', 'scripts'];
 const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/;
 
 const FORBIDDEN = [

@@ -120,7 +120,7 @@ for arch in "${archs[@]}"; do
   inroot "$root" 'cd /opt/picoclaw-guard && file node_modules/better-sqlite3/build/Release/better_sqlite3.node 2>/dev/null || od -An -tx1 -j18 -N2 node_modules/better-sqlite3/build/Release/better_sqlite3.node'
   steps=(
     'node dist/src/cli.js --help >/dev/null'
-    'node dist/src/demo.js > /tmp/demo.out; tail -n 5 /tmp/demo.out'
+    'node dist/dev/demo.js > /tmp/demo.out; tail -n 5 /tmp/demo.out'
     'home=$(sed -n "s/.*--home \(.*\)$/\1/p" /tmp/demo.out | head -n1); node dist/src/cli.js sessions --home "$home" | tail -n 3'
     'home=$(sed -n "s/.*--home \(.*\)$/\1/p" /tmp/demo.out | head -n1); node dist/src/cli.js prune --json --max-age-days 7 --home "$home" | head -c 300; echo'
     'home=$(sed -n "s/.*--home \(.*\)$/\1/p" /tmp/demo.out | head -n1); node dist/src/cli.js health --home "$home" | tail -n 5; rc=${PIPESTATUS[0]}; [ "$rc" -lt 20 ]'

@@ -130,13 +130,18 @@ function findLeader(parent) {
   });
 }
 
-/** The built project as a global install holds it: dist, the shipped units and config, runtime dependencies. */
+/**
+ * The built project as a global install holds it: dist/src, the shipped units and config, runtime
+ * dependencies. Plus dist/dev, which a release does not ship: the sample-home builder that makes the
+ * test user's home (nothing the units run loads it).
+ */
 function stageProject(dest) {
   const deps = run('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: repo })
     .split('\n')
     .filter((p) => p.startsWith(join(repo, 'node_modules')))
     .map((p) => relative(repo, p));
-  for (const p of ['package.json', 'dist/src', 'picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service.d', 'config', ...deps]) {
+  const units = ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service.d'];
+  for (const p of ['package.json', 'dist/src', 'dist/dev', ...units, 'config', ...deps]) {
     cpSync(join(repo, p), join(dest, p), { recursive: true });
   }
 }
@@ -146,7 +151,8 @@ before(async () => {
   const t = Date.now();
   const root = run('bash', [join(repo, 'scripts/system/rootfs.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   log(`root file system ${root} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
-  run('npm', ['run', '--silent', 'build'], { cwd: repo, stdio: ['ignore', 'inherit', 'inherit'] });
+  // build:all: the sample-home builder (dev/) too.
+  run('npm', ['run', '--silent', 'build:all'], { cwd: repo, stdio: ['ignore', 'inherit', 'inherit'] });
   stage = mkdtempSync(join(cache, 'run-'));
   stageProject(join(stage, 'project'));
   log('built and staged the project');
@@ -188,9 +194,10 @@ before(async () => {
   log(`booted (container PID 1 is ${leader} here)`);
 
   inside(`useradd --create-home --user-group --shell /usr/sbin/nologin ${USER} && ip addr add ${FOREIGN}/32 dev lo`);
-  inside(
-    `runuser -u ${USER} -- node --input-type=module -e 'const m = await import("/opt/picoclaw-guard/dist/src/sample/builder.js"); m.buildSampleHome({ dir: "${HOME}", seed: 11, sessions: 400, agents: 2, spanDays: 60, now: Date.now() })'`,
-  );
+  const builder = '/opt/picoclaw-guard/dist/dev/sample/builder.js';
+  const sample = `{ dir: "${HOME}", seed: 11, sessions: 400, agents: 2, spanDays: 60, now: Date.now() }`;
+  const script = `const m = await import("${builder}"); m.buildSampleHome(${sample})`;
+  inside(`runuser -u ${USER} -- node --input-type=module -e '${script}'`);
   sessions0 = countSessions();
   inside(`install -m 0755 /opt/standins/vcgencmd /usr/local/bin/vcgencmd && install -m 0644 /opt/standins/picoclaw.service /etc/systemd/system/${GATEWAY}`);
   writeConfig({ enabled: false, max_age_days: 30, check_interval_minutes: 60 });

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { activeHolds, addHolds, holdDetail, holdsPath, releaseHolds } from '../prune/holds.js';
+import { activeHolds, addHolds, holdDetail, holdsPath, releaseHolds } from '../state/holds.js';
 import { resolveKey, restoreArchives } from '../prune/restore.js';
 import { homeFromOpts } from './common.js';
 import { fitTable, layout, outputWidth, printJson, shortKey } from './format.js';

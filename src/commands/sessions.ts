@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { activeHolds, holdDetail, type Hold } from '../prune/holds.js';
+import { activeHolds, holdDetail, type Hold } from '../state/holds.js';
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';

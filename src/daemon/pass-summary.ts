@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { HISTORY_FILE } from '../prune/history.js';
+import { HISTORY_FILE } from '../state/history.js';
 import type { PruneReport } from '../prune/report.js';
 
 /**

@@ -4,7 +4,7 @@ import { ExitCode, GuardError } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { parseHealthConfig, type HealthThresholds } from '../health/config.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { isLoopback } from '../metrics/server.js';
+import { isLoopback } from './server.js';
 import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy, type Policy, type ResolvedPolicy } from '../prune/policy.js';
 

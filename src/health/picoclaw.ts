@@ -3,8 +3,8 @@ import { errnoCode } from '../errors.js';
 import { probeGateway, type GatewayStateName, type ProbeResult } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
-import { JSONL_SUFFIX, META_SUFFIX } from '../picoclaw/sessions.js';
-import { readHistory } from '../prune/history.js';
+import { classifyEntry } from '../picoclaw/sessions.js';
+import { readHistory } from '../state/history.js';
 import { noData, type Section } from './types.js';
 
 /**
@@ -91,7 +91,7 @@ export interface PicoClawReading {
 export type PicoClaw = Section<PicoClawReading>;
 
 /**
- * Count one sessions folder the way sessions.ts classifies it: a session is a regular
+ * Count one sessions folder by the names sessions.ts classifies (classifyEntry): a session is a regular
  * `*.meta.json`; `.tmp-*` and `session-*.tmp` files, symlinks and folders never count.
  */
 export function countSessions(dir: string): { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null } {
@@ -108,14 +108,12 @@ export function countSessions(dir: string): { sessions: number; cron_sessions: n
     // never followed or counted, and no stat is needed to tell them apart.
     if (!e.isFile()) continue;
     const name = e.name;
-    if (name.startsWith('.tmp-') || (name.startsWith('session-') && name.endsWith('.tmp'))) continue;
-    if (name.endsWith(META_SUFFIX)) {
-      if (name.length > META_SUFFIX.length) {
-        out.sessions++;
-        // The file name is the key with ':' made '_' (agent:cron-<job>-<uuid>, upstream pkg/tools/cron.go): no read needed.
-        if (name.startsWith(CRON_PREFIX)) out.cron_sessions++;
-      }
-    } else if (name.endsWith(JSONL_SUFFIX) && name.length > JSONL_SUFFIX.length) {
+    const kind = classifyEntry(name);
+    if (kind === 'meta') {
+      out.sessions++;
+      // The file name is the key with ':' made '_' (agent:cron-<job>-<uuid>, upstream pkg/tools/cron.go): no read needed.
+      if (name.startsWith(CRON_PREFIX)) out.cron_sessions++;
+    } else if (kind === 'jsonl') {
       // dir + '/' + name, not path.join: this runs once per session (thousands of times).
       const st = lstatSync(dir + '/' + name, { throwIfNoEntry: false });
       if (st) out.jsonl_bytes += st.size; // undefined: deleted since readdir (a prune, or PicoClaw itself)

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { BoardReading } from './board.js';
 import { byNumberSuffix, listDir, readBytes, readInt, readString } from './read.js';
 import { noData, type Section } from './types.js';
-import { updateLatch, type LatchView } from './uvlatch.js';
+import { updateLatch, type LatchView } from '../state/uvlatch.js';
 import { getThrottled, type VcgencmdCache, type VcgencmdState } from './vcgencmd.js';
 
 /**

@@ -128,14 +128,3 @@ function readHolder(path: string): LockHolder | null {
     return null;
   }
 }
-
-/** Whether a process exists (EPERM means it exists but belongs to someone else). */
-export function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoCode(err) === 'EPERM';
-  }
-}

@@ -1,5 +1,17 @@
 import { closeSync, openSync, readSync, readlinkSync } from 'node:fs';
 import { basename } from 'node:path';
+import { errnoCode } from '../errors.js';
+
+/** Whether a process exists (EPERM means it exists but belongs to someone else). */
+export function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errnoCode(err) === 'EPERM';
+  }
+}
 
 /**
  * What program a process runs, from /proc: the base names of its executable and of its

@@ -1,6 +1,5 @@
 import { request } from 'node:http';
-import { processAlive } from '../io/lock.js';
-import { processProgramNames, processStartMs } from '../io/process.js';
+import { processAlive, processProgramNames, processStartMs } from '../io/process.js';
 import type { PicoClawHome } from './home.js';
 import { readPidFile, type PidInfo } from './pidfile.js';
 

@@ -1,19 +1,18 @@
-import { accessSync, constants, lstatSync, unlinkSync } from 'node:fs';
-import { basename } from 'node:path';
 import { errnoCode, errorMessage } from '../errors.js';
-import { fsyncDir } from '../io/atomic.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import { dbFileBytes, type ConversationStat } from '../picoclaw/seahorse.js';
-import type { FileFacts } from '../picoclaw/sessions.js';
-import { PassArchiver, type Pending } from './archive-pass.js';
+import type { ConversationStat } from '../picoclaw/seahorse.js';
+import type { OwedVacuum } from '../state/vacuum-owed.js';
+import { deleteByAgeAndCount, deleteGroup } from './apply-group.js';
+import { deleteOrphans, deleteShared } from './apply-conversations.js';
+import { vacuumAndOwed } from './apply-vacuum.js';
+import { PassArchiver } from './archive-pass.js';
 import type { Plan, PlanGroup, Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
 import { ONLINE_QUIET_MS } from './write-lock.js';
 import { runSizeGuard } from './size-guard.js';
-import { vacuumAfterPass, type VacuumReport } from './vacuum.js';
-import type { OwedVacuum } from './vacuum-owed.js';
+import type { VacuumReport } from './vacuum.js';
 
 /**
  * The only code that deletes. It executes a plan exactly: nothing the plan did not
@@ -82,336 +81,128 @@ export interface ApplyOptions {
   onStep?: (step: 'seahorse' | 'jsonl' | 'meta', s: SessionRecord) => void;
 }
 
-class Changed extends Error {}
-
-function sameFile(f: FileFacts | null, what: string): void {
-  if (!f) return;
-  let st;
-  try {
-    st = lstatSync(f.path);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') throw new Changed(`${what} vanished since planning`);
-    throw err;
-  }
-  if (!st.isFile()) throw new Changed(`${what} is no longer a regular file`);
-  if (st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs) throw new Changed(`${what} changed since planning (new message or rewrite)`);
-}
-
-function checkWritable(f: FileFacts | null): void {
-  if (!f) return;
-  accessSync(f.path, constants.W_OK);
-}
-
-function unlinkExact(f: FileFacts | null, what: string): void {
-  if (!f) return;
-  sameFile(f, what);
-  unlinkSync(f.path);
-}
-
+/**
+ * The steps, in the order they run: the age and count victims (./apply-group.ts), orphan
+ * conversations (./apply-conversations.ts), the size guard on measurements (./size-guard.ts),
+ * the shared conversations whose every claimant went, then the VACUUM and the owed record
+ * (./apply-vacuum.ts). A step after a stop keeps what it has not reached, and says so.
+ */
 export function applyPlan(o: ApplyOptions): ApplyResult {
-  const { plan, db } = o;
-  const res: ApplyResult = {
-    groups: new Map(),
-    orphans: new Map(),
-    shared: new Map(),
-    deletedSessions: 0,
-    deletedFileBytes: 0,
-    deletedConversations: 0,
-    seahorse: null,
-    vacuum: null,
-    size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
-    owed: null,
-    interrupted: false,
-  };
-  for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
-  for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
+  const run = new ApplyRun(o);
+  deleteByAgeAndCount(run);
+  deleteOrphans(run);
+  const size = measuredSizeStep(run);
+  deleteShared(run);
+  vacuumAndOwed(run, size);
+  return run.res;
+}
 
-  const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? ONLINE_QUIET_MS) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
-  if (deleter) res.seahorse = deleter.stats;
-  const convStat = db ? db.prepare(`SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(message_id) AS lastId FROM messages WHERE conversation_id = ?`) : null;
-  const convExists = db ? db.prepare(`SELECT 1 FROM conversations WHERE conversation_id = ?`) : null;
+type Statement = ReturnType<Database['prepare']>;
 
-  const ageCount = plan.groups.filter((g) => g.action === 'delete' && g.reason !== 'max_db_size_mb');
-  const sizePlanned = plan.groups.filter((g) => g.action === 'delete' && g.reason === 'max_db_size_mb');
-  // The size step re-decides from measurements; until it runs, its planned victims are kept.
-  for (const g of sizePlanned) res.groups.set(g.id, { action: 'keep', reason: 'size_limit_reached', detail: 'not needed once measured' });
-
-  if (deleter) {
-    const ids = [
-      ...plan.groups.flatMap((g) => (g.action === 'delete' || g.sizeEligible ? g.ownConversations.map((c) => c.conversationId) : [])),
-      ...plan.orphans.filter((x) => x.action === 'delete').map((x) => x.conversation.conversationId),
-      ...plan.shared.map((x) => x.conversation.conversationId),
-    ];
-    deleter.prepare(ids);
-  }
-
-  const archiver = o.archiveDir ? new PassArchiver(o.archiveDir, o.archiveHome ?? o.archiveDir, db, o.nowMs, () => (deleter ? deleter.stats.messages + deleter.stats.parts + deleter.stats.summaries : 0)) : null;
+/** What the steps of one pass share: the result so far, the deleter, the archiver, progress, and why it stops. */
+export class ApplyRun {
+  readonly plan: Plan;
+  readonly db: Database | null;
+  readonly res: ApplyResult;
+  readonly deleter: SeahorseDeleter | null;
+  readonly archiver: PassArchiver | null;
+  /** The age and count victims; the size step's planned ones wait for its measurements. */
+  readonly ageCount: PlanGroup[];
+  readonly convExists: Statement | null;
+  private readonly convStat: Statement | null;
   /** Set when the database stays locked past the busy timeout: the rest of the pass is abandoned. */
-  let locked: string | null = null;
-  const stop = () => locked !== null || archiver?.failure != null || !!o.shouldStop?.();
+  locked: string | null = null;
   // Progress counts sessions (alias group members), as the report's totals do; orphan
   // conversations and the size guard's extra sessions report progress without changing it.
-  let done = 0;
-  let total = ageCount.reduce((n, g) => n + g.members.length, 0);
+  done = 0;
+  total: number;
+
+  constructor(readonly o: ApplyOptions) {
+    const { plan, db } = o;
+    this.plan = plan;
+    this.db = db;
+    const res: ApplyResult = {
+      groups: new Map(),
+      orphans: new Map(),
+      shared: new Map(),
+      deletedSessions: 0,
+      deletedFileBytes: 0,
+      deletedConversations: 0,
+      seahorse: null,
+      vacuum: null,
+      size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
+      owed: null,
+      interrupted: false,
+    };
+    this.res = res;
+    for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
+    for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
+
+    const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? ONLINE_QUIET_MS) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
+    this.deleter = deleter;
+    if (deleter) res.seahorse = deleter.stats;
+    const stat = `SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(message_id) AS lastId FROM messages`;
+    this.convStat = db ? db.prepare(`${stat} WHERE conversation_id = ?`) : null;
+    this.convExists = db ? db.prepare(`SELECT 1 FROM conversations WHERE conversation_id = ?`) : null;
+
+    this.ageCount = plan.groups.filter((g) => g.action === 'delete' && g.reason !== 'max_db_size_mb');
+    const sizePlanned = plan.groups.filter((g) => g.action === 'delete' && g.reason === 'max_db_size_mb');
+    // The size step re-decides from measurements; until it runs, its planned victims are kept.
+    for (const g of sizePlanned) res.groups.set(g.id, { action: 'keep', reason: 'size_limit_reached', detail: 'not needed once measured' });
+
+    if (deleter) {
+      const ids = [
+        ...plan.groups.flatMap((g) => (g.action === 'delete' || g.sizeEligible ? g.ownConversations.map((c) => c.conversationId) : [])),
+        ...plan.orphans.filter((x) => x.action === 'delete').map((x) => x.conversation.conversationId),
+        ...plan.shared.map((x) => x.conversation.conversationId),
+      ];
+      deleter.prepare(ids);
+    }
+
+    const deletedRows = () => (deleter ? deleter.stats.messages + deleter.stats.parts + deleter.stats.summaries : 0);
+    this.archiver = o.archiveDir
+      ? new PassArchiver(o.archiveDir, o.archiveHome ?? o.archiveDir, db, o.nowMs, deletedRows)
+      : null;
+    this.total = this.ageCount.reduce((n, g) => n + g.members.length, 0);
+  }
+
+  stop(): boolean {
+    return this.locked !== null || this.archiver?.failure != null || !!this.o.shouldStop?.();
+  }
+
+  /** A busy or locked database abandons the rest of the pass. */
+  noteLocked(err: unknown): void {
+    const code = errnoCode(err);
+    const busy = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy;
+    if (busy) this.locked = errorMessage(err);
+  }
 
   /** Whether conversation c still holds exactly what the plan saw, less the `gone` oldest messages this pass deleted. */
-  const convUnchanged = (c: ConversationStat, gone: number): boolean => {
-    const now = convStat!.get(c.conversationId) as { n: number; last: string | null; lastId: number | null };
+  convUnchanged(c: ConversationStat, gone: number): boolean {
+    const now = this.convStat!.get(c.conversationId) as { n: number; last: string | null; lastId: number | null };
     if (now.n !== c.messages - gone) return false;
     if (now.n === 0) return true;
     return now.last === c.lastMessageAt && (c.lastMessageId === undefined || now.lastId === c.lastMessageId);
-  };
-
-  /** Delete one group; returns false (and records why) if it was kept, whole or in part. */
-  const deleteGroup = (g: PlanGroup, reason: Reason): boolean => {
-    pending = null;
-    const ok = deleteGroupOnce(g, reason);
-    if (!ok) archiver?.kept(pending);
-    return ok;
-  };
-  let pending: Pending | null = null;
-  const deleteGroupOnce = (g: PlanGroup, reason: Reason): boolean => {
-    // What this group has lost so far, so that a stop part-way says exactly what is left.
-    const unlinked = new Set<string>();
-    const convDone = new Set<number>();
-    const convGone = new Map<number, number>();
-    const deletedParts: string[] = [];
-    /**
-     * Every member's files and every own conversation's rows, as planned (less what this
-     * group already deleted). Run before each irreversible step: a change anywhere in the
-     * group stops the whole group, not just the member it touched.
-     */
-    const checkGroup = (): void => {
-      for (const m of g.members) {
-        for (const f of [m.files.meta, m.files.jsonl]) if (f && !unlinked.has(f.path)) sameFile(f, f.path);
-      }
-      if (db) {
-        for (const c of g.ownConversations) {
-          if (convDone.has(c.conversationId) || !convExists!.get(c.conversationId)) continue;
-          if (!convUnchanged(c, convGone.get(c.conversationId) ?? 0)) throw new Changed(`seahorse conversation ${c.key} changed since planning`);
-        }
-      }
-    };
-    const leftOf = (): string => {
-      const left: string[] = [];
-      for (const m of g.members) for (const f of [m.files.jsonl, m.files.meta]) if (f && !unlinked.has(f.path)) left.push(basename(f.path));
-      for (const c of g.ownConversations) {
-        if (convDone.has(c.conversationId)) continue;
-        const gone = convGone.get(c.conversationId) ?? 0;
-        left.push(`seahorse ${c.key} (${c.messages - gone}${gone ? ` of ${c.messages}` : ''} messages)`);
-      }
-      return left.length > 0 ? left.join(', ') : 'nothing';
-    };
-    const keep = (r: Reason, detail: string): false => {
-      if (deletedParts.length > 0) {
-        res.groups.set(g.id, { action: 'keep', reason: r, detail: `${detail}; stopped part-way: deleted ${deletedParts.join(', ')}; left: ${leftOf()}`, partial: deletedParts.join(', ') });
-      } else res.groups.set(g.id, { action: 'keep', reason: r, detail });
-      return false;
-    };
-    try {
-      for (const m of g.members) {
-        sameFile(m.files.meta, m.files.meta?.path ?? 'meta');
-        sameFile(m.files.jsonl, m.files.jsonl?.path ?? 'jsonl');
-        try {
-          checkWritable(m.files.meta);
-          checkWritable(m.files.jsonl);
-          accessSync(m.dir, constants.W_OK);
-        } catch (err) {
-          return keep('not_writable', `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions`);
-        }
-      }
-      checkGroup();
-      // Archived at the moment of deletion, after every re-check; removed again if the group is kept whole.
-      if (archiver) {
-        try {
-          pending = archiver.group(g.members, g.ownConversations.map((c) => c.conversationId));
-        } catch (err) {
-          return keep('archive_failed', errorMessage(err));
-        }
-      }
-      for (const c of g.ownConversations) {
-        o.onStep?.('seahorse', g.members[0]!);
-        if (!convExists!.get(c.conversationId)) {
-          convDone.add(c.conversationId);
-          continue;
-        }
-        let why: string | null = null;
-        const d = deleter!.deleteConversation(c.conversationId, (gone) => {
-          convGone.set(c.conversationId, gone);
-          try {
-            checkGroup();
-            return true;
-          } catch (err) {
-            if (!(err instanceof Changed)) throw err;
-            why = err.message;
-            return false;
-          }
-        });
-        if (d.deletedMessages > 0 || d.touched) convGone.set(c.conversationId, d.deletedMessages);
-        if (!d.complete) {
-          if (d.touched) deletedParts.push(`${d.deletedMessages} of ${c.messages} seahorse messages of ${c.key} (its summaries too)`);
-          throw new Changed(why ?? `seahorse conversation ${c.key} changed since planning`);
-        }
-        convDone.add(c.conversationId);
-        deletedParts.push(`seahorse ${c.key} (${c.messages} messages)`);
-        res.deletedConversations++;
-      }
-      for (const m of g.members) {
-        for (const [step, f] of [['jsonl', m.files.jsonl], ['meta', m.files.meta]] as const) {
-          o.onStep?.(step, m);
-          if (!f) continue;
-          checkGroup();
-          unlinkExact(f, f.path);
-          unlinked.add(f.path);
-          deletedParts.push(basename(f.path));
-          res.deletedFileBytes += step === 'jsonl' ? m.jsonlBytes : m.metaBytes;
-        }
-        res.deletedSessions++;
-      }
-      const dirs = new Set(g.members.map((m) => m.dir));
-      for (const d of dirs) fsyncDir(d);
-      res.groups.set(g.id, { action: 'delete', reason, archive: pending?.paths[pending.paths.length - 1] });
-      return true;
-    } catch (err) {
-      if (err instanceof Changed) return keep('changed_since_plan', err.message);
-      const code = errnoCode(err);
-      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
-      if (err instanceof GatewayBusy) return keep('interrupted', err.message);
-      return keep('delete_failed', `${code ?? ''} ${errorMessage(err)}`.trim());
-    }
-  };
-
-  for (const g of ageCount) {
-    if (stop()) {
-      res.interrupted = true;
-      res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail: locked ? `not reached: ${locked}` : archiver?.failure ? `not reached: an archive could not be written (${archiver.failure})` : 'the pass was stopped' });
-      continue;
-    }
-    deleteGroup(g, g.reason);
-    done += g.members.length;
-    o.onProgress?.(done, total, g.key);
   }
-  for (const or of plan.orphans) {
-    if (or.action !== 'delete') continue;
-    if (stop() || !deleter) {
-      res.interrupted ||= stop();
-      res.orphans.set(or.conversation.conversationId, { action: 'keep', reason: 'interrupted' });
-      continue;
-    }
-    const c = or.conversation;
-    let orphanArchive: Pending | null = null;
-    try {
-      if (archiver && convExists!.get(c.conversationId)) {
-        try {
-          orphanArchive = archiver.orphan(c);
-        } catch (err) {
-          res.orphans.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
-          o.onProgress?.(++done, total, c.key);
-          continue;
-        }
-      }
-      const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
-      if (d.complete) res.deletedConversations++;
-      res.orphans.set(
-        c.conversationId,
-        d.complete
-          ? { action: 'delete', reason: 'max_age_days', archive: orphanArchive?.paths[0] }
-          : { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages (and its summaries) were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) },
-      );
-      if (!d.complete) archiver?.kept(orphanArchive);
-    } catch (err) {
-      archiver?.kept(orphanArchive);
-      const code = errnoCode(err);
-      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
-      res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
-    }
-    o.onProgress?.(done, total, c.key);
-  }
+}
 
-  // The size guard, on measurements (src/prune/size-guard.ts).
+/** The size guard, on measurements (src/prune/size-guard.ts), unless the pass already stopped. */
+function measuredSizeStep(run: ApplyRun): { vacuumed: boolean; vacuumMs: number } {
+  const { db, plan, o, res } = run;
   res.owed = o.vacuumOwed ?? null;
-  let vacuumedBySize = false;
-  let vacuumMs = 0;
-  if (db && plan.size.checked && !res.interrupted) {
-    const g = runSizeGuard({
-      db,
-      plan,
-      o,
-      res,
-      deleteGroup,
-      stop,
-      locked: () => locked,
-      progress: (what, sessions) => {
-        total += sessions;
-        done += sessions;
-        o.onProgress?.(done, total, what);
-      },
-    });
-    vacuumedBySize = g.vacuumed;
-    vacuumMs = g.vacuumMs;
-  }
-
-  // Shared conversations go once every session that claimed them is gone, with the same re-check.
-  for (const sh of plan.shared) {
-    const c = sh.conversation;
-    if (!sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete')) continue;
-    if (!deleter || res.interrupted || stop()) {
-      res.shared.set(c.conversationId, { action: 'keep', reason: 'interrupted', detail: 'not reached: the pass was stopped; the next pass deletes it' });
-      continue;
-    }
-    let shArchive: Pending | null = null;
-    try {
-      if (archiver && convExists!.get(c.conversationId)) {
-        try {
-          shArchive = archiver.orphan(c);
-        } catch (err) {
-          res.shared.set(c.conversationId, { action: 'keep', reason: 'archive_failed', detail: errorMessage(err) });
-          continue;
-        }
-      }
-      const d = convExists!.get(c.conversationId) ? deleter.deleteConversation(c.conversationId, (gone) => convUnchanged(c, gone)) : { complete: true, touched: false, deletedMessages: 0 };
-      if (d.complete) {
-        res.deletedConversations++;
-        res.shared.set(c.conversationId, { action: 'delete', reason: 'max_age_days', detail: `every session that claimed it was deleted`, archive: shArchive?.paths[0] });
-      } else {
-        archiver?.kept(shArchive);
-        res.shared.set(c.conversationId, { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) });
-      }
-    } catch (err) {
-      archiver?.kept(shArchive);
-      const code = errnoCode(err);
-      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy) locked = errorMessage(err);
-      res.shared.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
-    }
-  }
-
-  const deletedAny = res.deletedSessions > 0 || res.deletedConversations > 0;
-  const offline = !o.online || o.forceVacuum;
-  if (db && deletedAny && !vacuumedBySize && stop()) {
-    // Stopped (SIGTERM, a deadline, a lock): no long VACUUM now; the next pass decides again.
-    const b = dbFileBytes(o.dbPath).total;
-    res.vacuum = { ran: false, reason: 'skipped: the pass was stopped before its end; the next pass decides again', estimatedReclaimBytes: null, bytesBefore: b, bytesAfter: b, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
-    if (plan.policy.vacuum) res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'a pass that deleted rows was stopped before its VACUUM' };
-  } else if (db && (deletedAny || (o.vacuumOwed && offline && plan.policy.vacuum)) && !vacuumedBySize) {
-    // What the deletions should give back, from each deleted session's estimated share (when known).
-    // An owed VACUUM was counted on by earlier online passes: measured after the FTS merge, not pre-estimated.
-    let estimatedFreed: number | null = null;
-    if (plan.size.method && !o.vacuumOwed) {
-      estimatedFreed = 0;
-      for (const g of plan.groups) if (res.groups.get(g.id)!.action === 'delete') estimatedFreed += g.estimatedDbBytes;
-      for (const x of plan.orphans) if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
-    }
-    res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace, estimatedFreedBytes: estimatedFreed });
-    if (o.vacuumOwed && offline) res.vacuum.reason = `owed since ${o.vacuumOwed.since} (${o.vacuumOwed.reason}): ${res.vacuum.reason}`;
-    if (plan.policy.vacuum && !offline) {
-      // Deferred: remembered, so that the next offline pass runs it even if it deletes nothing.
-      res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'rows deleted while the gateway ran' };
-    } else if (offline && !res.vacuum.reason.includes('skipped:')) res.owed = null;
-  } else if (db && vacuumedBySize) {
-    const b = dbFileBytes(o.dbPath).total;
-    res.vacuum = { ran: true, reason: 'the size guard vacuums after each batch to measure progress', estimatedReclaimBytes: null, bytesBefore: plan.size.fileBytes, bytesAfter: b, reclaimedBytes: plan.size.fileBytes - b, durationMs: vacuumMs, walCheckpoint: 'truncate' };
-  }
-  // vacuum is off in the policy: nothing can be owed any more.
-  if (!plan.policy.vacuum) res.owed = null;
-  return res;
+  if (!db || !plan.size.checked || res.interrupted) return { vacuumed: false, vacuumMs: 0 };
+  return runSizeGuard({
+    db,
+    plan,
+    o,
+    res,
+    deleteGroup: (g, reason) => deleteGroup(run, g, reason),
+    stop: () => run.stop(),
+    locked: () => run.locked,
+    progress: (what, sessions) => {
+      run.total += sessions;
+      run.done += sessions;
+      o.onProgress?.(run.done, run.total, what);
+    },
+  });
 }

@@ -1,4 +1,4 @@
-import { holdDetail } from './holds.js';
+import { holdDetail } from '../state/holds.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';

@@ -1,6 +1,6 @@
 import type { StartupReport } from './types.js';
 
-/** A prune pass from the guard's history (src/prune/history.ts), structurally. */
+/** A prune pass from the guard's history (src/state/history.ts), structurally. */
 export interface PrunePass {
   at: string;
   deleted_sessions: number;

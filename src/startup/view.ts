@@ -1,4 +1,4 @@
-import { processAlive } from '../io/lock.js';
+import { processAlive } from '../io/process.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { readPidFile } from '../picoclaw/pidfile.js';
 import { markPrunes, type PruneEffect } from './prunes.js';
@@ -51,6 +51,6 @@ export async function settleAndMarkPrunes(
     settleLatest(report, pf.state === 'present' && processAlive(pf.info.pid));
   }
   // Loaded only when there is a home to mark: `startup --log FILE` without one never needs it.
-  const { readHistory } = await import('../prune/history.js');
+  const { readHistory } = await import('../state/history.js');
   return markPrunes(report, readHistory(opts.stateDir, home.home));
 }

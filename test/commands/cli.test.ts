@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { tryLock } from '../../src/io/lock.js';
 import { sqlite } from '../../src/io/sqlite.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { board } from '../health/boards.js';
 import { runCli } from '../support/cli.js';
 import { handHome } from '../support/home.js';

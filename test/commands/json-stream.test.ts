@@ -6,7 +6,7 @@ import { fixedClock } from '../../src/io/clock.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { runPrunePass } from '../../src/prune/pass.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 

@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { markerPath } from '../../src/daemon/marker.js';
-import { HISTORY_FILE } from '../../src/prune/history.js';
+import { markerPath } from '../../src/state/marker.js';
+import { HISTORY_FILE } from '../../src/state/history.js';
 import { integrity, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { countingVcgencmd, fakeGateway, metric, PROMTOOL, promtoolCheckMetrics, refreshes, sampleHome, startDaemon, until, writeConfig } from './support.js';
@@ -148,6 +148,20 @@ describe('picoclaw-guard run: the schedule', () => {
     expect(d2.logs.some((l) => l.msg === 'prune pass')).toBe(false);
     expect((await d2.json('/prune')).status).toBe(404);
     expect((await d2.stop()).code).toBe(0);
+  });
+
+  it('a pass that outlasts its interval: the pass that came due is skipped with a warning, never run beside it', async () => {
+    const h = sampleHome({ sessions: 60, seed: 3 });
+    // Each deleted session is followed by a 250 ms hold (tests only): the pass outlasts its 1 s interval.
+    const env = { PICOGUARD_INTERVAL_SECONDS: '1', PICOGUARD_TEST_STEP_DELAY_MS: '250' };
+    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config: writeConfig(h.root, ENABLED), env });
+    const skipped = 'a scheduled prune pass is due while the last one still runs: skipped';
+    const warned = await d.waitForLog((l) => l.msg === skipped);
+    expect(warned.level).toBe(40);
+    expect(d.logs.some((l) => l.msg === 'prune pass')).toBe(false);
+    expect((await d.stop()).code).toBe(0);
+    expect(d.logs.filter((l) => l.msg === 'prune pass')).toHaveLength(1);
+    expect(d.logs.find((l) => l.msg === 'prune pass')).toMatchObject({ stopped_early: true });
   });
 
   it('SIGHUP re-reads the configuration: disabling stops the schedule; a broken file keeps the running one', async () => {

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const minutes = Number(process.argv[2] ?? 10);
 const sessions = Number(process.argv[3] ?? 500);
-const { buildSampleHome } = await import(join(root, 'dist/src/sample/builder.js'));
+const { buildSampleHome } = await import(join(root, 'dist/dev/sample/builder.js'));
 
 const gw = createServer((req, res) => res.writeHead(200).end(req.url === '/ready' ? '{"status":"ready"}' : `{"status":"ok","pid":${process.pid}}`));
 await new Promise((r) => gw.listen(0, '127.0.0.1', r));

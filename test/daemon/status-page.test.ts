@@ -8,8 +8,8 @@ import { capacityFor, downsample, fillSynthetic, FLAG_THROTTLED, ReadingHistory,
 import { renderStatusPage, MAX_CHART_POINTS, type PageInput } from '../../src/daemon/status-page.js';
 import { predictionOf } from '../../src/daemon/status.js';
 import type { StartupPrediction } from '../../src/startup-model/learn.js';
-import { tokenMatches } from '../../src/metrics/server.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { tokenMatches } from '../../src/daemon/server.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { tempDir } from '../support/tmp.js';
 
 /**

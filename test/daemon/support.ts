@@ -4,7 +4,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome, type SampleHome } from '../../dev/sample/builder.js';
 import { assertBuilt, CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { board } from '../health/boards.js';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LATCH_FILE } from '../../src/health/uvlatch.js';
+import { LATCH_FILE } from '../../src/state/uvlatch.js';
 import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { board, type BoardName } from './boards.js';

@@ -7,7 +7,7 @@ import { newVcgencmdCache } from '../../src/health/vcgencmd.js';
 import { fixedClock } from '../../src/io/clock.js';
 import type { FreeSpaceReader } from '../../src/io/freespace.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { appendHistory } from '../../src/prune/history.js';
+import { appendHistory } from '../../src/state/history.js';
 import { tempDir } from '../support/tmp.js';
 import { BOARDS, board, FIXTURES, type BoardName } from './boards.js';
 

@@ -5,8 +5,8 @@ import { agentTotals } from '../../src/commands/sessions.js';
 import { countSessions, readPicoClaw } from '../../src/health/picoclaw.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
-import { appendHistory } from '../../src/prune/history.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { appendHistory } from '../../src/state/history.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { tempDir } from '../support/tmp.js';
 
 const base = { timeoutMs: 300, hungAfterMs: 60_000, nowMs: Date.now };

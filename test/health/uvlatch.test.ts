@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readBoard } from '../../src/health/board.js';
 import { readThrottle } from '../../src/health/throttle.js';
-import { LATCH_FILE, updateLatch } from '../../src/health/uvlatch.js';
+import { LATCH_FILE, updateLatch } from '../../src/state/uvlatch.js';
 import { newVcgencmdCache } from '../../src/health/vcgencmd.js';
 import { tempDir } from '../support/tmp.js';
 import { board, type BoardName } from './boards.js';

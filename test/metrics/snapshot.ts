@@ -4,7 +4,7 @@ import { analyzeStartupLog } from '../../src/startup/index.js';
 import { newVcgencmdCache } from '../../src/health/vcgencmd.js';
 import { emptyPruneStats, renderMetrics, REFRESH_SOURCES, type MetricsSnapshot } from '../../src/metrics/guard-metrics.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { board, BOARDS, type BoardName } from '../health/boards.js';
 import { fakeGateway } from '../daemon/support.js';
 import { tempDir } from '../support/tmp.js';
@@ -56,7 +56,7 @@ export function families(text: string): Set<string> {
 export async function emittedNames(): Promise<Set<string>> {
   const all = new Set<string>();
   for (const name of BOARDS) for (const f of families(renderMetrics(await snapshot(name)))) all.add(f);
-  // Added by the daemon to /metrics only (requests served): see src/daemon/daemon.ts.
+  // Added by the daemon to /metrics only (requests served): see httpRequestMetrics in src/daemon/routes.ts.
   all.add('picoclaw_guard_http_requests_total');
   return all;
 }

@@ -5,9 +5,9 @@ import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { opaqueKey } from '../../src/picoclaw/seahorse.js';
 import { parseGoTime } from '../../src/picoclaw/time.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { sqlite } from '../../src/io/sqlite.js';
-import { seahorseSchemaSql } from '../../src/picoclaw/seahorse-schema.js';
+import { seahorseSchemaSql } from '../../dev/seahorse-schema.js';
 import { runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 

@@ -12,7 +12,7 @@ import { applyPlan } from '../../src/prune/apply.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome, integrity, snapshot } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';

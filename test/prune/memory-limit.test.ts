@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCgroup } from '../../bench/cgroup.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 

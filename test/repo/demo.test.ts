@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/tmp.js';
 
-const DEMO = join(import.meta.dirname, '../../dist/src/demo.js');
+const DEMO = join(import.meta.dirname, '../../dist/dev/demo.js');
 const SYSTEM_HISTORY = '/var/lib/picoclaw-guard/prune-history.jsonl';
 
 function files(dir: string): string[] {

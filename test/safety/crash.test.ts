@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/io/sqlite.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { cliJson, killRunningPasses, runCrashHarness, type CrashRun } from '../support/crash.js';
 import { integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';

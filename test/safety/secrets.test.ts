@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildSampleHome } from '../../src/sample/builder.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
 import { CLI, runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 

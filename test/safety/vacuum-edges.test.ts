@@ -13,7 +13,7 @@ import { applyPlan } from '../../src/prune/apply.js';
 import { planPrune, type DbFacts } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { runPrunePass } from '../../src/prune/pass.js';
-import { OWED_FILE } from '../../src/prune/vacuum-owed.js';
+import { OWED_FILE } from '../../src/state/vacuum-owed.js';
 import { addConversation, dailyHome, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 

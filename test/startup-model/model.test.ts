@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { analyzeStartupLog } from '../../src/startup/index.js';
-import { Rng } from '../../src/sample/random.js';
-import { historyLog, restartHistory, type Volume } from '../../src/sample/restart-history.js';
+import { Rng } from '../../dev/sample/random.js';
+import { historyLog, restartHistory, type Volume } from '../../dev/sample/restart-history.js';
 import { fitBootstrapModel, MIB, predictGap, sessionsForBudget, trustFor, type VolumePoint } from '../../src/startup-model/fit.js';
 import { daemonSample, pairSamples, points } from '../../src/startup-model/samples.js';
 import type { BootstrapSample } from '../../src/state/bootstrap-samples.js';

@@ -11,8 +11,9 @@ import {
   settleLatest,
   type StartupReport,
 } from '../../src/startup/index.js';
-import { buildSampleHome } from '../../src/sample/builder.js';
-import { renderConsoleLog, renderGatewayLog, renderRedirectedLog, type SampleRestart } from '../../src/sample/gatewaylog.js';
+import { buildSampleHome } from '../../dev/sample/builder.js';
+import type { SampleRestart } from '../../dev/sample/gateway-events.js';
+import { renderConsoleLog, renderGatewayLog, renderRedirectedLog } from '../../dev/sample/gatewaylog.js';
 import { tempDir } from '../support/tmp.js';
 import { ANCHOR, RESTARTS, scenario } from './scenario.js';
 
@@ -30,7 +31,7 @@ const shape = (r: StartupReport) =>
   r.restarts.map((x) => ({ end: x.end, gap: x.bootstrap_gap?.seconds ?? null, lb: x.bootstrap_gap?.lower_bound ?? false, ready: x.time_to_ready?.seconds ?? null, ingest: x.gap.ingest_lines, warnings: x.gap.warnings, reloads: x.reloads }));
 
 describe('restarts and their spans, per log level (sample generator)', () => {
-  // The generator's timeline (src/sample/gatewaylog.ts): agents registered at start t, short_expand at
+  // The generator's timeline (dev/sample/gateway-events.ts): agents registered at start t, short_expand at
   // t+200 ms, the next core tool at t+200+gapMs, Agent initialized 300 ms later, ready 520 ms after that,
   // and gateway.Run began 40 ms before t.
   const complete = RESTARTS.map((r, i) => ({ r, i })).filter(({ r }) => r.end !== 'failed' && r.crashPhase !== 'bootstrap');

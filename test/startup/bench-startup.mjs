@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cli = join(root, 'dist/src/cli.js');
-const { renderGatewayLog } = await import(join(root, 'dist/src/sample/gatewaylog.js'));
+const { renderGatewayLog } = await import(join(root, 'dist/dev/sample/gatewaylog.js'));
 const args = process.argv.slice(2);
 const dir = args.includes('--dir') ? args[args.indexOf('--dir') + 1] : '/tmp/pcg-bench';
 const sizes = args.includes('--gb') ? [10, 100, 1000] : [10, 100];

@@ -20,7 +20,8 @@ import {
   scanLine,
   splitConsoleMessage,
 } from '../../src/picoclaw/gatewaylog.js';
-import { renderConsoleLine, renderJsonLine, sampleGatewayEvents } from '../../src/sample/gatewaylog.js';
+import { sampleGatewayEvents } from '../../dev/sample/gateway-events.js';
+import { renderConsoleLine, renderJsonLine } from '../../dev/sample/gatewaylog.js';
 import { scenario } from './scenario.js';
 
 const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');

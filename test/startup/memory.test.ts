@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { renderGatewayLog, type SampleRestart } from '../../src/sample/gatewaylog.js';
+import type { SampleRestart } from '../../dev/sample/gateway-events.js';
+import { renderGatewayLog } from '../../dev/sample/gatewaylog.js';
 import { tempDir } from '../support/tmp.js';
 
 const DIST = fileURLToPath(new URL('../../dist/src/', import.meta.url));

@@ -1,4 +1,4 @@
-import type { SampleLogOptions, SampleRestart } from '../../src/sample/gatewaylog.js';
+import type { SampleLogOptions, SampleRestart } from '../../dev/sample/gateway-events.js';
 
 /**
  * One week of a board's restarts, used for the generated fixtures: clean stops, a crash

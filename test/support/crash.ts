@@ -4,8 +4,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync, type
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isMainAlias } from '../../src/picoclaw/seahorse.js';
-import { buildSampleHome, type SampleHome } from '../../src/sample/builder.js';
-import { Rng } from '../../src/sample/random.js';
+import { buildSampleHome, type SampleHome } from '../../dev/sample/builder.js';
+import { Rng } from '../../dev/sample/random.js';
 import { dumpSeahorse, integrity, snapshot } from './home.js';
 import { assertBuilt, NO_GUARD_CONFIG } from './cli.js';
 

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sqlite, type Database } from '../../src/io/sqlite.js';
-import { seahorseSchemaSql } from '../../src/picoclaw/seahorse-schema.js';
+import { seahorseSchemaSql } from '../../dev/seahorse-schema.js';
 
 /** A hand-made PicoClaw home: config, sessions and seahorse rows exactly as a test needs them. */
 export interface HandSession {

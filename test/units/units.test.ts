@@ -4,7 +4,7 @@ import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { allowedDevices, outermost, renderUnits, unitPath, type UnitValues } from '../../src/daemon/units.js';
+import { allowedDevices, outermost, renderUnits, unitPath, type UnitValues } from '../../src/install/units.js';
 import { CLI, runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { appendHistory, HISTORY_FILE, HISTORY_MAX_BYTES, readHistory, type PruneHistoryEntry } from '../../src/prune/history.js';
+import { appendHistory, HISTORY_FILE, HISTORY_MAX_BYTES, readHistory, type PruneHistoryEntry } from '../../src/state/history.js';
 import { tempDir } from '../support/tmp.js';
 
 const entry = (i: number): PruneHistoryEntry => ({ at: new Date(Date.UTC(2026, 0, 1) + i * 3_600_000).toISOString(), home: '/h', mode: 'apply', outcome: 'ok', deleted_sessions: i, deleted_orphans: 0, freed_bytes: 100, sessions_before: 200, sessions_after: 190, duration_ms: 50, reason: null });

@@ -7,7 +7,8 @@ import { writeFileAtomic } from '../io/atomic.js';
  * Restore holds: a session put back by `restore` is kept by every pass until its hold
  * ends (it is usually older than max_age_days, so the next pass, maybe the pre-start
  * one, would delete it again). Kept in the guard's state folder, one small JSON file
- * for every home; expired holds are dropped whenever the file is written.
+ * shared by every home (each hold names its home); expired holds are dropped whenever the
+ * file is written.
  */
 export interface Hold {
   /** Real path of the PicoClaw home. */

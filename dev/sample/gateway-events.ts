@@ -1,3 +1,4 @@
+import { goNano } from './log-time.js';
 import { Rng } from './random.js';
 
 /**
@@ -21,7 +22,8 @@ import { Rng } from './random.js';
  *   drops `Log level set to`); `events` adds `Runtime event: gateway.start/ready` with
  *   `duration_ms`.
  *
- * Everything is deterministic from the seed. Values are illustrative, formats are not.
+ * Everything is deterministic from the seed. Values are illustrative, formats are not. This file
+ * makes the events; gatewaylog.ts renders them as file, console or journald lines.
  */
 export interface SampleRestart {
   /** When the process started (epoch ms): its first line. */
@@ -69,7 +71,7 @@ export interface SampleLogOptions {
   debugFlag?: boolean;
 }
 
-type Level = 'debug' | 'info' | 'warn' | 'error';
+export type Level = 'debug' | 'info' | 'warn' | 'error';
 
 /** One log event before rendering: the fields zerolog would write, in the file's order. */
 export interface SampleLogEvent {
@@ -86,41 +88,9 @@ export interface SampleLogEvent {
   stdoutOnly?: boolean;
 }
 
-const RANK: Record<Level, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 const VERSION = 'v0.2.9';
 const CORE_TOOLS = ['read_file', 'write_file', 'list_dir', 'exec', 'edit_file', 'append_file'];
 const SHARED_TOOLS = ['web_search', 'web_fetch', 'message', 'reaction', 'send_file', 'spawn', 'subagent'];
-
-function pad2(n: number): string {
-  return String(n).padStart(2, '0');
-}
-
-function offsetText(offsetMin: number, colon: boolean): string {
-  if (offsetMin === 0 && colon) return 'Z';
-  const sign = offsetMin < 0 ? '-' : '+';
-  const a = Math.abs(offsetMin);
-  return `${sign}${pad2(Math.floor(a / 60))}${colon ? ':' : ''}${pad2(a % 60)}`;
-}
-
-/** Wall-clock parts of an instant at a fixed UTC offset. */
-function wall(ms: number, offsetMin: number): { date: string; time: string; sub: number } {
-  const d = new Date(Math.floor(ms / 1000) * 1000 + offsetMin * 60_000);
-  const iso = d.toISOString();
-  return { date: iso.slice(0, 10), time: iso.slice(11, 19), sub: ((ms % 1000) + 1000) % 1000 };
-}
-
-/** zerolog's file timestamp: time.RFC3339, whole seconds, local offset or Z (docs/picoclaw.md#line-format). */
-export function zTime(ms: number, offsetMin: number): string {
-  const w = wall(ms, offsetMin);
-  return `${w.date}T${w.time}${offsetText(offsetMin, true)}`;
-}
-
-/** Go RFC3339Nano: trailing zeros of the fraction trimmed (event_time of runtime events). */
-function goNano(ms: number, extraNs: number, offsetMin: number): string {
-  const w = wall(ms, offsetMin);
-  const frac = (String(w.sub).padStart(3, '0') + String(extraNs).padStart(6, '0')).replace(/0+$/, '');
-  return `${w.date}T${w.time}${frac ? '.' + frac : ''}${offsetText(offsetMin, true)}`;
-}
 
 /** The structured events of a sample log, every level, sorted by time (stable). */
 export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
@@ -311,105 +281,4 @@ export function sampleGatewayEvents(o: SampleLogOptions): SampleLogEvent[] {
     .map((e, i) => ({ e, i }))
     .sort((a, b) => a.e.ms - b.e.ms || a.i - b.i)
     .map((x) => x.e);
-}
-
-function visible(e: SampleLogEvent, level: SampleLogLevel): boolean {
-  return RANK[e.level] >= RANK[level];
-}
-
-/** One line of the file: zerolog's JSON (docs/picoclaw.md#line-format). */
-export function renderJsonLine(e: SampleLogEvent, offsetMin: number, buildPrefix = '/src/'): string {
-  const obj: Record<string, unknown> = { level: e.level, component: e.component, ...e.fields, time: zTime(e.ms, offsetMin), caller: buildPrefix + e.caller };
-  if (e.message !== '') obj.message = e.message;
-  return JSON.stringify(obj);
-}
-
-const CONSOLE_LEVEL: Record<Level, string> = { debug: 'DBG', info: 'INF', warn: 'WRN', error: 'ERR' };
-
-/** PicoClaw's FormatFieldValue (pkg/logger/logger.go): quote strings with a space, newline-prefix multi-line ones. */
-function consoleValue(v: unknown): string {
-  if (typeof v === 'string') {
-    if (v.includes('\n')) return '\n' + v;
-    if (v.includes(' ')) return JSON.stringify(v);
-    return v;
-  }
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
-}
-
-/**
- * One console line as PicoClaw prints it on stdout (no colour: not a TTY). The caller is
- * made relative to the process's working directory (zerolog's default FormatCaller).
- */
-export function renderConsoleLine(e: SampleLogEvent, offsetMin: number, opts: { cwd?: string; buildPrefix?: string } = {}): string {
-  const w = wall(e.ms, offsetMin);
-  if (e.stdoutOnly) return e.message;
-  const abs = (opts.buildPrefix ?? '/src/') + e.caller;
-  const cwd = (opts.cwd ?? '/').replace(/\/+$/, '');
-  const caller = cwd === '' ? abs.replace(/^\/+/, '') : abs.startsWith(cwd + '/') ? abs.slice(cwd.length + 1) : abs;
-  const keys = Object.keys(e.fields).sort();
-  const ordered = keys.includes('error') ? ['error', ...keys.filter((k) => k !== 'error')] : keys;
-  const parts = [w.time, CONSOLE_LEVEL[e.level], e.component, `${caller} >`];
-  if (e.message !== '') parts.push(e.message);
-  for (const k of ordered) parts.push(`${k}=${consoleValue(e.fields[k])}`);
-  return parts.join(' ');
-}
-
-export interface ConsoleRenderOptions {
-  /** Render as `journalctl -o short-iso` shows it: `<iso time> <host> picoclaw[<pid>]: <line>`. */
-  journald?: { host?: string; ident?: string; precise?: boolean; colonOffset?: boolean };
-  /** The gateway's working directory (callers are shown relative to it); default `/` (systemd). */
-  cwd?: string;
-  /** Include the fmt.Println banners stdout carries (`📦 Agent Status:` …); default true. */
-  banners?: boolean;
-}
-
-/** The same sample as it appears on stdout: a plain redirect, or journald's short-iso. */
-export function renderConsoleLog(o: SampleLogOptions, c: ConsoleRenderOptions = {}): string {
-  const off = o.utcOffsetMin ?? 0;
-  const out: string[] = [];
-  for (const e of sampleGatewayEvents(o)) {
-    if (e.stdoutOnly ? c.banners === false : !visible(e, o.level)) continue;
-    const text = renderConsoleLine(e, off, { cwd: c.cwd });
-    for (const physical of text.split('\n')) {
-      if (!c.journald) {
-        out.push(physical);
-        continue;
-      }
-      if (physical === '') continue; // journald drops the empty line of "\n📦 …"
-      const w = wall(e.ms, off);
-      const frac = c.journald.precise ? '.' + String(w.sub).padStart(3, '0') + '000' : '';
-      out.push(`${w.date}T${w.time}${frac}${offsetText(off, c.journald.colonOffset ?? false)} ${c.journald.host ?? 'raspberrypi'} ${c.journald.ident ?? 'picoclaw'}[${e.pid}]: ${physical}`);
-    }
-  }
-  return out.length > 0 ? out.join('\n') + '\n' : '';
-}
-
-/** The file `<home>/logs/gateway.log` for this sample: JSON lines at the configured level. */
-export function renderGatewayLog(o: SampleLogOptions): string {
-  const off = o.utcOffsetMin ?? 0;
-  const lines: string[] = [];
-  for (const e of sampleGatewayEvents(o)) if (!e.stdoutOnly && visible(e, o.level)) lines.push(renderJsonLine(e, off));
-  return lines.length > 0 ? lines.join('\n') + '\n' : '';
-}
-
-/**
- * gateway.log when the gateway's stdout is also redirected into it (`picoclaw gateway
- * >> ~/.picoclaw/logs/gateway.log`): zerolog's MultiWriter writes each event to the
- * console writer first and then to the file (docs/picoclaw.md#line-format), so every event appears twice in a
- * row, console then JSON, with the stdout banners in between.
- */
-export function renderRedirectedLog(o: SampleLogOptions, c: Omit<ConsoleRenderOptions, 'journald'> = {}): string {
-  const off = o.utcOffsetMin ?? 0;
-  const out: string[] = [];
-  for (const e of sampleGatewayEvents(o)) {
-    if (e.stdoutOnly) {
-      if (c.banners !== false) out.push(...renderConsoleLine(e, off, { cwd: c.cwd }).split('\n'));
-      continue;
-    }
-    if (!visible(e, o.level)) continue;
-    out.push(...renderConsoleLine(e, off, { cwd: c.cwd }).split('\n'));
-    out.push(renderJsonLine(e, off));
-  }
-  return out.length > 0 ? out.join('\n') + '\n' : '';
 }

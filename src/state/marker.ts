@@ -2,17 +2,18 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
-import { readHistory } from '../prune/history.js';
+import { readHistory } from './history.js';
 import { readSmallText } from '../io/smallfile.js';
 
 /**
  * The daemon's last-run marker: when its last prune pass for a home ran to its end.
  * croner keeps no state across restarts (it does not catch up missed runs: Hexagon/croner
- * README), so without it every restart
- * (a gateway restart restarts the sidecar, PartOf=) would start with a pass.
+ * README), so without it every restart (a gateway restart restarts the sidecar, PartOf=)
+ * would start with a pass.
  *
  * Written once per completed pass (a few hundred bytes an hour), never on a skipped,
- * failed or interrupted one: a failure must not postpone the retry (logrotate/logrotate#422). The prune history (appended by every apply pass, the pre-start unit's
+ * failed or interrupted one: a failure must not postpone the retry (logrotate/logrotate#422).
+ * The prune history (./history.ts, appended by every apply pass, the pre-start unit's
  * included) counts too, but only its `ok` passes: a `partial` one may have been cut short
  * by a deadline (the pre-start unit's --deadline) and has work left.
  */

@@ -4,13 +4,15 @@ import { join } from 'node:path';
 import { readSmallText } from '../io/smallfile.js';
 
 /**
- * The guard's prune history: one JSON line per `--apply` pass that got as far as
- * deleting (whether or not it deleted anything), in the state folder (never a sessions
- * folder). The startup report reads it to mark restarts that followed a prune; the
- * daemon reads the last line.
+ * The guard's prune history, `prune-history.jsonl` in the state folder (never a sessions
+ * folder): one JSON line per `--apply` pass that reached its deletions, whether or not it
+ * deleted anything: `prune --apply`, the pre-start unit and the daemon's passes alike.
+ * Readers: the startup report and the daemon's readings mark the restarts that followed a
+ * prune; `health` shows the newest line as the last prune; the daemon's schedule counts the
+ * newest `ok` line as a completed pass (./marker.ts); its status page lists the newest 50.
  */
 export interface PruneHistoryEntry {
-  /** ISO time the pass finished. */
+  /** ISO time the pass finished (the system clock when the line is written, not the pass's injected clock). */
   at: string;
   home: string;
   mode: 'apply';
@@ -22,6 +24,7 @@ export interface PruneHistoryEntry {
   sessions_before: number;
   sessions_after: number;
   duration_ms: number;
+  /** Always null: only skipped passes had a reason, and they write no line. Kept so old and new lines match. */
   reason: string | null;
   /** Sessions with no usable timestamp (never deleted, yet counted toward max_sessions); absent in older lines. */
   undated_sessions?: number;
@@ -63,7 +66,10 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
   }
 }
 
-/** Every readable entry (bad lines are skipped), oldest first. Missing file → []. */
+/**
+ * Every readable entry of one home (all homes without `home`), oldest first; bad lines are
+ * skipped, and a missing or unreadable file reads as no entries. Only the newest 4 MiB are parsed.
+ */
 export function readHistory(stateDir: string, home?: string): PruneHistoryEntry[] {
   let text: string;
   try {

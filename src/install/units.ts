@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { ExitCode, GuardError } from '../errors.js';
 
 /**
+ * Install-time code: the systemd units as `install-units` writes them for this board.
+ *
  * The systemd units shipped at the package root (picoclaw-guard.service,
  * picoclaw-guard-prestart.service, picoclaw.service.d/picoclaw-guard.conf) are complete,
  * working files for the common layout (Node in /usr/bin, a global npm install, user
@@ -47,7 +49,7 @@ export interface RenderedUnit {
   text: string;
 }
 
-/** The package root: the folder above this file holding package.json (dist/src/daemon or src/daemon). */
+/** The package root: the folder above this file holding package.json (dist/src/install or src/install). */
 export function packageRoot(): string {
   let d = dirname(fileURLToPath(import.meta.url));
   for (;;) {

@@ -1,6 +1,7 @@
-import type { BootstrapSample } from '../state/bootstrap-samples.js';
-import { MIB } from '../startup-model/fit.js';
-import { renderGatewayLog, type SampleRestart } from './gatewaylog.js';
+import type { BootstrapSample } from '../../src/state/bootstrap-samples.js';
+import { MIB } from '../../src/startup-model/fit.js';
+import type { SampleRestart } from './gateway-events.js';
+import { renderGatewayLog } from './gatewaylog.js';
 import { Rng } from './random.js';
 
 /**

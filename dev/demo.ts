@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSampleHome } from './sample/builder.js';
 
-const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
+const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 
 /** The real gateway's answers: `/health` always 200 with its pid, `/ready` 200 once started. */
 function standInGateway(startedAt: number): Promise<{ server: Server; port: number }> {

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConnectionSlots, jsonReply, requestPath, startServer, type RunningServer } from '../../src/metrics/server.js';
+import { ConnectionSlots, jsonReply, requestPath, startServer, type RunningServer } from '../../src/daemon/server.js';
 
 /** The daemon's HTTP server under slow and odd clients. */
 const open: Socket[] = [];
