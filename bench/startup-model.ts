@@ -1,4 +1,4 @@
-import { analyzeStartupLog } from '../src/health/startup.js';
+import { analyzeStartupLog } from '../src/startup/index.js';
 import { Rng } from '../dev/sample/random.js';
 import { historyLog, lawGap, restartHistory, type Law, type Volume } from '../dev/sample/restart-history.js';
 import { CAP_MARGIN, fitBootstrapModel, MIB, predictGap, predictionError } from '../src/startup-model/fit.js';

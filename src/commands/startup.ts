@@ -1,10 +1,17 @@
 import { existsSync, statSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
-import { analyzeStartupLog, DEFAULT_MAX_RESTARTS, markPrunes, settleLatest, summarize, type PruneEffect, type RestartEntry, type Span, type StartupReport } from '../health/startup.js';
-import { processAlive } from '../io/process.js';
+import {
+  analyzeStartupLog,
+  DEFAULT_MAX_RESTARTS,
+  settleAndMarkPrunes,
+  summarize,
+  type PruneEffect,
+  type RestartEntry,
+  type Span,
+  type StartupReport,
+} from '../startup/index.js';
 import { resolveStateDir } from '../io/statedir.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
-import { readPidFile } from '../picoclaw/pidfile.js';
 import { homeFromOpts } from './common.js';
 import { fitTable, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
 import { predictionLines } from './render-extras.js';
@@ -217,16 +224,13 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     throw new GuardError(`cannot read ${path}: ${report.source.error}`, { exitCode: ExitCode.DATA, path: path ?? undefined, hint: 'run as a user that can read it (e.g. the gateway\'s user), or pipe it in with --log -' });
   }
 
-  // The home's own log, however it is named: whether the gateway runs now settles a latest
-  // restart with no closing line. Another board's log (or standard input) is read as it is.
-  if (home && (logFlag === undefined || (path !== null && sameFile(path, home.logPath)))) {
-    const pf = readPidFile(home.pidPath);
-    settleLatest(report, pf.state === 'present' && processAlive(pf.info.pid));
-  }
   let prunes: PruneEffect[] = [];
   if (home) {
-    const { readHistory } = await import('../state/history.js');
-    prunes = markPrunes(report, readHistory(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), home.home));
+    // The home's own log, however it is named: whether the gateway runs now settles a latest
+    // restart with no closing line. Another board's log (or standard input) is read as it is.
+    const ownLog = logFlag === undefined || (path !== null && sameFile(path, home.logPath));
+    const stateDir = resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined);
+    prunes = await settleAndMarkPrunes(report, home, { stateDir, ownLog });
   }
   const now = home ? await sessionsNow(home) : null;
   const prediction = home ? await (await import('../startup-model/predict.js')).predictNextStart(home, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), report, process.env) : null;

@@ -1,13 +1,16 @@
 import { statSync } from 'node:fs';
 import { errorMessage } from '../errors.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
-import { processAlive } from '../io/process.js';
 import { collectHealth, type HealthReport } from '../health/index.js';
 import { countSessions } from '../health/picoclaw.js';
-import { analyzeStartupLog, lastBootstrapGapSeconds, markPrunes, settleLatest, type PruneEffect, type StartupReport } from '../health/startup.js';
+import {
+  analyzeStartupLog,
+  lastBootstrapGapSeconds,
+  settleAndMarkPrunes,
+  type PruneEffect,
+  type StartupReport,
+} from '../startup/index.js';
 import { newVcgencmdCache } from '../health/vcgencmd.js';
-import { readPidFile } from '../picoclaw/pidfile.js';
-import { readHistory } from '../state/history.js';
 import { REFRESH_SOURCES, type RefreshSource, type RefreshStat } from '../metrics/guard-metrics.js';
 import type { DaemonSettings } from './settings.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
@@ -110,9 +113,8 @@ export class Readings {
         this.startup = null;
         this.startupMissing = { path, error: report.source.state === 'missing' ? 'no gateway.log yet (the gateway creates it when it starts)' : `cannot read it: ${report.source.error}` };
       } else {
-        const pf = readPidFile(this.settings.home.pidPath);
-        settleLatest(report, pf.state === 'present' && processAlive(pf.info.pid));
-        const prunes = markPrunes(report, readHistory(this.settings.stateDir, this.settings.home.home));
+        const view = { stateDir: this.settings.stateDir, ownLog: true };
+        const prunes = await settleAndMarkPrunes(report, this.settings.home, view);
         this.startup = { report, prunes, analyzed_at: new Date().toISOString() };
         this.startupMissing = null;
         await this.learnFrom(report);

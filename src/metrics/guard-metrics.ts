@@ -1,5 +1,5 @@
 import type { HealthReport } from '../health/index.js';
-import type { StartupReport } from '../health/startup.js';
+import type { StartupReport } from '../startup/index.js';
 import type { ThrottleFlags } from '../health/throttle.js';
 import { Registry } from './exposition.js';
 

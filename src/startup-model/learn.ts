@@ -1,6 +1,6 @@
 import { errnoCode, errorMessage } from '../errors.js';
 import { countSessions } from '../health/picoclaw.js';
-import { analyzeStartupLog, type StartupReport } from '../health/startup.js';
+import { analyzeStartupLog, type StartupReport } from '../startup/index.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
 import { readSamples, writeSamples, type BootstrapSample } from '../state/bootstrap-samples.js';

@@ -1,5 +1,5 @@
 import { loadGuardConfig } from '../guard-config.js';
-import type { StartupReport } from '../health/startup.js';
+import type { StartupReport } from '../startup/index.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy } from '../prune/policy.js';
 import { DEFAULT_TARGET_SECONDS, learn, measureVolume, predictionFor, type StartupPrediction } from './learn.js';

@@ -1,4 +1,4 @@
-import type { RestartEntry } from '../health/startup.js';
+import type { RestartEntry } from '../startup/index.js';
 import type { BootstrapSample } from '../state/bootstrap-samples.js';
 import type { VolumePoint } from './fit.js';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { HtmlValidate } from 'html-validate';
 import { describe, expect, it } from 'vitest';
 import type { HealthReport } from '../../src/health/index.js';
-import { analyzeStartupLog } from '../../src/health/startup.js';
+import { analyzeStartupLog } from '../../src/startup/index.js';
 import { capacityFor, downsample, fillSynthetic, FLAG_THROTTLED, ReadingHistory, type Sample } from '../../src/daemon/history.js';
 import { renderStatusPage, MAX_CHART_POINTS, type PageInput } from '../../src/daemon/status-page.js';
 import { predictionOf } from '../../src/daemon/status.js';

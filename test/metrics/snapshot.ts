@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { collectHealth } from '../../src/health/index.js';
-import { analyzeStartupLog } from '../../src/health/startup.js';
+import { analyzeStartupLog } from '../../src/startup/index.js';
 import { newVcgencmdCache } from '../../src/health/vcgencmd.js';
 import { emptyPruneStats, renderMetrics, REFRESH_SOURCES, type MetricsSnapshot } from '../../src/metrics/guard-metrics.js';
 import { discoverHome } from '../../src/picoclaw/home.js';

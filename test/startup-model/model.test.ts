@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeStartupLog } from '../../src/health/startup.js';
+import { analyzeStartupLog } from '../../src/startup/index.js';
 import { Rng } from '../../dev/sample/random.js';
 import { historyLog, restartHistory, type Volume } from '../../dev/sample/restart-history.js';
 import { fitBootstrapModel, MIB, predictGap, sessionsForBudget, trustFor, type VolumePoint } from '../../src/startup-model/fit.js';

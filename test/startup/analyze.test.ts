@@ -4,7 +4,13 @@ import { appendFileSync, readFileSync, truncateSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { analyzeStartupLog, lastBootstrapGapSeconds, markPrunes, settleLatest, type StartupReport } from '../../src/health/startup.js';
+import {
+  analyzeStartupLog,
+  lastBootstrapGapSeconds,
+  markPrunes,
+  settleLatest,
+  type StartupReport,
+} from '../../src/startup/index.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import type { SampleRestart } from '../../dev/sample/gateway-events.js';
 import { renderConsoleLog, renderGatewayLog, renderRedirectedLog } from '../../dev/sample/gatewaylog.js';
@@ -78,6 +84,21 @@ describe('restarts and their spans, per log level (sample generator)', () => {
     expect(advice.settings.join('\n')).toContain('"gateway": { "log_level": "info" }');
     expect(advice.settings.join('\n')).toContain('PICOCLAW_LOG_LEVEL=info');
     expect(advice.settings.join('\n')).toContain('"gateway.*"');
+  });
+
+  it('warn: every bootstrap warning text is cut to 160 characters, the first one too', async () => {
+    const error = 'bootstrap: get messages: database is locked; ' + 'the rest of a long error '.repeat(10);
+    const warn = (session: string, time: string) =>
+      JSON.stringify({ level: 'warn', component: 'seahorse', session, error, time, message: 'bootstrap' });
+    const stale = 'not running (PID: 4533) so will remove the pid file: /h/.picoclaw.pid';
+    const log = [
+      JSON.stringify({ level: 'warn', component: 'pid', time: '2026-06-04T09:00:00+02:00', message: stale }),
+      warn('agent:a', '2026-06-04T09:00:30+02:00'),
+      warn('agent:b', '2026-06-04T09:00:31+02:00'),
+    ].join('\n') + '\n';
+    const r = (await analyzeText(log)).restarts[0]!;
+    expect(r.gap).toMatchObject({ warnings: 2, bootstrap_failures: 2, database_locked: 2 });
+    expect(r.gap.warning_messages).toEqual([{ text: error.slice(0, 157) + '...', count: 2 }]);
   });
 
   it('a crash during the bootstrap gives a lower bound and says so', async () => {
@@ -257,6 +278,24 @@ describe('robustness', () => {
     for (const chunkBytes of [64, 97, 1000, 4099]) {
       const part = await analyzeText(Buffer.from(text, 'latin1'), { chunkBytes });
       expect({ ...part, source: null }).toEqual({ ...whole, source: null });
+    }
+  });
+
+  it('a stop without a time in the bootstrap: its last progress line is read before its buffer is reused', async () => {
+    const line = (time: string | null, message: string) =>
+      JSON.stringify({ level: 'info', component: 'gateway', ...(time === null ? {} : { time }), message });
+    const log = [
+      line('2026-06-01T08:00:00+02:00', 'Log level set to "info"'),
+      line('2026-06-01T08:00:01+02:00', 'Registered agent'),
+      line('2026-06-01T08:00:09+02:00', 'ingest'),
+      line(null, '✓ Gateway stopped'),
+      ...Array.from({ length: 40 }, (_, i) => line(`2026-06-01T09:00:${10 + i}+02:00`, 'x'.repeat(i))),
+    ].join('\n') + '\n';
+    const to = 'last line before it died';
+    const gap = { seconds: 8, precision_seconds: 1, from: 'Registered agent', to, lower_bound: true };
+    for (let chunkBytes = 64; chunkBytes <= 1024; chunkBytes += 40) {
+      const r = (await analyzeText(log, { chunkBytes })).restarts[0]!;
+      expect({ chunkBytes, end: r.end, gap: r.bootstrap_gap }).toEqual({ chunkBytes, end: 'stopped', gap });
     }
   });
 

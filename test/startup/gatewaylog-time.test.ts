@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { analyzeStartupLog, type StartupReport } from '../../src/health/startup.js';
+import { analyzeStartupLog, type StartupReport } from '../../src/startup/index.js';
 
 /**
  * A gateway.log stamp with RFC3339's shape but no such day (2026-02-30) is an unparseable

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { analyzeStartupLog, type StartupReport } from '../../src/health/startup.js';
+import { analyzeStartupLog, type StartupReport } from '../../src/startup/index.js';
 import { renderConsoleLog, renderGatewayLog, renderRedirectedLog } from '../../dev/sample/gatewaylog.js';
 import { ANCHOR, scenario } from './scenario.js';
 

@@ -23,7 +23,7 @@ describe('memory', () => {
     writeFileSync(blockFile, renderGatewayLog({ restarts, level: 'info', events: true, seed: 1, home: '/h', utcOffsetMin: 120 }));
     const script = `
       const { readFileSync } = await import('node:fs');
-      const { analyzeStartupLog } = await import(${JSON.stringify(DIST + 'health/startup.js')});
+      const { analyzeStartupLog } = await import(${JSON.stringify(DIST + 'startup/index.js')});
       const block = readFileSync(${JSON.stringify(blockFile)});
       const total = 256 * 1024 * 1024;
       async function* stream() { for (let n = 0; n < total; n += block.length) yield block; }

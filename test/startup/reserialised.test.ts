@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { analyzeStartupLog, type StartupReport } from '../../src/health/startup.js';
+import { analyzeStartupLog, type StartupReport } from '../../src/startup/index.js';
 import { tempDir } from '../support/tmp.js';
 import { ANCHOR } from './scenario.js';
 
