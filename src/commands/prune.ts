@@ -213,7 +213,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     onProgress: apply && !opts.json ? progressReporter() : undefined,
   });
   if (apply && opts.preStart === true) {
-    const { recordPreStartSample } = await import('../startup-model/record.js');
+    const { recordPreStartSample } = await import('./pre-start-sample.js');
     const w = recordPreStartSample(report, typeof opts.home === 'string' ? opts.home : undefined, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined));
     if (w) report.warnings.push(w);
   }

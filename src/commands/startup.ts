@@ -233,7 +233,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     prunes = await settleAndMarkPrunes(report, home, { stateDir, ownLog });
   }
   const now = home ? await sessionsNow(home) : null;
-  const prediction = home ? await (await import('../startup-model/predict.js')).predictNextStart(home, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), report, process.env) : null;
+  const prediction = home ? await (await import('./startup-predict.js')).predictNextStart(home, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), report, process.env) : null;
   const shown = last === undefined ? report.restarts : report.restarts.slice(-last);
   const summary = last === undefined ? report.summary : summarize(shown);
 

@@ -1,7 +1,7 @@
 import { errnoCode, errorMessage } from '../errors.js';
 import { discoverHome } from '../picoclaw/home.js';
 import type { PruneReport } from '../prune/report.js';
-import { recordPreStart } from './learn.js';
+import { recordPreStart } from '../startup-model/learn.js';
 
 /**
  * After the pre-start pass (`prune --apply --pre-start`), which runs right before the gateway

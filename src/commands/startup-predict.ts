@@ -2,7 +2,7 @@ import { loadGuardConfig } from '../guard-config.js';
 import type { StartupReport } from '../startup/index.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy } from '../prune/policy.js';
-import { DEFAULT_TARGET_SECONDS, learn, measureVolume, predictionFor, type StartupPrediction } from './learn.js';
+import { DEFAULT_TARGET_SECONDS, learn, measureVolume, predictionFor, type StartupPrediction } from '../startup-model/learn.js';
 
 /**
  * The next restart's predicted gap for `startup` (text and --json): the samples in the
