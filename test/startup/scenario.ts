@@ -24,5 +24,8 @@ export function scenario(level: SampleLogOptions['level'], events: boolean): Sam
   return { restarts: RESTARTS, level, events, seed: 6, home: '/home/pi/.picoclaw', utcOffsetMin: 120, agents: ['main', 'research'] };
 }
 
-/** A fixed "file mtime" for console logs without dates (the day after the last line). */
-export const ANCHOR = { ms: Date.UTC(2026, 5, 8, 9, 0, 0), offsetMin: 120 };
+/**
+ * A fixed "file mtime" for console logs without dates: shortly after the scenario's last line
+ * (2026-06-08 14:24:05 +02:00), as a file's mtime is.
+ */
+export const ANCHOR = { ms: Date.UTC(2026, 5, 8, 13, 0, 0), offsetMin: 120 };
