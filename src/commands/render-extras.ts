@@ -3,6 +3,7 @@ import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import type { StartupPrediction } from '../startup-model/learn.js';
 import { fitTable, formatAge, formatBytes } from './format.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * Text for the guard's own keys (cron runs, the startup-time budget), shared by `prune`,
@@ -61,7 +62,7 @@ export function cronJobsTable(jobs: { job: string; runs: number; newest: string 
         { header: 'AGE', align: 'right' },
         { header: 'BYTES', align: 'right' },
       ],
-      jobs.map((j) => [j.job, String(j.runs), j.newest ? j.newest.replace(/\.\d{3}Z$/, 'Z') : '-', j.newest ? formatAge(nowMs - Date.parse(j.newest)) : '-', formatBytes(j.bytes)]),
+      jobs.map((j) => [j.job, String(j.runs), j.newest ? j.newest.replace(/\.\d{3}Z$/, 'Z') : '-', j.newest ? formatAge(nowMs - instantMs(j.newest)) : '-', formatBytes(j.bytes)]),
       width,
     ),
   ];

@@ -6,6 +6,7 @@ import type { StartupView } from './readings.js';
 import { pruneSection, restartsSection, sessionsSection } from './status-sections.js';
 import { chart, esc } from './svg.js';
 import { ago, bar, bytes, clock, dayClock, pad, when } from './status-format.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * The status page `GET /` answers with: one self-contained HTML document (inline CSS and
@@ -72,7 +73,7 @@ function statusSection(p: PageInput): string {
   const problems = h.problems.length
     ? `<ul class="problems">${h.problems.map((x) => `<li class="t-${x.level === 'critical' ? 'crit' : 'warn'}"><b>${x.level === 'critical' ? 'CRITICAL' : 'WARN'}</b> ${esc(x.message)}</li>`).join('')}</ul>`
     : '<p>No problem found.</p>';
-  return `<section id="status"><h2>Status</h2><p class="status s-${cls}">${h.status}</p>${problems}<p class="small muted">Checked ${esc(when(Date.parse(h.collected_at)))}, every ${p.refreshSeconds} s.</p></section>`;
+  return `<section id="status"><h2>Status</h2><p class="status s-${cls}">${h.status}</p>${problems}<p class="small muted">Checked ${esc(when(instantMs(h.collected_at)))}, every ${p.refreshSeconds} s.</p></section>`;
 }
 
 function flagText(f: number): string {
@@ -143,7 +144,7 @@ function boardSection(p: PageInput): string {
       const uv = th.under_voltage;
       rows.push(['Throttled now', th.now ? esc(flagText(sampleFlags(th.now))) : '<span class="muted">cannot tell</span>']);
       rows.push(['Throttled since boot', th.since_boot ? esc(flagText(sampleFlags(th.since_boot))) : '<span class="muted">cannot tell</span>']);
-      const latch = uv.latch.seen ? `seen${uv.latch.first_seen_at ? ` first ${esc(when(Date.parse(uv.latch.first_seen_at)))}` : ''}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}` : 'never seen';
+      const latch = uv.latch.seen ? `seen${uv.latch.first_seen_at ? ` first ${esc(when(instantMs(uv.latch.first_seen_at)))}` : ''}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}` : 'never seen';
       rows.push(['Under-voltage', uv.detectable ? `now ${yesNo(uv.now)} · since boot ${yesNo(uv.since_boot)} · latched: ${latch}` : `<span class="muted">${esc(uv.not_detectable_reason ?? 'not detectable on this board')}</span>`]);
     } else rows.push(['Throttle', `<span class="muted">${esc(th.reason)}</span>`]);
     const r = h.resources;
@@ -167,7 +168,7 @@ function gatewaySection(p: PageInput): string {
   const g = pc.gateway;
   const cls = g.state === 'ready' ? 'ok' : g.state === 'starting' ? 'warn' : 'crit';
   const since = p.gateway && p.gateway.state === g.state ? (p.gateway.seen_change ? `since ${when(p.gateway.since_ms)} (${ago(p.gateway.since_ms, p.nowMs)})` : `since at least ${when(p.gateway.since_ms)}, when the guard started watching`) : '';
-  const started = g.pid_file_written_at ? `process started ${esc(when(Date.parse(g.pid_file_written_at)))}${g.pid ? `, PID ${g.pid}` : ''}` : '';
+  const started = g.pid_file_written_at ? `process started ${esc(when(instantMs(g.pid_file_written_at)))}${g.pid ? `, PID ${g.pid}` : ''}` : '';
   return `<section id="gateway"><h2>Gateway</h2><p><span class="pill s-${cls}">${esc(g.state)}</span> ${esc(since)}</p><p class="small">${esc(g.reason)}${started ? ` · ${started}` : ''}${g.version ? ` · version ${esc(g.version)}` : ''}</p></section>`;
 }
 

@@ -1,6 +1,7 @@
 import type { PageInput } from './status-page.js';
 import { ago, bar, bytes, dayClock, seconds, when } from './status-format.js';
 import { chart, esc, type Point } from './svg.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /** The status page's PicoClaw sections: sessions, prune, restarts. */
 
@@ -59,7 +60,7 @@ export function restartsSection(p: PageInput): string {
   const st = p.startup;
   if (!st) return head + muted(p.startupMissing ? `${p.startupMissing.path}: ${p.startupMissing.error}` : 'gateway.log not read yet.') + '</section>';
   const r = st.report;
-  const dated = r.restarts.filter((x) => x.started_at !== null).map((x) => ({ x, ms: Date.parse(x.started_at!) })).filter((d) => Number.isFinite(d.ms));
+  const dated = r.restarts.filter((x) => x.started_at !== null).map((x) => ({ x, ms: instantMs(x.started_at!) })).filter((d) => Number.isFinite(d.ms));
   const gap: Point[] = [];
   const lower: Point[] = [];
   const sessions: Point[] = [];

@@ -11,6 +11,7 @@ import type { StartupPrediction } from '../startup-model/learn.js';
 import type { Readings, StartupView } from './readings.js';
 import type { DaemonSettings } from './settings.js';
 import { MAX_CHART_POINTS, renderStatusPage, STYLE_HASH, type GapPrediction, type PassRow } from './status-page.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * What the status page needs beyond the readings cache: the history of readings, when the
@@ -68,7 +69,7 @@ export class StatusState {
   observe(health: HealthReport | null): void {
     if (health && health !== this.lastHealth) {
       this.lastHealth = health;
-      const at = Date.parse(health.collected_at);
+      const at = instantMs(health.collected_at);
       this.history.push(sampleOf(health, at));
       if (health.picoclaw.available) this.gateway.observe(health.picoclaw.gateway.state, at);
     }
@@ -98,7 +99,7 @@ export class StatusState {
     this.fileKey = key;
     this.filePasses = readHistory(s.stateDir, s.home.home)
       .slice(-50)
-      .map((e) => ({ at_ms: Date.parse(e.at), outcome: e.outcome, deleted_sessions: e.deleted_sessions, freed_bytes: e.freed_bytes, sessions_after: e.sessions_after }))
+      .map((e) => ({ at_ms: instantMs(e.at), outcome: e.outcome, deleted_sessions: e.deleted_sessions, freed_bytes: e.freed_bytes, sessions_after: e.sessions_after }))
       .filter((e) => Number.isFinite(e.at_ms));
   }
 

@@ -2,6 +2,7 @@ import type { HealthReport } from '../health/index.js';
 import type { StartupReport } from '../startup/index.js';
 import type { ThrottleFlags } from '../health/throttle.js';
 import { Registry } from './exposition.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * picoclaw-guard's metrics, built fresh from the daemon's cached readings on every
@@ -141,7 +142,7 @@ function boardMetrics(r: Registry, h: HealthReport): void {
     r.gauge('picoclaw_guard_under_voltage', 'Under-voltage: now, since boot (firmware or the guard\'s latch), and latched (ever seen by the guard on this board, across reboots).', bool(uv.now), { period: 'now' });
     r.gauge('picoclaw_guard_under_voltage', 'Under-voltage: now, since boot (firmware or the guard\'s latch), and latched (ever seen by the guard on this board, across reboots).', bool(uv.since_boot), { period: 'since_boot' });
     r.gauge('picoclaw_guard_under_voltage', 'Under-voltage: now, since boot (firmware or the guard\'s latch), and latched (ever seen by the guard on this board, across reboots).', uv.latch.error && !uv.latch.seen ? null : bool(uv.latch.seen), { period: 'latched' });
-    r.gauge('picoclaw_guard_under_voltage_first_seen_timestamp_seconds', 'When the guard\'s latch first recorded under-voltage on this board (Unix time).', uv.latch.first_seen_at ? Date.parse(uv.latch.first_seen_at) / 1000 : null);
+    r.gauge('picoclaw_guard_under_voltage_first_seen_timestamp_seconds', 'When the guard\'s latch first recorded under-voltage on this board (Unix time).', uv.latch.first_seen_at ? instantMs(uv.latch.first_seen_at) / 1000 : null);
   }
 
   const cf = h.cpufreq;
@@ -173,7 +174,7 @@ function picoclawMetrics(r: Registry, h: HealthReport): void {
   for (const st of GATEWAY_STATES) r.gauge('picoclaw_guard_gateway_state', 'The gateway\'s state: 1 for the current one (down, starting, ready, hung), 0 for the others.', st === g.state ? 1 : 0, { state: st });
   if (g.ready) r.gauge('picoclaw_guard_gateway_probe_duration_seconds', 'How long the last probe of the gateway took, by endpoint.', g.ready.duration_seconds, { endpoint: 'ready' });
   if (g.health) r.gauge('picoclaw_guard_gateway_probe_duration_seconds', 'How long the last probe of the gateway took, by endpoint.', g.health.duration_seconds, { endpoint: 'health' });
-  r.gauge('picoclaw_guard_gateway_start_timestamp_seconds', 'When the running gateway started (its PID file was written), Unix time.', g.pid_file_written_at ? Date.parse(g.pid_file_written_at) / 1000 : null);
+  r.gauge('picoclaw_guard_gateway_start_timestamp_seconds', 'When the running gateway started (its PID file was written), Unix time.', g.pid_file_written_at ? instantMs(g.pid_file_written_at) / 1000 : null);
 
   for (const st of pc.sessions.stores) {
     r.gauge('picoclaw_guard_sessions', 'Sessions (.meta.json files) per agent\'s sessions folder.', st.sessions, { agent: st.agents.join(',') });

@@ -68,6 +68,15 @@ export function parseGoTime(text: unknown): number | null {
 }
 
 /**
+ * An ISO 8601 / RFC3339 instant the guard stored (its own state files, archives, reports) as epoch
+ * ms, NaN when it is not one: the calendar-checked replacement for Date.parse, which accepts
+ * 2026-02-30 and reads years 0-99 as 19xx.
+ */
+export function instantMs(text: unknown): number {
+  return parseGoTime(text) ?? NaN;
+}
+
+/**
  * Parse a gateway.log stamp: zerolog's RFC3339 `time` or journald's short-iso(-precise)
  * prefix. Null when the text is not such a time.
  */

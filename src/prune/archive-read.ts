@@ -7,6 +7,7 @@ import { createGunzip } from 'node:zlib';
 import { extract } from 'tar-stream';
 import { formatBytes, type ByteFormat } from '../io/bytes.js';
 import { ARCHIVE_FORMAT, LEGACY_SUFFIX, MANIFEST_NAME, ROWS_NAME, SESSION_PREFIX } from './archive.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * Reading archives, both formats, without trusting them: everything is decompressed
@@ -96,7 +97,7 @@ function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; na
 
 function stamp(path: string, o: Obj, field: string): string {
   const v = str(path, o, field)!;
-  if (!Number.isFinite(Date.parse(v))) throw new ArchiveInvalid(path, field, `is not a date (${JSON.stringify(v).slice(0, 40)})`);
+  if (!Number.isFinite(instantMs(v))) throw new ArchiveInvalid(path, field, `is not a date (${JSON.stringify(v).slice(0, 40)})`);
   return v;
 }
 

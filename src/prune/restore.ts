@@ -7,6 +7,7 @@ import { fsyncDir } from '../io/atomic.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { ARCHIVE_SUFFIX, LEGACY_SUFFIX } from './archive.js';
 import { ArchiveInvalid, inspectArchive, readArchiveFiles, type ArchiveInfo } from './archive-read.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * Putting archived sessions back into the sessions folder of the same agent in the
@@ -214,7 +215,7 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
   const newest = new Map<string, ArchiveInfo>();
   // With a home, every archive left is from it (old ones name only its sessions folder).
   const ident = (i: ArchiveInfo) => `${home ? '' : (i.home ?? i.sessionsDir)}\0${i.kind}\0${i.agent}\0${i.key}`;
-  const later = (a: ArchiveInfo, b: ArchiveInfo) => Date.parse(a.archivedAt) - Date.parse(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
+  const later = (a: ArchiveInfo, b: ArchiveInfo) => instantMs(a.archivedAt) - instantMs(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
   for (const i of mine) {
     const cur = newest.get(ident(i));
     if (!cur || later(i, cur) > 0) newest.set(ident(i), i);

@@ -1,6 +1,7 @@
 import type { RestartEntry } from '../startup/index.js';
 import type { BootstrapSample } from '../state/bootstrap-samples.js';
 import type { VolumePoint } from './fit.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * Pairing the volume samples with the restarts gateway.log shows. Pure.
@@ -18,7 +19,7 @@ export const DAEMON_WINDOW_MS = 10 * 60_000;
 /** A sample still without a gap after this long never gets one (no restart followed, or it crashed in the bootstrap). */
 export const STALE_MS = 2 * 86_400_000;
 
-const ms = (iso: string | null) => (iso === null ? NaN : Date.parse(iso));
+const ms = (iso: string | null) => (iso === null ? NaN : instantMs(iso));
 
 function usable(r: RestartEntry): boolean {
   return r.started_at !== null && r.end !== 'failed' && !r.seahorse_off;

@@ -1,4 +1,5 @@
 import type { StartupReport } from './types.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /** A prune pass from the guard's history (src/state/history.ts), structurally. */
 export interface PrunePass {
@@ -25,10 +26,10 @@ export interface PruneEffect {
 export function markPrunes(report: StartupReport, passes: PrunePass[]): PruneEffect[] {
   const useful = passes
     .filter((p) => p.deleted_sessions > 0 && (p.outcome === undefined || p.outcome === 'ok' || p.outcome === 'partial'))
-    .map((p) => ({ p, ms: Date.parse(p.at) }))
+    .map((p) => ({ p, ms: instantMs(p.at) }))
     .filter((x) => Number.isFinite(x.ms))
     .sort((a, b) => a.ms - b.ms);
-  const dated = report.restarts.filter((r) => r.started_at !== null).map((r) => ({ r, ms: Date.parse(r.started_at!) }));
+  const dated = report.restarts.filter((r) => r.started_at !== null).map((r) => ({ r, ms: instantMs(r.started_at!) }));
   let prev = -Infinity;
   for (const { r, ms } of dated) {
     const between = useful.filter((x) => x.ms > prev && x.ms <= ms);

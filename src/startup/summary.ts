@@ -1,4 +1,5 @@
 import type { RestartEnd, RestartEntry, StartupReport, StartupSummary } from './types.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /** Latest gap, latest time to ready, and the trend of the complete gaps. Pure. */
 export function summarize(entries: RestartEntry[]): StartupSummary {
@@ -31,7 +32,7 @@ function trendOf(complete: RestartEntry[]): StartupSummary['trend'] {
   let perDay: number | null = null;
   const pts = complete
     .filter((r) => r.started_at !== null)
-    .map((r) => ({ x: Date.parse(r.started_at!) / 86_400_000, y: r.bootstrap_gap!.seconds }));
+    .map((r) => ({ x: instantMs(r.started_at!) / 86_400_000, y: r.bootstrap_gap!.seconds }));
   if (pts.length >= 2) {
     const mx = pts.reduce((a, p) => a + p.x, 0) / pts.length;
     const my = pts.reduce((a, p) => a + p.y, 0) / pts.length;

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * The startup-time model's samples: the volume the gateway found at a start (the default
@@ -29,7 +30,7 @@ export const MAX_SAMPLES_PER_HOME = 50;
 function valid(x: unknown): x is BootstrapSample {
   const s = x as BootstrapSample;
   return (
-    typeof s === 'object' && s !== null && typeof s.home === 'string' && typeof s.recorded_at === 'string' && Number.isFinite(Date.parse(s.recorded_at)) &&
+    typeof s === 'object' && s !== null && typeof s.home === 'string' && typeof s.recorded_at === 'string' && Number.isFinite(instantMs(s.recorded_at)) &&
     (s.source === 'pre-start' || s.source === 'daemon') && Number.isInteger(s.sessions) && s.sessions >= 0 && Number.isFinite(s.jsonl_bytes) && s.jsonl_bytes >= 0 &&
     (s.restart_started_at === null || typeof s.restart_started_at === 'string') && (s.gap_seconds === null || (Number.isFinite(s.gap_seconds) && s.gap_seconds >= 0))
   );
@@ -54,7 +55,7 @@ export function readSamples(stateDir: string, home: string): BootstrapSample[] {
 /** Replace this home's samples (the newest 50 are kept), leaving other homes' alone. */
 export function writeSamples(stateDir: string, home: string, samples: BootstrapSample[]): void {
   const others = readAllSamples(stateDir).filter((s) => s.home !== home);
-  const mine = [...samples].sort((a, b) => Date.parse(a.recorded_at) - Date.parse(b.recorded_at)).slice(-MAX_SAMPLES_PER_HOME);
+  const mine = [...samples].sort((a, b) => instantMs(a.recorded_at) - instantMs(b.recorded_at)).slice(-MAX_SAMPLES_PER_HOME);
   mkdirSync(stateDir, { recursive: true });
   writeFileAtomic(join(stateDir, SAMPLES_FILE), JSON.stringify({ version: 1, samples: [...others, ...mine] }, null, 1) + '\n');
 }

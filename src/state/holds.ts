@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from '
 import { join } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { writeFileAtomic } from '../io/atomic.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * Restore holds: a session put back by `restore` is kept by every pass until its hold
@@ -56,7 +57,7 @@ export function readHolds(stateDir: string): Hold[] {
     if (!Array.isArray(list)) throw new GuardError(`${path}: holds must be a list`, { exitCode: ExitCode.DATA, path });
     return list.filter(
       (h): h is Hold =>
-        typeof h === 'object' && h !== null && ['home', 'agent', 'key', 'restored_at', 'until'].every((k) => typeof (h as Record<string, unknown>)[k] === 'string') && Number.isFinite(Date.parse((h as Hold).until)),
+        typeof h === 'object' && h !== null && ['home', 'agent', 'key', 'restored_at', 'until'].every((k) => typeof (h as Record<string, unknown>)[k] === 'string') && Number.isFinite(instantMs((h as Hold).until)),
     );
   } finally {
     closeSync(fd);
@@ -65,7 +66,7 @@ export function readHolds(stateDir: string): Hold[] {
 
 /** The holds of one home that have not ended at nowMs. */
 export function activeHolds(stateDir: string, homeReal: string, nowMs: number): Hold[] {
-  return readHolds(stateDir).filter((h) => h.home === homeReal && Date.parse(h.until) > nowMs);
+  return readHolds(stateDir).filter((h) => h.home === homeReal && instantMs(h.until) > nowMs);
 }
 
 function writeHolds(stateDir: string, holds: Hold[]): void {
@@ -76,7 +77,7 @@ function writeHolds(stateDir: string, holds: Hold[]): void {
 /** Add (or renew) holds; drops every expired one. */
 export function addHolds(stateDir: string, add: Hold[], nowMs: number): void {
   const same = (a: Hold, b: Hold) => a.home === b.home && a.agent === b.agent && a.key === b.key;
-  const kept = readHolds(stateDir).filter((h) => Date.parse(h.until) > nowMs && !add.some((x) => same(x, h)));
+  const kept = readHolds(stateDir).filter((h) => instantMs(h.until) > nowMs && !add.some((x) => same(x, h)));
   writeHolds(stateDir, [...kept, ...add]);
 }
 
@@ -84,7 +85,7 @@ export function addHolds(stateDir: string, add: Hold[], nowMs: number): void {
 export function releaseHolds(stateDir: string, homeReal: string, match: (key: string) => boolean, nowMs: number): Hold[] {
   const all = readHolds(stateDir);
   const gone = all.filter((h) => h.home === homeReal && match(h.key));
-  if (gone.length > 0) writeHolds(stateDir, all.filter((h) => !gone.includes(h) && Date.parse(h.until) > nowMs));
+  if (gone.length > 0) writeHolds(stateDir, all.filter((h) => !gone.includes(h) && instantMs(h.until) > nowMs));
   return gone;
 }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
 import { readHistory } from './history.js';
 import { readSmallText } from '../io/smallfile.js';
+import { instantMs } from '../picoclaw/time.js';
 
 /**
  * The daemon's last-run marker: when its last prune pass for a home ran to its end.
@@ -33,7 +34,7 @@ export function markerPath(stateDir: string, home: string): string {
 export function readMarker(stateDir: string, home: string): LastRunMarker | null {
   try {
     const m = JSON.parse(readSmallText(markerPath(stateDir, home), 'state')) as Partial<LastRunMarker>;
-    if (m.home === home && typeof m.finished_at === 'string' && Number.isFinite(Date.parse(m.finished_at))) return m as LastRunMarker;
+    if (m.home === home && typeof m.finished_at === 'string' && Number.isFinite(instantMs(m.finished_at))) return m as LastRunMarker;
   } catch {
     // missing or torn: as if no pass ran
   }
@@ -49,12 +50,12 @@ export function writeMarker(stateDir: string, m: LastRunMarker): void {
 export function lastCompletedAt(stateDir: string, home: string): number | null {
   let best: number | null = null;
   const m = readMarker(stateDir, home);
-  if (m) best = Date.parse(m.finished_at);
+  if (m) best = instantMs(m.finished_at);
   const history = readHistory(stateDir, home);
   for (let i = history.length - 1; i >= 0; i--) {
     const e = history[i]!;
     if (e.outcome !== 'ok') continue;
-    const at = Date.parse(e.at);
+    const at = instantMs(e.at);
     if (Number.isFinite(at) && (best === null || at > best)) best = at;
     break;
   }

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readHolds } from '../../src/state/holds.js';
+import { tempDir } from '../support/tmp.js';
 import {
-  formatGoTime, parseGoTime, parseLogTime, parseSqliteTime, usable, USABLE_SINCE_MS,
+  formatGoTime, instantMs, parseGoTime, parseLogTime, parseSqliteTime, usable, USABLE_SINCE_MS,
 } from '../../src/picoclaw/time.js';
 
 describe('Go RFC3339Nano timestamps', () => {
@@ -101,5 +105,26 @@ describe('seahorse timestamps', () => {
     expect(parseSqliteTime('2026-11-30T01:57:53')).toBe(Date.UTC(2026, 10, 30, 1, 57, 53));
     expect(parseSqliteTime('30/11/2026')).toBeNull();
     expect(parseSqliteTime(null)).toBeNull();
+  });
+});
+
+describe('instantMs: the stored-timestamp reader used instead of Date.parse', () => {
+  it('reads what toISOString and RFC3339 write, and refuses a day that does not exist', () => {
+    const t = Date.UTC(2026, 10, 30, 12, 0, 0, 250);
+    expect(instantMs(new Date(t).toISOString())).toBe(t);
+    expect(instantMs('2026-11-30T14:00:00.25+02:00')).toBe(t);
+    for (const bad of ['2026-02-30T00:00:00Z', '2025-02-29T00:00:00.000Z', '2026-04-31T00:00:00Z', '0099-01-01', 'x', null]) {
+      expect(instantMs(bad), String(bad)).toBeNaN();
+    }
+    // Date.parse accepts the first of these: the reason instantMs exists.
+    expect(Number.isNaN(Date.parse('2026-02-30T00:00:00Z'))).toBe(false);
+  });
+
+  it("a state file's timestamp on a day that does not exist is not read as a date (a hold until 2026-02-30)", () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const hold = (until: string) => ({ home: '/h', agent: 'main', key: 'k', restored_at: '2026-01-01T00:00:00.000Z', until });
+    writeFileSync(join(dir, 'restore-holds.json'), JSON.stringify({ holds: [hold('2026-02-30T00:00:00.000Z'), hold('2026-03-01T00:00:00.000Z')] }));
+    expect(readHolds(dir).map((h) => h.until)).toEqual(['2026-03-01T00:00:00.000Z']);
   });
 });
