@@ -125,7 +125,7 @@ export function readLastLine(path: string, size: number, firstChunk = 8 * 1024):
         'created_at',
         slice,
       );
-      if (found === 'too_long') return { createdAt: null, issue: 'jsonl_last_line_too_long' };
+      if (found === TOO_LONG) return { createdAt: null, issue: 'jsonl_last_line_too_long' };
       if (found === undefined) return { createdAt: null, issue: 'jsonl_last_line_corrupt' };
       return { createdAt: found, issue: truncated ? 'jsonl_truncated_last_line' : null };
     }
@@ -224,12 +224,16 @@ export function topLevelString(buf: Buffer, key: string): string | null | undefi
   return undefined;
 }
 
+/** backwardTopLevelString's answer for a line past 10 MB. */
+const TOO_LONG: unique symbol = Symbol('too_long');
+
 /**
  * The top-level string value of `key` in the JSON object that ends just before `end`,
  * scanned backwards from its closing brace. A quote is a string delimiter exactly when
  * an even number of backslashes precede it, in either direction, so strings are jumped
  * over with lastIndexOf. Reads further back (more) only as far as the key lies.
- * undefined: not a well-formed object; null: no such key; 'too_long': past 10 MB.
+ * undefined: not a well-formed object; null: no such key; TOO_LONG: past 10 MB (a symbol, not a
+ * string: the key's value may be any string, `"too_long"` included).
  */
 export function backwardTopLevelString(
   at: (abs: number) => number,
@@ -239,7 +243,7 @@ export function backwardTopLevelString(
   end: number,
   key: string,
   slice: (from: number, to: number) => Buffer,
-): string | null | undefined | 'too_long' {
+): string | null | undefined | typeof TOO_LONG {
   const byteAt = (abs: number): number => {
     while (abs < lowest()) if (!more()) return -1;
     return at(abs);
@@ -271,7 +275,7 @@ export function backwardTopLevelString(
     if (c === -1 || c === 0x0a) return depth === 0 ? null : undefined;
     if (c === 0x22) {
       const o = openOf(i);
-      if (o === 'too_long') return 'too_long';
+      if (o === 'too_long') return TOO_LONG;
       if (o < 0) return undefined;
       if (depth === 1 && i - o - 1 === want.length && slice(o + 1, i).equals(want)) {
         let j = i + 1;

@@ -133,6 +133,12 @@ describe('the last line of a long .jsonl line (read backwards, never whole)', ()
     return p;
   };
 
+  it('reads a created_at whose text is the "too long" marker as that text, not as a line past 10 MB', () => {
+    const long = { role: 'tool', content: 'x'.repeat(64 * 1024), created_at: 'too_long' };
+    const p = write([{ role: 'user', content: 'a', created_at: '2026-01-01T00:00:00Z' }, long]);
+    expect(readLastLine(p, statSync(p).size, 1024)).toEqual({ createdAt: 'too_long', issue: null });
+  });
+
   it('finds created_at after a 3 MB tool result, with quotes, backslashes and newlines escaped in it', () => {
     const content = 'say \\"hi\\" \\\\ path C:\\\\dir\\\\ "quoted" \n next line ' + 'x'.repeat(3_000_000) + '\\';
     const p = write([
