@@ -9,7 +9,18 @@
  * --cli points at another build (an older commit) to compare; its archive may be the
  * older `.session.json.gz` format.
  */
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  openSync,
+  writeSync,
+  closeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sqlite } from '../src/io/sqlite.js';
@@ -39,21 +50,45 @@ function buildTemplate(dir: string): { jsonlBytes: number; dbBytes: number } {
   let lines = 0;
   let bytes = 0;
   while (bytes < MB * 1024 * 1024) {
-    const line = JSON.stringify({ role: 'tool', content: `${lines} ${pad}`, created_at: '2026-08-01T10:00:00Z' }) + '\n';
+    const line =
+      JSON.stringify({ role: 'tool', content: `${lines} ${pad}`, created_at: '2026-08-01T10:00:00Z' }) + '\n';
     writeSync(fd, line);
     bytes += Buffer.byteLength(line);
     lines++;
   }
   closeSync(fd);
-  writeFileSync(join(sessions, 'sk_v1_big.meta.json'), JSON.stringify({ key: 'sk_v1_big', created_at: '2026-08-01T10:00:00Z', updated_at: '2026-08-01T10:00:00Z', count: lines, skip: 0 }));
-  writeFileSync(join(sessions, 'sk_v1_recent.jsonl'), JSON.stringify({ role: 'user', content: 'hi', created_at: '2026-11-30T10:00:00Z' }) + '\n');
-  writeFileSync(join(sessions, 'sk_v1_recent.meta.json'), JSON.stringify({ key: 'sk_v1_recent', created_at: '2026-11-30T10:00:00Z', updated_at: new Date().toISOString(), count: 1, skip: 0 }));
+  writeFileSync(
+    join(sessions, 'sk_v1_big.meta.json'),
+    JSON.stringify({
+      key: 'sk_v1_big',
+      created_at: '2026-08-01T10:00:00Z',
+      updated_at: '2026-08-01T10:00:00Z',
+      count: lines,
+      skip: 0,
+    }),
+  );
+  writeFileSync(
+    join(sessions, 'sk_v1_recent.jsonl'),
+    JSON.stringify({ role: 'user', content: 'hi', created_at: '2026-11-30T10:00:00Z' }) + '\n',
+  );
+  writeFileSync(
+    join(sessions, 'sk_v1_recent.meta.json'),
+    JSON.stringify({
+      key: 'sk_v1_recent',
+      created_at: '2026-11-30T10:00:00Z',
+      updated_at: new Date().toISOString(),
+      count: 1,
+      skip: 0,
+    }),
+  );
   const dbPath = join(sessions, 'seahorse.db');
   const db = new (sqlite())(dbPath);
   db.pragma('journal_mode = WAL');
   db.exec(seahorseSchemaSql('current'));
   const conv = Number(db.prepare(`INSERT INTO conversations (session_key) VALUES ('sk_v1_big')`).run().lastInsertRowid);
-  const msg = db.prepare(`INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'tool', ?, 500, '2026-08-01 10:00:00', 'llama3')`);
+  const msg = db.prepare(
+    `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'tool', ?, 500, '2026-08-01 10:00:00', 'llama3')`,
+  );
   const part = db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', ?, 0)`);
   const text = 'lorem ipsum dolor sit amet '.repeat(75);
   db.transaction(() => {
@@ -74,7 +109,22 @@ for (let i = 0; i < RUNS; i++) {
   const home = join(base, `home-${i}`);
   const archive = join(base, `archive-${i}`);
   const state = join(base, `state-${i}`);
-  const args = ['prune', '--apply', '--home', home, '--max-age-days', '30', '--max-sessions', '0', '--max-db-size-mb', '0', '--no-vacuum', '--state-dir', state, '--json'];
+  const args = [
+    'prune',
+    '--apply',
+    '--home',
+    home,
+    '--max-age-days',
+    '30',
+    '--max-sessions',
+    '0',
+    '--max-db-size-mb',
+    '0',
+    '--no-vacuum',
+    '--state-dir',
+    state,
+    '--json',
+  ];
   // The same pass without an archive: what the archive adds is the difference.
   cpSync(template, home, { recursive: true });
   const q = await runChild(process.execPath, [cli, ...args], { env: cliEnv(state), capture: true });
@@ -82,13 +132,19 @@ for (let i = 0; i < RUNS; i++) {
   plain.push(q.rssKb ?? NaN);
   rmSync(home, { recursive: true, force: true });
   cpSync(template, home, { recursive: true });
-  const p = await runChild(process.execPath, [cli, ...args, '--archive', archive], { env: cliEnv(state), capture: true });
+  const p = await runChild(process.execPath, [cli, ...args, '--archive', archive], {
+    env: cliEnv(state),
+    capture: true,
+  });
   if (p.code !== 0) throw new Error(`prune exited ${p.code}: ${p.stderr.slice(-1000)}`);
   const files = readdirSync(archive);
   if (files.length !== 1) throw new Error(`expected one archive, found ${files.join(', ')}`);
   archiveBytes = statSync(join(archive, files[0]!)).size;
   prune.push(p.rssKb ?? NaN);
-  const r = await runChild(process.execPath, [cli, 'restore', archive, '--home', home], { env: cliEnv(state), capture: true });
+  const r = await runChild(process.execPath, [cli, 'restore', archive, '--home', home], {
+    env: cliEnv(state),
+    capture: true,
+  });
   if (r.code !== 0) throw new Error(`restore exited ${r.code}: ${r.stderr.slice(-1000)}`);
   restore.push(r.rssKb ?? NaN);
   rmSync(home, { recursive: true, force: true });

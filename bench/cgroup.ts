@@ -43,7 +43,8 @@ export function makeCgroup(name: string, limitBytes: number | null): Cgroup | nu
       // No swap to hide behind: the limit is the limit (v2 memory.swap.max; v1 memsw where the kernel has it).
       try {
         if (v2) writeFileSync(join(path, 'memory.swap.max'), '0');
-        else if (existsSync(join(path, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(path, 'memory.memsw.limit_in_bytes'), String(limitBytes));
+        else if (existsSync(join(path, 'memory.memsw.limit_in_bytes')))
+          writeFileSync(join(path, 'memory.memsw.limit_in_bytes'), String(limitBytes));
       } catch {
         // no swap accounting: the machine has no swap to use anyway, or it is counted elsewhere
       }

@@ -9,7 +9,8 @@ import { runCrashHarness } from '../test/support/crash.js';
  * home, at least 100 SIGKILLs of a real `prune --apply`, each followed by the checks and a
  * recovery pass. Prints the figures; exits 1 if any check failed.
  *
- *   npm run build && node dist/bench/crash-soak.js [--sessions 3000] [--kills 120] [--seed 1] [--cutoff-days 80,115] [--keep-share 0.95] [--dir DIR] [--keep]
+ *   npm run build && node dist/bench/crash-soak.js [--sessions 3000] [--kills 120] [--seed 1] [--cutoff-days 80,115]
+ *   [--keep-share 0.95] [--dir DIR] [--keep]
  */
 const { values } = parseArgs({
   options: {
@@ -42,16 +43,29 @@ const run = await runCrashHarness({
   keepFailed: true,
   onKill: (r) => {
     const what = r.kill.mode === 'delay' ? `after ${r.kill.ms} ms` : `at ${r.kill.mode} event ${r.kill.nth}`;
-    process.stdout.write(`kill ${String(r.i).padStart(3)} ${what.padEnd(22)} ${r.killed ? 'killed' : 'completed'} at ${r.killWallMs} ms, phase ${r.phase}, ${r.deletedGroupsAtKill} victims gone; recovery exit ${r.recoveryExit}, deleted ${r.recoveryDeleted}${r.failures.length ? `  FAILED: ${r.failures.join(' | ')}` : ''}\n`);
+    process.stdout.write(
+      `kill ${String(r.i).padStart(3)} ${what.padEnd(22)} ${r.killed ? 'killed' : 'completed'} at ${r.killWallMs} ms, phase ${r.phase}, ${r.deletedGroupsAtKill} victims gone; recovery exit ${r.recoveryExit}, deleted ${r.recoveryDeleted}${r.failures.length ? `  FAILED: ${r.failures.join(' | ')}` : ''}\n`,
+    );
   },
 });
 const fx = run.fixture;
 const totalMs = performance.now() - t0;
 const killed = run.results.filter((r) => r.killed).length;
 const summary = {
-  home: { sessions: fx.plan.totals.sessions, groups: fx.plan.totals.groups, agents: fx.sample.agents.length, conversations: fx.pristineDump.conversations!.length, messages: fx.pristineDump.messages!.length },
+  home: {
+    sessions: fx.plan.totals.sessions,
+    groups: fx.plan.totals.groups,
+    agents: fx.sample.agents.length,
+    conversations: fx.pristineDump.conversations!.length,
+    messages: fx.pristineDump.messages!.length,
+  },
   policy: fx.policyArgs.join(' '),
-  plan: { delete_sessions: fx.plan.totals.delete, keep_sessions: fx.plan.totals.keep, by_reason: fx.plan.totals.by_reason, delete_orphans: fx.deletedOrphans.length },
+  plan: {
+    delete_sessions: fx.plan.totals.delete,
+    keep_sessions: fx.plan.totals.keep,
+    by_reason: fx.plan.totals.by_reason,
+    delete_orphans: fx.deletedOrphans.length,
+  },
   reference_pass: fx.reference,
   kills_attempted: run.results.length,
   killed_mid_pass: killed,

@@ -31,20 +31,54 @@ const mi = args.indexOf('--minutes');
 const minutes = mi >= 0 ? Number(args[mi + 1]) : quick ? 1 : 5;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const gw = createServer((req, res) => res.writeHead(200).end(req.url === '/ready' ? '{"status":"ready"}' : `{"status":"ok","pid":${process.pid}}`));
+const gw = createServer((req, res) =>
+  res.writeHead(200).end(req.url === '/ready' ? '{"status":"ready"}' : `{"status":"ok","pid":${process.pid}}`),
+);
 await new Promise<void>((r) => gw.listen(0, '127.0.0.1', r));
 const dir = mkdtempSync(join(tmpdir(), 'pcg-bench-daemon-'));
-buildSampleHome({ dir: join(dir, 'home'), seed: 1, sessions: 500, now: Date.now(), pidFile: { pid: process.pid, port: (gw.address() as AddressInfo).port } });
+buildSampleHome({
+  dir: join(dir, 'home'),
+  seed: 1,
+  sessions: 500,
+  now: Date.now(),
+  pidFile: { pid: process.pid, port: (gw.address() as AddressInfo).port },
+});
 writeFileSync(join(dir, 'guard.json'), JSON.stringify({ prune: { enabled: true } }));
 const board = join(root, 'test/fixtures/boards/pi4');
-const child = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'run', '--home', join(dir, 'home'), '--state-dir', join(dir, 'state'), '--config', join(dir, 'guard.json'), '--port', '0', '--sys-root', join(board, 'sys'), '--proc-root', join(board, 'proc'), '--vcgencmd', join(board, 'vcgencmd')], {
-  env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1', PICOGUARD_TEST_HISTORY_FILL: 'full' },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+const child = spawn(
+  process.execPath,
+  [
+    join(root, 'dist/src/cli.js'),
+    'run',
+    '--home',
+    join(dir, 'home'),
+    '--state-dir',
+    join(dir, 'state'),
+    '--config',
+    join(dir, 'guard.json'),
+    '--port',
+    '0',
+    '--sys-root',
+    join(board, 'sys'),
+    '--proc-root',
+    join(board, 'proc'),
+    '--vcgencmd',
+    join(board, 'vcgencmd'),
+  ],
+  {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PICOGUARD_NO_SYSTEM_STATE: '1',
+      PICOGUARD_TEST_HISTORY_FILL: 'full',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
 const lines: Record<string, unknown>[] = [];
 let buf = '';
-child.stdout!.setEncoding('utf8');
-child.stdout!.on('data', (d: string) => {
+child.stdout.setEncoding('utf8');
+child.stdout.on('data', (d: string) => {
   buf += d;
   let i;
   while ((i = buf.indexOf('\n')) >= 0) {
@@ -68,8 +102,20 @@ const sample = () => {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)![1]);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((l) => l.split(': ')).map(([k, v]) => [k, Number(v)]));
-  return { t: Date.now(), rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024, cpuS: (Number(stat[11]) + Number(stat[12])) / 100, writeBytes: io.write_bytes as number };
+  const io = Object.fromEntries(
+    readFileSync(`/proc/${pid}/io`, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(': '))
+      .map(([k, v]) => [k, Number(v)]),
+  );
+  return {
+    t: Date.now(),
+    rssMb: kb('VmRSS') / 1024,
+    hwmMb: kb('VmHWM') / 1024,
+    cpuS: (Number(stat[11]) + Number(stat[12])) / 100,
+    writeBytes: io.write_bytes as number,
+  };
 };
 const listening = (await waitFor('listening')) as { port: number };
 await sleep(1500);
@@ -83,7 +129,11 @@ await sleep(minutes * 60_000);
 const w1 = sample();
 
 /** Requests at a fixed rate (open loop), latency from send to last byte. */
-async function load(path: string, seconds: number, perSecond = 50): Promise<{ p50: number; p99: number; max: number; n: number; bytes: number }> {
+async function load(
+  path: string,
+  seconds: number,
+  perSecond = 50,
+): Promise<{ p50: number; p99: number; max: number; n: number; bytes: number }> {
   const lat: number[] = [];
   const pending: Promise<void>[] = [];
   let bytes = 0;
@@ -110,7 +160,13 @@ async function load(path: string, seconds: number, perSecond = 50): Promise<{ p5
   await Promise.all(pending);
   lat.sort((a, b) => a - b);
   const q = (p: number) => +lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!.toFixed(2);
-  return { p50: q(0.5), p99: q(0.99), max: +lat[lat.length - 1]!.toFixed(2), n: lat.length, bytes: Math.round(bytes / Math.max(1, lat.length)) };
+  return {
+    p50: q(0.5),
+    p99: q(0.99),
+    max: +lat[lat.length - 1]!.toFixed(2),
+    n: lat.length,
+    bytes: Math.round(bytes / Math.max(1, lat.length)),
+  };
 }
 const health = await load('/health', quick ? 5 : 20);
 const metrics = await load('/metrics', quick ? 5 : 20);
@@ -137,9 +193,19 @@ const out = {
   status_page_ms: page,
   rss_after_load_mb: +afterLoad.rssMb.toFixed(1),
 };
-console.log(`daemon footprint (${out.idle_window_minutes} idle minutes, 500-session home, pi4 fixture board, ready fake gateway)`);
-console.log(`  RSS idle ${out.rss_idle_mb} MB, after a pass ${out.rss_after_pass_mb} MB, end ${out.rss_end_of_idle_mb} MB (peak ${out.hwm_mb} MB)`);
-console.log(`  CPU ${out.cpu_seconds_per_idle_hour} s per idle hour; ${out.bytes_written_per_idle_hour} bytes written per idle hour`);
-console.log(`  /health at 50 req/s: p50 ${health.p50} ms, p99 ${health.p99} ms; /metrics: p50 ${metrics.p50} ms, p99 ${metrics.p99} ms`);
-console.log(`  / (status page, ${page.bytes} bytes, full 24 h history) at 10 req/s, ${page.n} requests: p50 ${page.p50} ms, p99 ${page.p99} ms, max ${page.max} ms; RSS after ${out.rss_after_load_mb} MB`);
+console.log(
+  `daemon footprint (${out.idle_window_minutes} idle minutes, 500-session home, pi4 fixture board, ready fake gateway)`,
+);
+console.log(
+  `  RSS idle ${out.rss_idle_mb} MB, after a pass ${out.rss_after_pass_mb} MB, end ${out.rss_end_of_idle_mb} MB (peak ${out.hwm_mb} MB)`,
+);
+console.log(
+  `  CPU ${out.cpu_seconds_per_idle_hour} s per idle hour; ${out.bytes_written_per_idle_hour} bytes written per idle hour`,
+);
+console.log(
+  `  /health at 50 req/s: p50 ${health.p50} ms, p99 ${health.p99} ms; /metrics: p50 ${metrics.p50} ms, p99 ${metrics.p99} ms`,
+);
+console.log(
+  `  / (status page, ${page.bytes} bytes, full 24 h history) at 10 req/s, ${page.n} requests: p50 ${page.p50} ms, p99 ${page.p99} ms, max ${page.max} ms; RSS after ${out.rss_after_load_mb} MB`,
+);
 console.log(JSON.stringify(out));

@@ -57,24 +57,45 @@ export async function runExternal(ctx: BenchContext, spec: ExternalSpec): Promis
       command: `npm run bench -- ${spec.id}`,
       tables: [],
       verdicts: spec.missing,
-      notes: [`Not measured: none of ${spec.scripts.map((s) => `dist/bench/${s}`).join(', ')} exists (build it, or it is not written yet).`],
+      notes: [
+        `Not measured: none of ${spec.scripts.map((s) => `dist/bench/${s}`).join(', ')} exists (build it, or it is not written yet).`,
+      ],
       durationMs: performance.now() - t0,
     };
   }
   const args = spec.args(ctx);
   ctx.log(`${spec.id}: node dist/bench/${script} ${args.join(' ')}`);
   const r = await runChild(process.execPath, [join(BENCH_DIST, script), ...args], { capture: true, passStderr: true });
-  for (const l of r.stdout.split('\n').filter((x) => x && !x.startsWith(' ') && !/^[{}]/.test(x)).slice(-15)) ctx.log(`    ${l}`);
+  for (const l of r.stdout
+    .split('\n')
+    .filter((x) => x && !x.startsWith(' ') && !/^[{}]/.test(x))
+    .slice(-15))
+    ctx.log(`    ${l}`);
   const summary = lastJsonObject(r.stdout);
   const rendered = summary && spec.render ? spec.render(summary) : { tables: [], verdicts: [] };
-  if (r.code !== 0) base.notes.push(`dist/bench/${script} exited with ${r.code ?? r.signal}: its checks failed or it crashed (see its output above).`);
+  if (r.code !== 0)
+    base.notes.push(
+      `dist/bench/${script} exited with ${r.code ?? r.signal}: its checks failed or it crashed (see its output above).`,
+    );
   if (!summary) base.notes.push(`dist/bench/${script} printed no JSON summary.`);
-  const tables = rendered.tables.length > 0 || !summary ? rendered.tables : [{ title: `Summary printed by dist/bench/${script}`, headers: ['key', 'value'], rows: Object.entries(summary).map(([k, v]) => [k, JSON.stringify(v)]) }];
+  const tables =
+    rendered.tables.length > 0 || !summary
+      ? rendered.tables
+      : [
+          {
+            title: `Summary printed by dist/bench/${script}`,
+            headers: ['key', 'value'],
+            rows: Object.entries(summary).map(([k, v]) => [k, JSON.stringify(v)]),
+          },
+        ];
   return {
     ...base,
     command: `npm run bench -- ${spec.id}   (runs: node dist/bench/${script} ${args.filter((a) => !a.startsWith('/')).join(' ')})`,
     tables,
-    verdicts: rendered.verdicts.length > 0 ? rendered.verdicts : spec.missing.map((v) => ({ ...v, detail: summary ? 'see the summary table' : v.detail })),
+    verdicts:
+      rendered.verdicts.length > 0
+        ? rendered.verdicts
+        : spec.missing.map((v) => ({ ...v, detail: summary ? 'see the summary table' : v.detail })),
     notes: base.notes,
     durationMs: performance.now() - t0,
     data: { script, args, exit: r.code, wallMs: r.wallMs, summary },
@@ -88,7 +109,8 @@ interface Latency {
   p50Ms: number;
 }
 
-const lat = (l: Latency | undefined) => (l ? `${fmtMs(l.p50Ms)} / ${fmtMs(l.p99Ms)} / ${fmtMs(l.maxMs)} (${l.count})` : '-');
+const lat = (l: Latency | undefined) =>
+  l ? `${fmtMs(l.p50Ms)} / ${fmtMs(l.p99Ms)} / ${fmtMs(l.maxMs)} (${l.count})` : '-';
 
 export const ONLINE: ExternalSpec = {
   id: 'online',
@@ -137,7 +159,13 @@ export const ONLINE: ExternalSpec = {
     ];
     return { tables, verdicts };
   },
-  missing: [{ goal: 'longest guard write lock under 250 ms; simulator slowest write during vs without a pass', status: 'not measured', detail: 'bench/live-gateway-soak.ts not built' }],
+  missing: [
+    {
+      goal: 'longest guard write lock under 250 ms; simulator slowest write during vs without a pass',
+      status: 'not measured',
+      detail: 'bench/live-gateway-soak.ts not built',
+    },
+  ],
 };
 
 export const DAEMON: ExternalSpec = {
@@ -147,7 +175,11 @@ export const DAEMON: ExternalSpec = {
   scripts: ['daemon-footprint.js', 'daemon-soak.js', 'daemon.js'],
   args: (ctx) => (ctx.quick ? ['--quick'] : []),
   missing: [
-    { goal: 'idle RSS under 60 MB; CPU time and bytes written per idle hour (0); /health and /metrics p99 under 10 ms at 50 req/s', status: 'not measured', detail: 'no daemon footprint script in bench/' },
+    {
+      goal: 'idle RSS under 60 MB; CPU time and bytes written per idle hour (0); /health and /metrics p99 under 10 ms at 50 req/s',
+      status: 'not measured',
+      detail: 'no daemon footprint script in bench/',
+    },
   ],
 };
 
@@ -159,4 +191,3 @@ export const CRASH: ExternalSpec = {
   args: (ctx) => (ctx.quick ? ['--sessions', '500', '--kills', '10'] : []),
   missing: [{ goal: 'crash soak', status: 'not measured', detail: 'bench/crash-soak.ts not built' }],
 };
-

@@ -1,5 +1,15 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,7 +124,11 @@ export function runChild(cmd: string, args: string[], o: ChildOptions = {}): Pro
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const t0 = performance.now();
-    const child = spawn(file, argv, { env: o.env ?? process.env, cwd: o.cwd, stdio: ['ignore', o.capture ? 'pipe' : 'ignore', 'pipe'] });
+    const child = spawn(file, argv, {
+      env: o.env ?? process.env,
+      cwd: o.cwd,
+      stdio: ['ignore', o.capture ? 'pipe' : 'ignore', 'pipe'],
+    });
     let hwm: number | null = null;
     let poll: NodeJS.Timeout | null = null;
     if (wantRss && !useTime && child.pid) {
@@ -161,13 +175,26 @@ export function runChild(cmd: string, args: string[], o: ChildOptions = {}): Pro
         }
         rmSync(timeFile, { force: true });
       }
-      resolve({ wallMs, rssKb, userMs, sysMs, code: exit, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+      resolve({
+        wallMs,
+        rssKb,
+        userMs,
+        sysMs,
+        code: exit,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      });
     });
   });
 }
 
 /** Run and insist on the expected exit codes; returns the run. */
-export async function runOk(cmd: string, args: string[], o: ChildOptions & { okCodes?: number[] } = {}): Promise<ChildRun> {
+export async function runOk(
+  cmd: string,
+  args: string[],
+  o: ChildOptions & { okCodes?: number[] } = {},
+): Promise<ChildRun> {
   const r = await runChild(cmd, args, o);
   const ok = o.okCodes ?? [0];
   if (r.code === null || !ok.includes(r.code)) {
@@ -177,8 +204,15 @@ export async function runOk(cmd: string, args: string[], o: ChildOptions & { okC
 }
 
 /** A node child running one of our compiled bench scripts, its last stdout line parsed as JSON. */
-export async function runBenchScript<T>(script: string, args: string[], o: ChildOptions & { nodeArgs?: string[] } = {}): Promise<{ run: ChildRun; out: T }> {
-  const r = await runOk(process.execPath, [...(o.nodeArgs ?? []), join(BENCH_DIST, script), ...args], { ...o, capture: true });
+export async function runBenchScript<T>(
+  script: string,
+  args: string[],
+  o: ChildOptions & { nodeArgs?: string[] } = {},
+): Promise<{ run: ChildRun; out: T }> {
+  const r = await runOk(process.execPath, [...(o.nodeArgs ?? []), join(BENCH_DIST, script), ...args], {
+    ...o,
+    capture: true,
+  });
   const lines = r.stdout.trim().split('\n');
   return { run: r, out: JSON.parse(lines[lines.length - 1]!) as T };
 }
@@ -191,7 +225,8 @@ export async function runBenchScript<T>(script: string, args: string[], o: Child
 export function cliEnv(stateDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('PICOCLAW') || k.startsWith('PICOGUARD') || k === 'STATE_DIRECTORY' || k.startsWith('npm_')) continue;
+    if (k.startsWith('PICOCLAW') || k.startsWith('PICOGUARD') || k === 'STATE_DIRECTORY' || k.startsWith('npm_'))
+      continue;
     env[k] = v;
   }
   env.STATE_DIRECTORY = stateDir;
@@ -266,7 +301,11 @@ export function renderTable(t: Table): string {
   const all = [t.headers, ...t.rows];
   const w = t.headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
   const right = new Set(t.right ?? []);
-  const line = (r: string[]) => r.map((c, i) => (right.has(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (right.has(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!)))
+      .join('  ')
+      .trimEnd();
   const out = [t.title, line(t.headers), w.map((n) => '-'.repeat(n)).join('  '), ...t.rows.map(line)];
   for (const n of t.notes ?? []) out.push(`  ${n}`);
   return out.join('\n');
@@ -275,7 +314,10 @@ export function renderTable(t: Table): string {
 export function markdownTable(t: Table): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
   const right = new Set(t.right ?? []);
-  const out = [`| ${t.headers.map(esc).join(' | ')} |`, `| ${t.headers.map((_, i) => (right.has(i) ? '---:' : '---')).join(' | ')} |`];
+  const out = [
+    `| ${t.headers.map(esc).join(' | ')} |`,
+    `| ${t.headers.map((_, i) => (right.has(i) ? '---:' : '---')).join(' | ')} |`,
+  ];
   for (const r of t.rows) out.push(`| ${r.map(esc).join(' | ')} |`);
   return out.join('\n');
 }
@@ -309,7 +351,10 @@ export function freeBytes(path: string): number {
 }
 
 /** Bytes of files under dir whose name passes the filter (recursive, no symlinks followed). */
-export function treeBytes(dir: string, filter: (name: string) => boolean = () => true): { bytes: number; files: number } {
+export function treeBytes(
+  dir: string,
+  filter: (name: string) => boolean = () => true,
+): { bytes: number; files: number } {
   let bytes = 0;
   let files = 0;
   const walk = (d: string) => {
@@ -395,14 +440,25 @@ function diskOf(dir: string): string {
 export function machine(tmpDir: string): Machine {
   let sqliteVersion: string | null = null;
   try {
-    const r = spawnSync(process.execPath, ['-e', "const D=require('better-sqlite3');const d=new D(':memory:');console.log(d.prepare('select sqlite_version() v').get().v)"], { cwd: ROOT, encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        "const D=require('better-sqlite3');const d=new D(':memory:');console.log(d.prepare('select sqlite_version() v').get().v)",
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     sqliteVersion = r.stdout.trim() || null;
   } catch {
     sqliteVersion = null;
   }
   let bsq = '';
   try {
-    bsq = (JSON.parse(readFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8')) as { version: string }).version;
+    bsq = (
+      JSON.parse(readFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8')) as {
+        version: string;
+      }
+    ).version;
   } catch {
     bsq = '?';
   }
@@ -429,11 +485,22 @@ export function machineLine(m: Machine): string {
 export type { BuiltHome };
 
 /** Build a sample home in a child process (bench/build-home.ts); `now` is the real clock. */
-export async function buildHome(ctx: BenchContext, label: string, opts: Omit<SampleOptions, 'dir'>, dir?: string): Promise<BuiltHome> {
+export async function buildHome(
+  ctx: BenchContext,
+  label: string,
+  opts: Omit<SampleOptions, 'dir'>,
+  dir?: string,
+): Promise<BuiltHome> {
   const home = dir ?? join(tempDir(label), 'home');
   const t0 = performance.now();
   ctx.log(`  building ${label} ...`);
-  const { out } = await runBenchScript<BuiltHome>('build-home.js', [JSON.stringify({ now: Date.now(), seed: 8, ...opts, dir: home })], { rss: false, nodeArgs: ['--max-old-space-size=6144'] });
-  ctx.log(`  built ${label}: ${fmtInt(out.sessions)} sessions, ${fmtBytes(out.jsonlBytes)} JSONL, seahorse.db ${fmtBytes(out.seahorseBytes)} (${fmtInt(out.messages)} messages) in ${fmtMs(performance.now() - t0)}`);
+  const { out } = await runBenchScript<BuiltHome>(
+    'build-home.js',
+    [JSON.stringify({ now: Date.now(), seed: 8, ...opts, dir: home })],
+    { rss: false, nodeArgs: ['--max-old-space-size=6144'] },
+  );
+  ctx.log(
+    `  built ${label}: ${fmtInt(out.sessions)} sessions, ${fmtBytes(out.jsonlBytes)} JSONL, seahorse.db ${fmtBytes(out.seahorseBytes)} (${fmtInt(out.messages)} messages) in ${fmtMs(performance.now() - t0)}`,
+  );
   return out;
 }

@@ -10,7 +10,8 @@ import { runLiveGateway, stopChildren } from '../test/support/gateway-sim.js';
  * `prune --apply` passes run one after another on the same home. Prints the figures;
  * exits 1 if any check failed.
  *
- *   npm run build && node dist/bench/live-gateway-soak.js [--minutes 5] [--sessions 4000] [--seed 1] [--dir DIR] [--keep]
+ *   npm run build && node dist/bench/live-gateway-soak.js [--minutes 5] [--sessions 4000] [--seed 1] [--dir DIR]
+ *   [--keep]
  */
 const { values } = parseArgs({
   options: {
@@ -43,12 +44,34 @@ const run = await runLiveGateway({
   oldShare: Number(values['old-share']),
   onPass: (p) => {
     const r = p.report;
-    process.stdout.write(`pass ${String(p.i).padStart(3)} max_age_days ${String(p.maxAgeDays).padStart(3)}: ${Math.round(p.end - p.start)} ms, exit ${r?.exit_code ?? p.code}, gateway ${r?.gateway?.state}, deleted ${p.deleted.length}, kept as changed ${p.changed.length}, ${r?.database.transactions ?? 0} txns, longest ${r?.database.longest_write_ms ?? 0} ms\n`);
+    process.stdout.write(
+      `pass ${String(p.i).padStart(3)} max_age_days ${String(p.maxAgeDays).padStart(3)}: ${Math.round(p.end - p.start)} ms, exit ${r?.exit_code ?? p.code}, gateway ${r?.gateway?.state}, deleted ${p.deleted.length}, kept as changed ${p.changed.length}, ${r?.database.transactions ?? 0} txns, longest ${r?.database.longest_write_ms ?? 0} ms\n`,
+    );
   },
 });
 // The pass windows and outcomes, beside the simulator's log (kept with --dir or --keep).
-writeFileSync(join(dir, 'passes.json'), JSON.stringify(run.passes.map((p) => ({ i: p.i, max_age_days: p.maxAgeDays, start: p.start, end: p.end, exit: p.report?.exit_code ?? p.code, deleted: p.deleted.length, changed: p.changed, longest_write_ms: p.report?.database.longest_write_ms ?? null, transactions: p.report?.database.transactions ?? null })), null, 1));
-process.stdout.write(JSON.stringify({ sessions: Number(values.sessions), figures: run.figures, failures: run.failures.length }, null, 2) + '\n');
+writeFileSync(
+  join(dir, 'passes.json'),
+  JSON.stringify(
+    run.passes.map((p) => ({
+      i: p.i,
+      max_age_days: p.maxAgeDays,
+      start: p.start,
+      end: p.end,
+      exit: p.report?.exit_code ?? p.code,
+      deleted: p.deleted.length,
+      changed: p.changed,
+      longest_write_ms: p.report?.database.longest_write_ms ?? null,
+      transactions: p.report?.database.transactions ?? null,
+    })),
+    null,
+    1,
+  ),
+);
+process.stdout.write(
+  JSON.stringify({ sessions: Number(values.sessions), figures: run.figures, failures: run.failures.length }, null, 2) +
+    '\n',
+);
 for (const f of run.failures) process.stdout.write(`FAILURE: ${f}\n`);
 if (!values.keep && !values.dir) rmSync(dir, { recursive: true, force: true });
 process.exitCode = run.failures.length === 0 ? 0 : 1;

@@ -42,9 +42,23 @@ function monthBlock(): string {
   const step = (26 * DAY) / n;
   for (let r = 0; r < n; r++) {
     const s = Math.round(start + r * step);
-    restarts.push({ startMs: s, sessions: 300 + (r % 40) * 15, gapMs: 2000 + (r % 7) * 900, end: r % 11 === 5 ? 'crashed' : 'stopped', stopMs: s + step - 600_000, traffic: 200 });
+    restarts.push({
+      startMs: s,
+      sessions: 300 + (r % 40) * 15,
+      gapMs: 2000 + (r % 7) * 900,
+      end: r % 11 === 5 ? 'crashed' : 'stopped',
+      stopMs: s + step - 600_000,
+      traffic: 200,
+    });
   }
-  return renderGatewayLog({ restarts, level: 'info', events: true, seed: 11, home: '/home/pi/.picoclaw', utcOffsetMin: 60 });
+  return renderGatewayLog({
+    restarts,
+    level: 'info',
+    events: true,
+    seed: 11,
+    home: '/home/pi/.picoclaw',
+    utcOffsetMin: 60,
+  });
 }
 
 /** Write `months` copies of the block, each shifted to its own month, ending this month. */
@@ -82,8 +96,15 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   // No --home: HOME points at an empty folder, so no ~/.picoclaw of this machine is read.
   const env = { ...cliEnv(state), HOME: dir };
   const targets: [string, number][] = ctx.quick
-    ? [['10 MB', 10e6], ['100 MB', 100e6]]
-    : [['10 MB', 10e6], ['100 MB', 100e6], ['1 GB', 1e9]];
+    ? [
+        ['10 MB', 10e6],
+        ['100 MB', 100e6],
+      ]
+    : [
+        ['10 MB', 10e6],
+        ['100 MB', 100e6],
+        ['1 GB', 1e9],
+      ];
   ctx.log('logs: rendering the month block');
   const block = monthBlock();
   const figs: SizeFig[] = [];
@@ -96,14 +117,18 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     // Warm the page cache once, as both readers will see it.
     await runOk('wc', ['-l', path], { rss: false, capture: true });
     for (let i = 0; i < runs; i++) {
-      const g = await runOk(process.execPath, [CLI, 'startup', '--json', '--log', path, '--state-dir', state], { env, capture: true });
+      const g = await runOk(process.execPath, [CLI, 'startup', '--json', '--log', path, '--state-dir', state], {
+        env,
+        capture: true,
+      });
       const rep = JSON.parse(g.stdout) as { lines?: { total?: number }; restarts_found?: number };
       fig.restarts = rep.restarts_found ?? null;
       fig.guard.push({ wallMs: g.wallMs, rssKb: g.rssKb });
       const c = await runOk('wc', ['-l', path], { capture: true });
       fig.lines = Number(c.stdout.trim().split(/\s+/)[0]);
       fig.wc.push({ wallMs: c.wallMs, rssKb: c.rssKb });
-      if (rep.lines?.total !== undefined && Math.abs(rep.lines.total - fig.lines) > 1) throw new Error(`startup read ${rep.lines.total} lines, wc -l says ${fig.lines}`);
+      if (rep.lines?.total !== undefined && Math.abs(rep.lines.total - fig.lines) > 1)
+        throw new Error(`startup read ${rep.lines.total} lines, wc -l says ${fig.lines}`);
       ctx.log(`    run ${i + 1}: startup ${fmtMs(g.wallMs)} (${fmtRss(g.rssKb)}), wc -l ${fmtMs(c.wallMs)}`);
     }
     figs.push(fig);
@@ -111,7 +136,17 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   const mbps = (bytes: number, ms: number) => `${(bytes / 1e6 / (ms / 1000)).toFixed(0)} MB/s`;
   const table: Table = {
     title: 'startup --json --log FILE beside wc -l (warm page cache; median of runs, min–max)',
-    headers: ['log', 'lines', 'restarts found', 'startup', 'throughput', 'wc -l', 'wc -l throughput', 'startup / wc -l', 'startup peak RSS'],
+    headers: [
+      'log',
+      'lines',
+      'restarts found',
+      'startup',
+      'throughput',
+      'wc -l',
+      'wc -l throughput',
+      'startup / wc -l',
+      'startup peak RSS',
+    ],
     right: [1, 2, 4, 6, 7, 8],
     rows: figs.map((f) => {
       const g = median(f.guard.map((x) => x.wallMs));
@@ -128,16 +163,26 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
         fmtRss(Math.max(...f.guard.map((x) => x.rssKb ?? 0))),
       ];
     }),
-    notes: ['PicoClaw JSON log lines at info level with gateway.* events; 85 restarts a month, each with its seahorse bootstrap lines and 200 routed messages.'],
+    notes: [
+      'PicoClaw JSON log lines at info level with gateway.* events; 85 restarts a month, each with its seahorse bootstrap lines and 200 routed messages.',
+    ],
   };
   const verdicts: Verdict[] = [];
   const gb = figs.find((f) => f.bytes >= 0.9e9);
   if (gb) {
     const peak = Math.max(...gb.guard.map((x) => x.rssKb ?? 0));
-    verdicts.push({ goal: 'peak memory under 100 MB at 1 GB', status: peak < 100 * 1024 ? 'met' : 'missed', detail: `${fmtRss(peak)}; ${mbps(gb.bytes, median(gb.guard.map((x) => x.wallMs)))}, ${fmtRatio(median(gb.guard.map((x) => x.wallMs)) / median(gb.wc.map((x) => x.wallMs)))} the time of wc -l` });
+    verdicts.push({
+      goal: 'peak memory under 100 MB at 1 GB',
+      status: peak < 100 * 1024 ? 'met' : 'missed',
+      detail: `${fmtRss(peak)}; ${mbps(gb.bytes, median(gb.guard.map((x) => x.wallMs)))}, ${fmtRatio(median(gb.guard.map((x) => x.wallMs)) / median(gb.wc.map((x) => x.wallMs)))} the time of wc -l`,
+    });
   } else {
     const top = figs[figs.length - 1]!;
-    verdicts.push({ goal: 'peak memory under 100 MB at 1 GB', status: 'not measured', detail: `--quick stops at ${top.label}: ${fmtRss(Math.max(...top.guard.map((x) => x.rssKb ?? 0)))} there` });
+    verdicts.push({
+      goal: 'peak memory under 100 MB at 1 GB',
+      status: 'not measured',
+      detail: `--quick stops at ${top.label}: ${fmtRss(Math.max(...top.guard.map((x) => x.rssKb ?? 0)))} there`,
+    });
   }
   removeDir(dir, ctx);
   return {

@@ -8,7 +8,8 @@
  * counts it (memory.max_usage_in_bytes / memory.peak).
  *
  *   npm run build
- *   node dist/bench/memory.js [--sessions 2000,20000] [--runs 2] [--cli dist/src/cli.js] [--homes DIR] [--tmp DIR] [--md FILE]
+ *   node dist/bench/memory.js [--sessions 2000,20000] [--runs 2] [--cli dist/src/cli.js] [--homes DIR] [--tmp DIR]
+ *   [--md FILE]
  *
  * --cli points at another build (an older commit) to compare "before" and "after" in the
  * same rounds; --homes keeps the built homes there between runs (built once per size).
@@ -18,7 +19,27 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { makeCgroup, type Cgroup } from './cgroup.js';
-import { buildHome, CLI, cliEnv, fmtInt, fmtMs, fmtRss, hasGnuTime, machine, machineLine, markdownTable, median, renderTable, ROOT, runChild, setTmpBase, tmpBase, type BenchContext, type BuiltHome, type Table } from './lib.js';
+import {
+  buildHome,
+  CLI,
+  cliEnv,
+  fmtInt,
+  fmtMs,
+  fmtRss,
+  hasGnuTime,
+  machine,
+  machineLine,
+  markdownTable,
+  median,
+  renderTable,
+  ROOT,
+  runChild,
+  setTmpBase,
+  tmpBase,
+  type BenchContext,
+  type BuiltHome,
+  type Table,
+} from './lib.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,14 +49,31 @@ function arg(name: string, def: string): string {
 const SIZES = arg('sessions', '2000,20000').split(',').map(Number);
 const RUNS = Number(arg('runs', '2'));
 /** A CLI to measure: its path, or `NODE_FLAGS::path` (e.g. `--max-semi-space-size=2::dist/src/cli.js`). */
-const CLIS = arg('cli', CLI).split(',').map((p) => (p.includes('::') ? `${p.split('::')[0]}::${resolve(p.split('::')[1]!)}` : resolve(p)));
+const CLIS = arg('cli', CLI)
+  .split(',')
+  .map((p) => (p.includes('::') ? `${p.split('::')[0]}::${resolve(p.split('::')[1]!)}` : resolve(p)));
 const cliPath = (c: string) => (c.includes('::') ? c.split('::')[1]! : c);
 const nodeArgs = (c: string) => (c.includes('::') ? c.split('::')[0]!.split(' ').filter(Boolean) : []);
 const HOMES = arg('homes', '');
 const ONLY = arg('only', '');
 setTmpBase(arg('tmp', tmpdir()));
-const ctx: BenchContext = { quick: false, runs: RUNS, tmp: tmpBase(), keep: false, cold: false, log: (l) => process.stderr.write(l + '\n') };
-const SHAPE = { agents: 3, messagesPerSession: 12, seahorse: true, seahorseContentBytes: 1024, spanDays: 120, toolResultBytes: 4500, restarts: 40 } as const;
+const ctx: BenchContext = {
+  quick: false,
+  runs: RUNS,
+  tmp: tmpBase(),
+  keep: false,
+  cold: false,
+  log: (l) => process.stderr.write(l + '\n'),
+};
+const SHAPE = {
+  agents: 3,
+  messagesPerSession: 12,
+  seahorse: true,
+  seahorseContentBytes: 1024,
+  spanDays: 120,
+  toolResultBytes: 4500,
+  restarts: 40,
+} as const;
 const BOARD = join(ROOT, 'test/fixtures/boards/pi4');
 
 async function homeOf(n: number): Promise<BuiltHome> {
@@ -51,7 +89,10 @@ async function homeOf(n: number): Promise<BuiltHome> {
 function copyHome(from: string, to: string): void {
   cpSync(from, to, { recursive: true });
   const cfg = join(to, 'config.json');
-  writeFileSync(cfg, readFileSync(cfg, 'utf8').split(JSON.stringify(from).slice(1, -1)).join(JSON.stringify(to).slice(1, -1)));
+  writeFileSync(
+    cfg,
+    readFileSync(cfg, 'utf8').split(JSON.stringify(from).slice(1, -1)).join(JSON.stringify(to).slice(1, -1)),
+  );
 }
 
 interface Cmd {
@@ -68,9 +109,35 @@ const CMDS: Cmd[] = [
   { name: 'prune', args: (h, s) => ['prune', '--home', h, '--state-dir', s] },
   { name: 'prune --json', args: (h, s) => ['prune', '--home', h, '--state-dir', s, '--json'] },
   // Exit 7: the pass stopped between two sessions (its memory budget, PICOGUARD_PASS_MEMORY_MB): marked in the table.
-  { name: 'prune --apply', args: (h, s) => ['prune', '--apply', '--home', h, '--state-dir', s], writes: true, okCodes: [0, 7] },
-  { name: 'prune --apply --archive', args: (h, s, x) => ['prune', '--apply', '--home', h, '--state-dir', s, '--archive', join(x, 'archive')], writes: true, okCodes: [0, 7] },
-  { name: 'health', args: (h, s) => ['health', '--home', h, '--state-dir', s, '--sys-root', join(BOARD, 'sys'), '--proc-root', join(BOARD, 'proc'), '--vcgencmd', join(BOARD, 'vcgencmd')], okCodes: [0, 1, 2, 3, 10, 11, 12] },
+  {
+    name: 'prune --apply',
+    args: (h, s) => ['prune', '--apply', '--home', h, '--state-dir', s],
+    writes: true,
+    okCodes: [0, 7],
+  },
+  {
+    name: 'prune --apply --archive',
+    args: (h, s, x) => ['prune', '--apply', '--home', h, '--state-dir', s, '--archive', join(x, 'archive')],
+    writes: true,
+    okCodes: [0, 7],
+  },
+  {
+    name: 'health',
+    args: (h, s) => [
+      'health',
+      '--home',
+      h,
+      '--state-dir',
+      s,
+      '--sys-root',
+      join(BOARD, 'sys'),
+      '--proc-root',
+      join(BOARD, 'proc'),
+      '--vcgencmd',
+      join(BOARD, 'vcgencmd'),
+    ],
+    okCodes: [0, 1, 2, 3, 10, 11, 12],
+  },
   { name: 'startup', args: (h, s) => ['startup', '--home', h, '--state-dir', s] },
 ];
 
@@ -96,12 +163,21 @@ async function runCmd(cli: string, c: Cmd, b: BuiltHome): Promise<void> {
     home = join(scratch, 'home');
     copyHome(b.home, home);
   }
-  const r = await runChild(process.execPath, [...nodeArgs(cli), cliPath(cli), ...c.args(home, state, scratch)], { env: cliEnv(state), capture: false, timeoutMs: 30 * 60_000 });
+  const r = await runChild(process.execPath, [...nodeArgs(cli), cliPath(cli), ...c.args(home, state, scratch)], {
+    env: cliEnv(state),
+    capture: false,
+    timeoutMs: 30 * 60_000,
+  });
   rmSync(scratch, { recursive: true, force: true });
-  if (r.code === null || !(c.okCodes ?? [0]).includes(r.code)) throw new Error(`${c.name} (${cli}) on ${b.sessions} sessions exited ${r.code ?? r.signal}: ${r.stderr.slice(-1500)}`);
+  if (r.code === null || !(c.okCodes ?? [0]).includes(r.code))
+    throw new Error(
+      `${c.name} (${cli}) on ${b.sessions} sessions exited ${r.code ?? r.signal}: ${r.stderr.slice(-1500)}`,
+    );
   put(`${cli}|${b.sessions}|${c.name}`, r.rssKb, r.wallMs);
   if (r.code === 7) stopped.add(`${cli}|${b.sessions}|${c.name}`);
-  ctx.log(`  ${String(b.sessions).padStart(6)} ${c.name.padEnd(24)} ${fmtRss(r.rssKb).padStart(10)} ${fmtMs(r.wallMs).padStart(9)}  ${cli}`);
+  ctx.log(
+    `  ${String(b.sessions).padStart(6)} ${c.name.padEnd(24)} ${fmtRss(r.rssKb).padStart(10)} ${fmtMs(r.wallMs).padStart(9)}  ${cli}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -136,15 +212,37 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   writeFileSync(join(scratch, 'guard.json'), JSON.stringify({ prune: { enabled: true } }));
   // The unit's MemoryMax, as a hard limit: the pass must finish inside it, daemon included.
   const cg: Cgroup | null = makeCgroup(`pcg-bench-${process.pid}-${Date.now()}`, 256 * 1024 * 1024);
-  const child = spawn(process.execPath, [...nodeArgs(cli), cliPath(cli), 'run', '--home', home, '--state-dir', join(scratch, 'state'), '--config', join(scratch, 'guard.json'), '--port', '0', '--sys-root', join(BOARD, 'sys'), '--proc-root', join(BOARD, 'proc'), '--vcgencmd', join(BOARD, 'vcgencmd')], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeArgs(cli),
+      cliPath(cli),
+      'run',
+      '--home',
+      home,
+      '--state-dir',
+      join(scratch, 'state'),
+      '--config',
+      join(scratch, 'guard.json'),
+      '--port',
+      '0',
+      '--sys-root',
+      join(BOARD, 'sys'),
+      '--proc-root',
+      join(BOARD, 'proc'),
+      '--vcgencmd',
+      join(BOARD, 'vcgencmd'),
+    ],
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   if (cg) cg.add(child.pid!);
   let out = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => (out += d));
-  child.stderr!.resume();
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => (out += d));
+  child.stderr.resume();
   let passHwm = 0;
   const poll = setInterval(() => {
     for (const c of childrenOf(child.pid!)) passHwm = Math.max(passHwm, vm(c, 'VmHWM') ?? 0);
@@ -167,7 +265,8 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   const ooms = cg ? cg.oomKills() : 0;
   const passLine = out.split('\n').find((l) => l.includes('"msg":"prune pass"')) ?? '';
   const outcome = /"outcome":"(\w+)"/.exec(passLine)?.[1] ?? '?';
-  if (ooms > 0 || outcome === 'failed') throw new Error(`the daemon's pass did not finish under MemoryMax=256M: ${ooms} OOM kill(s), outcome ${outcome}`);
+  if (ooms > 0 || outcome === 'failed')
+    throw new Error(`the daemon's pass did not finish under MemoryMax=256M: ${ooms} OOM kill(s), outcome ${outcome}`);
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   cg?.remove();
@@ -176,14 +275,24 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   put(`${cli}|${b.sessions}|daemon during the pass (its own peak)`, hwm, wall);
   put(`${cli}|${b.sessions}|daemon's pass child`, passHwm || null, wall);
   if (together !== null) put(`${cli}|${b.sessions}|daemon + pass (cgroup peak, page cache in)`, together, wall);
-  ctx.log(`  ${String(b.sessions).padStart(6)} daemon (MemoryMax 256M: ${cg ? 'cgroup' : 'none'}, pass ${outcome}) idle ${fmtRss(idle)}, own peak ${fmtRss(hwm)}, pass child ${fmtRss(passHwm)}, cgroup ${fmtRss(together)}  ${cli}`);
+  ctx.log(
+    `  ${String(b.sessions).padStart(6)} daemon (MemoryMax 256M: ${cg ? 'cgroup' : 'none'}, pass ${outcome}) idle ${fmtRss(idle)}, own peak ${fmtRss(hwm)}, pass child ${fmtRss(passHwm)}, cgroup ${fmtRss(together)}  ${cli}`,
+  );
 }
 
 const m = machine(tmpBase());
-process.stderr.write(`memory bench: ${machineLine(m)}\nmeasured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled'}; CLIs: ${CLIS.join(', ')}\n`);
+process.stderr.write(
+  `memory bench: ${machineLine(m)}\nmeasured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled'}; CLIs: ${CLIS.join(', ')}\n`,
+);
 const homes: BuiltHome[] = [];
 for (const n of SIZES) homes.push(await homeOf(n));
-const names = [...CMDS.map((c) => c.name), 'daemon idle (after the pass)', "daemon during the pass (its own peak)", "daemon's pass child", 'daemon + pass (cgroup peak, page cache in)'];
+const names = [
+  ...CMDS.map((c) => c.name),
+  'daemon idle (after the pass)',
+  'daemon during the pass (its own peak)',
+  "daemon's pass child",
+  'daemon + pass (cgroup peak, page cache in)',
+];
 for (let i = 0; i < RUNS; i++) {
   for (const b of homes) {
     for (const c of CMDS) {
@@ -194,25 +303,49 @@ for (let i = 0; i < RUNS; i++) {
   }
 }
 const loadEnd = (await import('node:os')).loadavg()[0]!;
-const headers = ['command', ...homes.flatMap((b) => CLIS.map((c, i) => `${fmtInt(b.sessions)} sessions / ${fmtInt(b.messages)} msgs${CLIS.length > 1 ? ` [${i === 0 ? 'A' : 'B'}]` : ''}`))];
+const headers = [
+  'command',
+  ...homes.flatMap((b) =>
+    CLIS.map(
+      (c, i) =>
+        `${fmtInt(b.sessions)} sessions / ${fmtInt(b.messages)} msgs${CLIS.length > 1 ? ` [${i === 0 ? 'A' : 'B'}]` : ''}`,
+    ),
+  ),
+];
 const rows: string[][] = [];
 const timeRows: string[][] = [];
 for (const n of names) {
   const keys = homes.flatMap((b) => CLIS.map((c) => `${c}|${b.sessions}|${n}`));
   const cells = keys.map((k) => figs.get(k));
   if (cells.every((f) => !f)) continue;
-  rows.push([n, ...cells.map((f, i) => (f && f.rss.length ? `${fmtRss(Math.max(...f.rss))}${stopped.has(keys[i]!) ? ' (stopped: exit 7)' : ''}` : '-'))]);
+  rows.push([
+    n,
+    ...cells.map((f, i) =>
+      f && f.rss.length ? `${fmtRss(Math.max(...f.rss))}${stopped.has(keys[i]!) ? ' (stopped: exit 7)' : ''}` : '-',
+    ),
+  ]);
   timeRows.push([n, ...cells.map((f) => (f ? fmtMs(median(f.wall)) : '-'))]);
 }
 const tables: Table[] = [
   { title: `Peak RSS (max of ${RUNS} runs)`, headers, rows, right: headers.map((_, i) => i).slice(1) },
   { title: `Wall time (median of ${RUNS} runs)`, headers, rows: timeRows, right: headers.map((_, i) => i).slice(1) },
 ];
-const notes = [`CLIs: ${CLIS.map((c, i) => `${CLIS.length > 1 ? `[${i === 0 ? 'A' : 'B'}] ` : ''}${c}`).join('; ')}`, `load average ${m.load.toFixed(2)} at the start, ${loadEnd.toFixed(2)} at the end`, `measured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled every 5 ms'}`];
+const notes = [
+  `CLIs: ${CLIS.map((c, i) => `${CLIS.length > 1 ? `[${i === 0 ? 'A' : 'B'}] ` : ''}${c}`).join('; ')}`,
+  `load average ${m.load.toFixed(2)} at the start, ${loadEnd.toFixed(2)} at the end`,
+  `measured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled every 5 ms'}`,
+];
 for (const t of tables) process.stdout.write('\n' + renderTable(t) + '\n');
 for (const n of notes) process.stdout.write(`note: ${n}\n`);
 const md = arg('md', '');
-if (md) writeFileSync(md, tables.map((t) => `**${t.title}**\n\n${markdownTable(t)}\n`).join('\n') + '\n' + notes.map((n) => `- ${n}`).join('\n') + '\n');
+if (md)
+  writeFileSync(
+    md,
+    tables.map((t) => `**${t.title}**\n\n${markdownTable(t)}\n`).join('\n') +
+      '\n' +
+      notes.map((n) => `- ${n}`).join('\n') +
+      '\n',
+  );
 process.stdout.write(JSON.stringify({ machine: m, runs: RUNS, clis: CLIS, figures: Object.fromEntries(figs) }) + '\n');
 rmSync(tmpBase(), { recursive: true, force: true });
 if (!HOMES) for (const b of homes) rmSync(join(b.home, '..'), { recursive: true, force: true });

@@ -57,23 +57,41 @@ function cmdArgs(cmd: Cmd, home: string): string[] {
   return cmd === 'prune' ? [CLI, 'prune', '--home', home, '--json'] : [CLI, 'sessions', '--home', home, '--json'];
 }
 
-async function measure(ctx: BenchContext, h: HomeFigures, cmd: Cmd, env: NodeJS.ProcessEnv, cold: boolean): Promise<Sample> {
+async function measure(
+  ctx: BenchContext,
+  h: HomeFigures,
+  cmd: Cmd,
+  env: NodeJS.ProcessEnv,
+  cold: boolean,
+): Promise<Sample> {
   if (cold) dropCaches();
   const r = await runOk(process.execPath, cmdArgs(cmd, h.built.home), { env, capture: true });
   // Check that the command saw the whole home (a fast wrong answer is no figure).
   const j = JSON.parse(r.stdout) as { mode?: string; totals?: { sessions?: number }; sessions?: unknown[] };
-  const seen = cmd === 'prune' ? j.totals?.sessions : Array.isArray(j.sessions) ? j.sessions.length : j.totals?.sessions;
+  const seen =
+    cmd === 'prune' ? j.totals?.sessions : Array.isArray(j.sessions) ? j.sessions.length : j.totals?.sessions;
   if (cmd === 'prune' && j.mode !== 'dry-run') throw new Error(`prune on ${h.label} was not a dry-run`);
-  if (seen !== undefined && seen !== h.built.sessions) throw new Error(`${cmd} on ${h.label} saw ${seen} sessions, the home has ${h.built.sessions}`);
+  if (seen !== undefined && seen !== h.built.sessions)
+    throw new Error(`${cmd} on ${h.label} saw ${seen} sessions, the home has ${h.built.sessions}`);
   const s = { wallMs: r.wallMs, rssKb: r.rssKb };
   (cold ? h.cold : h.warm)[cmd].push(s);
-  ctx.log(`    ${h.label.padEnd(22)} ${cmd.padEnd(8)} ${cold ? 'cold' : 'warm'} ${fmtMs(r.wallMs).padStart(9)}  ${fmtRss(r.rssKb)}`);
+  ctx.log(
+    `    ${h.label.padEnd(22)} ${cmd.padEnd(8)} ${cold ? 'cold' : 'warm'} ${fmtMs(r.wallMs).padStart(9)}  ${fmtRss(r.rssKb)}`,
+  );
   return s;
 }
 
 /** Warm-up once each, then `runs` rounds over every home and command. */
-async function rounds(ctx: BenchContext, homes: HomeFigures[], env: NodeJS.ProcessEnv, runs: number, cold: boolean): Promise<void> {
-  if (!cold) for (const h of homes) for (const c of CMDS) await runOk(process.execPath, cmdArgs(c, h.built.home), { env, rss: false });
+async function rounds(
+  ctx: BenchContext,
+  homes: HomeFigures[],
+  env: NodeJS.ProcessEnv,
+  runs: number,
+  cold: boolean,
+): Promise<void> {
+  if (!cold)
+    for (const h of homes)
+      for (const c of CMDS) await runOk(process.execPath, cmdArgs(c, h.built.home), { env, rss: false });
   for (let i = 0; i < runs; i++) for (const h of homes) for (const c of CMDS) await measure(ctx, h, c, env, cold);
 }
 
@@ -97,7 +115,13 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   // Phase A: session count.
   ctx.log('planning: homes by session count');
   const scale: HomeFigures[] = [];
-  for (const n of counts) scale.push(fresh(`${fmtInt(n)} sessions`, await buildHome(ctx, `plan-${n}`, { ...SHAPE, sessions: n, toolResultBytes: smallTool })));
+  for (const n of counts)
+    scale.push(
+      fresh(
+        `${fmtInt(n)} sessions`,
+        await buildHome(ctx, `plan-${n}`, { ...SHAPE, sessions: n, toolResultBytes: smallTool }),
+      ),
+    );
   await rounds(ctx, scale, env, ctx.runs, false);
   const base = scale.find((h) => h.built.sessions === 2000)!;
   for (const h of scale) if (h !== base) removeDir(join(h.built.home, '..'), ctx);
@@ -109,7 +133,9 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   const coldHelp: number[] = [];
   const small = fresh(`2,000 / ${fmtBytes(base.built.jsonlBytes)}`, base.built);
   if (freeBytes(tmpBase()) < need) {
-    notes.push(`The big-JSONL home was not built: ${fmtBytes(freeBytes(tmpBase()))} free under ${tmpBase()}, it needs about ${fmtBytes(need)}.`);
+    notes.push(
+      `The big-JSONL home was not built: ${fmtBytes(freeBytes(tmpBase()))} free under ${tmpBase()}, it needs about ${fmtBytes(need)}.`,
+    );
   } else {
     ctx.log('planning: same sessions, 100x the bytes');
     const b = await buildHome(ctx, 'plan-bytes', { ...SHAPE, sessions: 2000, toolResultBytes: bigTool });
@@ -124,16 +150,27 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
           dropCaches();
           coldHelp.push((await runOk(process.execPath, [CLI, '--help'], { env, rss: false })).wallMs);
         }
-      } else notes.push('Cold-cache runs were asked for but /proc/sys/vm/drop_caches is not writable (not root): skipped.');
+      } else
+        notes.push('Cold-cache runs were asked for but /proc/sys/vm/drop_caches is not writable (not root): skipped.');
     }
   }
 
   const tables: Table[] = [];
   /** What each 1,000 sessions above the smallest home add (start-up cost taken out). */
-  const marginal = (h: HomeFigures, c: Cmd) => ((med(h.warm[c]) - med(scale[0]!.warm[c])) / (h.built.sessions - scale[0]!.built.sessions)) * 1000;
+  const marginal = (h: HomeFigures, c: Cmd) =>
+    ((med(h.warm[c]) - med(scale[0]!.warm[c])) / (h.built.sessions - scale[0]!.built.sessions)) * 1000;
   tables.push({
     title: 'Planning by session count (warm page cache; median of runs, min–max in brackets)',
-    headers: ['home', 'sessions', 'JSONL', 'seahorse.db', 'prune dry-run', 'sessions', 'each 1k sessions more: prune / sessions', 'peak RSS prune / sessions'],
+    headers: [
+      'home',
+      'sessions',
+      'JSONL',
+      'seahorse.db',
+      'prune dry-run',
+      'sessions',
+      'each 1k sessions more: prune / sessions',
+      'peak RSS prune / sessions',
+    ],
     right: [1, 2, 3, 6],
     rows: scale.map((h) => [
       h.label,
@@ -145,16 +182,32 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       h === scale[0] ? '-' : `${fmtMs(marginal(h, 'prune'))} / ${fmtMs(marginal(h, 'sessions'))}`,
       `${fmtRss(peak(h.warm.prune))} / ${fmtRss(peak(h.warm.sessions))}`,
     ]),
-    notes: [`${ctx.runs} runs each, after one warm-up run; 3 agents, ~8 messages per session, seahorse on (text capped at 1 KiB per message).`],
+    notes: [
+      `${ctx.runs} runs each, after one warm-up run; 3 agents, ~8 messages per session, seahorse on (text capped at 1 KiB per message).`,
+    ],
   });
   const verdicts: Verdict[] = [];
   if (big) {
     const rows: string[][] = [];
     const add = (mode: 'warm' | 'cold') => {
       for (const h of [small, big]) {
-        rows.push([h.label, mode, fmtBytes(h.built.jsonlBytes), fmtSpread(walls(h[mode].prune)), fmtSpread(walls(h[mode].sessions)), `${fmtRss(peak(h[mode].prune))} / ${fmtRss(peak(h[mode].sessions))}`]);
+        rows.push([
+          h.label,
+          mode,
+          fmtBytes(h.built.jsonlBytes),
+          fmtSpread(walls(h[mode].prune)),
+          fmtSpread(walls(h[mode].sessions)),
+          `${fmtRss(peak(h[mode].prune))} / ${fmtRss(peak(h[mode].sessions))}`,
+        ]);
       }
-      rows.push([`ratio big / small`, mode, fmtRatio(big!.built.jsonlBytes / small.built.jsonlBytes), fmtRatio(med(big![mode].prune) / med(small[mode].prune)), fmtRatio(med(big![mode].sessions) / med(small[mode].sessions)), '']);
+      rows.push([
+        `ratio big / small`,
+        mode,
+        fmtRatio(big.built.jsonlBytes / small.built.jsonlBytes),
+        fmtRatio(med(big[mode].prune) / med(small[mode].prune)),
+        fmtRatio(med(big[mode].sessions) / med(small[mode].sessions)),
+        '',
+      ]);
     };
     add('warm');
     if (big.cold.prune.length > 0) {
@@ -166,7 +219,12 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       headers: ['home', 'cache', 'JSONL', 'prune dry-run', 'sessions', 'peak RSS prune / sessions'],
       right: [2],
       rows,
-      notes: big.cold.prune.length > 0 ? ['cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before each run (page cache, dentries and inodes all dropped: Node, its modules and better-sqlite3 are read from disk again too; the --help row is that fixed part).'] : [],
+      notes:
+        big.cold.prune.length > 0
+          ? [
+              'cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before each run (page cache, dentries and inodes all dropped: Node, its modules and better-sqlite3 are read from disk again too; the --help row is that fixed part).',
+            ]
+          : [],
     });
     const worst = Math.max(med(big.warm.prune), med(big.warm.sessions));
     const coldWorst = big.cold.prune.length > 0 ? Math.max(med(big.cold.prune), med(big.cold.sessions)) : null;
@@ -184,14 +242,26 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     });
     removeDir(join(big.built.home, '..'), ctx);
   } else {
-    verdicts.push({ goal: '2,000 sessions / 2 GB under 1 s; within 1.5x of 20 MB', status: 'not measured', detail: notes[notes.length - 1] ?? '' });
+    verdicts.push({
+      goal: '2,000 sessions / 2 GB under 1 s; within 1.5x of 20 MB',
+      status: 'not measured',
+      detail: notes[notes.length - 1] ?? '',
+    });
   }
   const top = scale[scale.length - 1]!;
   if (top.built.sessions >= 20_000) {
     const worst = Math.max(med(top.warm.prune), med(top.warm.sessions));
-    verdicts.push({ goal: '20,000 sessions under 10 s', status: worst < 10_000 ? 'met' : 'missed', detail: `prune ${fmtMs(med(top.warm.prune))}, sessions ${fmtMs(med(top.warm.sessions))}` });
+    verdicts.push({
+      goal: '20,000 sessions under 10 s',
+      status: worst < 10_000 ? 'met' : 'missed',
+      detail: `prune ${fmtMs(med(top.warm.prune))}, sessions ${fmtMs(med(top.warm.sessions))}`,
+    });
   } else {
-    verdicts.push({ goal: '20,000 sessions under 10 s', status: 'not measured', detail: '--quick stops at 2,000 sessions' });
+    verdicts.push({
+      goal: '20,000 sessions under 10 s',
+      status: 'not measured',
+      detail: '--quick stops at 2,000 sessions',
+    });
   }
   if (ctx.quick) notes.push('--quick: 200 and 2,000 sessions only, and a 10x (not 100x) bytes comparison.');
   removeDir(join(base.built.home, '..'), ctx);

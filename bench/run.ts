@@ -2,7 +2,19 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { CRASH, DAEMON, ONLINE, runExternal } from './external.js';
-import { CLI, fmtMs, machine, machineLine, markdownTable, renderTable, setTmpBase, tmpBase, type BenchContext, type BenchResult, type Machine } from './lib.js';
+import {
+  CLI,
+  fmtMs,
+  machine,
+  machineLine,
+  markdownTable,
+  renderTable,
+  setTmpBase,
+  tmpBase,
+  type BenchContext,
+  type BenchResult,
+  type Machine,
+} from './lib.js';
 
 /**
  * The benchmark suite behind BENCHMARKS.md: `npm run build && npm run bench [-- NAMES] [OPTIONS]`.
@@ -32,7 +44,17 @@ Numbers work too: 1 2 3 4 5 6 7.
   --json FILE  also write every raw figure as JSON`;
 
 const ORDER = ['startup', 'logs', 'planning', 'seahorse', 'online', 'daemon'];
-const ALIASES: Record<string, string> = { '1': 'planning', '2': 'seahorse', '3': 'seahorse', vacuum: 'seahorse', '4': 'online', '5': 'startup', '6': 'daemon', '7': 'logs', crash: 'crash-soak' };
+const ALIASES: Record<string, string> = {
+  '1': 'planning',
+  '2': 'seahorse',
+  '3': 'seahorse',
+  vacuum: 'seahorse',
+  '4': 'online',
+  '5': 'startup',
+  '6': 'daemon',
+  '7': 'logs',
+  crash: 'crash-soak',
+};
 
 async function runOne(name: string, ctx: BenchContext): Promise<BenchResult> {
   switch (name) {
@@ -67,9 +89,19 @@ function printResult(r: BenchResult): void {
 }
 
 function markdown(m: Machine, argv: string[], results: BenchResult[]): string {
-  const out: string[] = [`Run: \`npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}\`, ${m.date}`, '', `Machine: ${machineLine(m)}`, ''];
+  const out: string[] = [
+    `Run: \`npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}\`, ${m.date}`,
+    '',
+    `Machine: ${machineLine(m)}`,
+    '',
+  ];
   for (const r of results) {
-    out.push(`### ${r.item ? `${r.item}. ` : ''}${r.title}`, '', `Command: \`${r.command}\` (${fmtMs(r.durationMs)})`, '');
+    out.push(
+      `### ${r.item ? `${r.item}. ` : ''}${r.title}`,
+      '',
+      `Command: \`${r.command}\` (${fmtMs(r.durationMs)})`,
+      '',
+    );
     for (const t of r.tables) {
       out.push(`**${t.title}**`, '', markdownTable(t), '');
       for (const n of t.notes ?? []) out.push(`- ${n}`);
@@ -128,9 +160,18 @@ async function main(): Promise<number> {
     cleanup();
     process.exit(130);
   });
-  const ctx: BenchContext = { quick: values.quick!, runs, tmp: tmpBase(), keep: values.keep!, cold: values.cold!, log: (l) => process.stderr.write(l + '\n') };
+  const ctx: BenchContext = {
+    quick: values.quick,
+    runs,
+    tmp: tmpBase(),
+    keep: values.keep,
+    cold: values.cold,
+    log: (l) => process.stderr.write(l + '\n'),
+  };
   const m = machine(tmpBase());
-  process.stdout.write(`picoclaw-guard benchmarks${values.quick ? ' (--quick)' : ''}: ${names.join(', ')}\n${m.date}\n${machineLine(m)}\ntemp: ${tmpBase()}\n`);
+  process.stdout.write(
+    `picoclaw-guard benchmarks${values.quick ? ' (--quick)' : ''}: ${names.join(', ')}\n${m.date}\n${machineLine(m)}\ntemp: ${tmpBase()}\n`,
+  );
   const results: BenchResult[] = [];
   let failed = false;
   for (const n of names) {
@@ -145,8 +186,18 @@ async function main(): Promise<number> {
   }
   cleanup();
   process.stdout.write('\nSummary\n');
-  for (const r of results) for (const v of r.verdicts) process.stdout.write(`  ${r.item ? `${r.item}.` : '  '} [${MARK[v.status]}] ${v.goal}\n`);
-  if (values.md) writeFileSync(values.md, markdown(m, argv.filter((a) => a !== '--md' && a !== values.md && a !== '--json' && a !== values.json), results));
+  for (const r of results)
+    for (const v of r.verdicts)
+      process.stdout.write(`  ${r.item ? `${r.item}.` : '  '} [${MARK[v.status]}] ${v.goal}\n`);
+  if (values.md)
+    writeFileSync(
+      values.md,
+      markdown(
+        m,
+        argv.filter((a) => a !== '--md' && a !== values.md && a !== '--json' && a !== values.json),
+        results,
+      ),
+    );
   if (values.json) writeFileSync(values.json, JSON.stringify({ machine: m, argv, results }, null, 2) + '\n');
   return failed ? 1 : 0;
 }

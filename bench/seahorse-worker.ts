@@ -50,7 +50,10 @@ const ids = JSON.parse(readFileSync(victimsFile!, 'utf8')) as number[];
 const db = openSeahorseWrite(path!);
 const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
 const perConv = new Map<number, number>();
-for (const r of db.prepare('SELECT conversation_id AS c, COUNT(*) AS n FROM messages GROUP BY conversation_id').all() as { c: number; n: number }[]) perConv.set(r.c, r.n);
+for (const r of db
+  .prepare('SELECT conversation_id AS c, COUNT(*) AS n FROM messages GROUP BY conversation_id')
+  .all() as { c: number; n: number }[])
+  perConv.set(r.c, r.n);
 const totalMessages = count('SELECT COUNT(*) AS n FROM messages');
 const victimMessages = ids.reduce((n, id) => n + (perConv.get(id) ?? 0), 0);
 hwm.opened = hwmKb();
@@ -93,7 +96,13 @@ if (mode === 'guard') {
     const p2 = readPages(db);
     const files2 = dbFileBytes(path!);
     vacuum = {
-      before: { fileBytes: files0.db, walBytes: files0.wal, pageCount: p0.pageCount, freelist: p0.freelistCount, pageSize: p0.pageSize },
+      before: {
+        fileBytes: files0.db,
+        walBytes: files0.wal,
+        pageCount: p0.pageCount,
+        freelist: p0.freelistCount,
+        pageSize: p0.pageSize,
+      },
       afterFold: { pageCount: p1.pageCount, freelist: p1.freelistCount },
       foldMs,
       vacuumMs: v.durationMs,
@@ -109,7 +118,22 @@ if (mode === 'guard') {
   db.close();
   const s = deleter.stats;
   process.stdout.write(
-    JSON.stringify({ mode, totalMessages, victims: ids.length, victimMessages, deletedMessages: s.messages, messagesLeft: left, ftsRowsLeft: ftsLeft, changed, prepareMs, deleteMs, transactions: s.transactions, longestTxnMs: s.longestTxnMs, vacuum, hwmKb: hwm }) + '\n',
+    JSON.stringify({
+      mode,
+      totalMessages,
+      victims: ids.length,
+      victimMessages,
+      deletedMessages: s.messages,
+      messagesLeft: left,
+      ftsRowsLeft: ftsLeft,
+      changed,
+      prepareMs,
+      deleteMs,
+      transactions: s.transactions,
+      longestTxnMs: s.longestTxnMs,
+      vacuum,
+      hwmKb: hwm,
+    }) + '\n',
   );
 } else if (mode === 'triggers') {
   const sampleMs = Number(flag('--sample-ms') ?? 20_000);
@@ -140,7 +164,21 @@ if (mode === 'guard') {
   const ms = performance.now() - t0;
   hwm.deleted = hwmKb();
   db.close();
-  process.stdout.write(JSON.stringify({ mode, totalMessages, victims: ids.length, victimMessages, deletedMessages: done, conversationsDone: convsDone, complete, ms, sample, predictedMs, hwmKb: hwm }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      mode,
+      totalMessages,
+      victims: ids.length,
+      victimMessages,
+      deletedMessages: done,
+      conversationsDone: convsDone,
+      complete,
+      ms,
+      sample,
+      predictedMs,
+      hwmKb: hwm,
+    }) + '\n',
+  );
 } else {
   process.stderr.write('usage: seahorse-worker.js guard|triggers DB VICTIMS.json [...]\n');
   process.exitCode = 2;

@@ -65,7 +65,13 @@ interface GuardOut {
     logicalReclaimedBytes: number;
   } | null;
   /** The kernel's VmHWM at the end of each phase (kB). */
-  hwmKb: { opened: number | null; prepared?: number | null; deleted?: number | null; folded?: number | null; vacuumed?: number | null };
+  hwmKb: {
+    opened: number | null;
+    prepared?: number | null;
+    deleted?: number | null;
+    folded?: number | null;
+    vacuumed?: number | null;
+  };
 }
 
 interface TriggerOut {
@@ -89,7 +95,13 @@ interface E2E {
   deletedMessages: number | null;
   transactions: number | null;
   longestWriteMs: number | null;
-  vacuum: { ran: boolean; reason: string; estimated_reclaim_bytes: number | null; reclaimed_bytes: number | null; duration_ms: number } | null;
+  vacuum: {
+    ran: boolean;
+    reason: string;
+    estimated_reclaim_bytes: number | null;
+    reclaimed_bytes: number | null;
+    duration_ms: number;
+  } | null;
   bytesBefore: number;
   bytesAfter: number | null;
 }
@@ -115,7 +127,9 @@ function pickVictims(dbPath: string): number[] {
   const Database = sqlite();
   const db = new Database(dbPath, { readonly: true });
   const rows = db
-    .prepare(`SELECT c.conversation_id AS id FROM conversations c ORDER BY (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id), c.conversation_id`)
+    .prepare(
+      `SELECT c.conversation_id AS id FROM conversations c ORDER BY (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id), c.conversation_id`,
+    )
     .all() as { id: number }[];
   db.close();
   return rows.slice(0, Math.floor(rows.length / 2)).map((r) => r.id);
@@ -139,20 +153,43 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     const victims = pickVictims(pristine);
     const victimsFile = join(work, 'victims.json');
     writeFileSync(victimsFile, JSON.stringify(victims));
-    const fig: SizeFigures = { target, messages: built.messages, conversations: built.conversations, dbBytes: built.seahorseBytes, victims: victims.length, victimMessages: 0, guard: [], triggers: null, e2e: null };
+    const fig: SizeFigures = {
+      target,
+      messages: built.messages,
+      conversations: built.conversations,
+      dbBytes: built.seahorseBytes,
+      victims: victims.length,
+      victimMessages: 0,
+      guard: [],
+      triggers: null,
+      e2e: null,
+    };
 
     // The guard's deletion (+ VACUUM), on fresh copies.
     for (let i = 0; i < guardRuns; i++) {
       const copy = join(work, 'guard.db');
       copyFileSync(pristine, copy);
-      const { run: r, out } = await runBenchScript<GuardOut>('seahorse-worker.js', ['guard', copy, victimsFile, '--vacuum']);
+      const { run: r, out } = await runBenchScript<GuardOut>('seahorse-worker.js', [
+        'guard',
+        copy,
+        victimsFile,
+        '--vacuum',
+      ]);
       removeDb(copy);
-      if (out.messagesLeft !== out.totalMessages - out.victimMessages || out.ftsRowsLeft !== out.messagesLeft || out.changed > 0) {
-        throw new Error(`guard deletion left ${out.messagesLeft} messages / ${out.ftsRowsLeft} FTS rows (expected ${out.totalMessages - out.victimMessages}), ${out.changed} changed`);
+      if (
+        out.messagesLeft !== out.totalMessages - out.victimMessages ||
+        out.ftsRowsLeft !== out.messagesLeft ||
+        out.changed > 0
+      ) {
+        throw new Error(
+          `guard deletion left ${out.messagesLeft} messages / ${out.ftsRowsLeft} FTS rows (expected ${out.totalMessages - out.victimMessages}), ${out.changed} changed`,
+        );
       }
       fig.victimMessages = out.victimMessages;
       fig.guard.push({ run: out, rssKb: r.rssKb, wallMs: r.wallMs });
-      ctx.log(`    guard run ${i + 1}: ${fmtInt(out.deletedMessages)} messages in ${fmtMs(out.deleteMs)} (${((out.deleteMs * 1000) / out.deletedMessages).toFixed(0)} µs each), ${out.transactions} txns, longest ${fmtMs(out.longestTxnMs)}; fold ${fmtMs(out.vacuum?.foldMs)}, VACUUM ${fmtMs(out.vacuum?.vacuumMs)}; peak RSS ${fmtRss(r.rssKb)}`);
+      ctx.log(
+        `    guard run ${i + 1}: ${fmtInt(out.deletedMessages)} messages in ${fmtMs(out.deleteMs)} (${((out.deleteMs * 1000) / out.deletedMessages).toFixed(0)} µs each), ${out.transactions} txns, longest ${fmtMs(out.longestTxnMs)}; fold ${fmtMs(out.vacuum?.foldMs)}, VACUUM ${fmtMs(out.vacuum?.vacuumMs)}; peak RSS ${fmtRss(r.rssKb)}`,
+      );
       // One run is enough where a run takes minutes (the figure would not move much).
       if (out.deleteMs > 90_000) break;
     }
@@ -161,7 +198,15 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     {
       const copy = join(work, 'triggers.db');
       copyFileSync(pristine, copy);
-      const { run: r, out } = await runBenchScript<TriggerOut>('seahorse-worker.js', ['triggers', copy, victimsFile, '--sample-ms', String(sampleMs), '--full-limit-ms', String(fullLimitMs)]);
+      const { run: r, out } = await runBenchScript<TriggerOut>('seahorse-worker.js', [
+        'triggers',
+        copy,
+        victimsFile,
+        '--sample-ms',
+        String(sampleMs),
+        '--full-limit-ms',
+        String(fullLimitMs),
+      ]);
       removeDb(copy);
       fig.triggers = { ...out, rssKb: r.rssKb };
       ctx.log(
@@ -175,15 +220,40 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     // The real command on the home itself: the oldest half of the sessions by count.
     {
       const state = tempDir('sea-state');
-      const r = await runOk(process.execPath, [CLI, 'prune', '--apply', '--home', built.home, '--state-dir', state, '--json', '--max-sessions', String(Math.floor(built.sessions / 2)), '--max-age-days', '0', '--max-db-size-mb', '0'], {
-        env: cliEnv(state),
-        capture: true,
-        okCodes: [0, 7],
-      });
+      const r = await runOk(
+        process.execPath,
+        [
+          CLI,
+          'prune',
+          '--apply',
+          '--home',
+          built.home,
+          '--state-dir',
+          state,
+          '--json',
+          '--max-sessions',
+          String(Math.floor(built.sessions / 2)),
+          '--max-age-days',
+          '0',
+          '--max-db-size-mb',
+          '0',
+        ],
+        {
+          env: cliEnv(state),
+          capture: true,
+          okCodes: [0, 7],
+        },
+      );
       const rep = JSON.parse(r.stdout) as {
         duration_ms: number;
         totals: { deleted_sessions: number; deleted_seahorse_messages: number | null };
-        database: { bytes_before: number; bytes_after: number | null; longest_write_ms: number | null; transactions: number | null; vacuum: E2E['vacuum'] };
+        database: {
+          bytes_before: number;
+          bytes_after: number | null;
+          longest_write_ms: number | null;
+          transactions: number | null;
+          vacuum: E2E['vacuum'];
+        };
       };
       fig.e2e = {
         wallMs: r.wallMs,
@@ -198,7 +268,9 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
         bytesBefore: rep.database.bytes_before,
         bytesAfter: rep.database.bytes_after,
       };
-      ctx.log(`    prune --apply: ${fmtInt(rep.totals.deleted_sessions)} sessions, ${fmtInt(rep.totals.deleted_seahorse_messages)} messages in ${fmtMs(r.wallMs)}; longest write ${fmtMs(rep.database.longest_write_ms)}; VACUUM ${rep.database.vacuum?.ran ? 'ran' : 'did not run'}; peak RSS ${fmtRss(r.rssKb)}`);
+      ctx.log(
+        `    prune --apply: ${fmtInt(rep.totals.deleted_sessions)} sessions, ${fmtInt(rep.totals.deleted_seahorse_messages)} messages in ${fmtMs(r.wallMs)}; longest write ${fmtMs(rep.database.longest_write_ms)}; VACUUM ${rep.database.vacuum?.ran ? 'ran' : 'did not run'}; peak RSS ${fmtRss(r.rssKb)}`,
+      );
       removeDir(state, ctx);
     }
     removeDir(work, ctx);
@@ -208,12 +280,25 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   // ---- tables
   const gMed = (f: SizeFigures, pick: (g: GuardOut) => number) => median(f.guard.map((g) => pick(g.run)));
   const perMsg = (f: SizeFigures) => (gMed(f, (g) => g.deleteMs) * 1000) / f.victimMessages;
-  const trigMs = (f: SizeFigures) => (f.triggers ? (f.triggers.complete ? f.triggers.ms : f.triggers.predictedMs!) : NaN);
-  const trigLabel = (f: SizeFigures) => (f.triggers?.complete ? fmtMs(f.triggers.ms) : `≈${fmtMs(f.triggers?.predictedMs)} (extrapolated*)`);
+  const trigMs = (f: SizeFigures) =>
+    f.triggers ? (f.triggers.complete ? f.triggers.ms : f.triggers.predictedMs!) : NaN;
+  const trigLabel = (f: SizeFigures) =>
+    f.triggers?.complete ? fmtMs(f.triggers.ms) : `≈${fmtMs(f.triggers?.predictedMs)} (extrapolated*)`;
   const tables: Table[] = [];
   tables.push({
     title: 'Deleting the oldest half of the conversations (guard: median of runs; PicoClaw: one run)',
-    headers: ['messages', 'seahorse.db', 'deleted (convs / messages)', 'guard', 'guard per message', 'guard txns / longest', 'guard peak RSS', 'PicoClaw triggers', 'triggers per message', 'guard faster by'],
+    headers: [
+      'messages',
+      'seahorse.db',
+      'deleted (convs / messages)',
+      'guard',
+      'guard per message',
+      'guard txns / longest',
+      'guard peak RSS',
+      'PicoClaw triggers',
+      'triggers per message',
+      'guard faster by',
+    ],
     right: [0, 1, 4, 6, 8, 9],
     rows: all.map((f) => [
       fmtInt(f.messages),
@@ -239,12 +324,29 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       title: 'Model check for the extrapolation (sizes where the trigger path ran to the end)',
       headers: ['messages', 'sample', 'predicted from the sample', 'measured', 'prediction / measured'],
       right: [0, 2, 3, 4],
-      rows: checked.map((f) => [fmtInt(f.messages), `${fmtMs(f.triggers!.sample!.ms)} (${fmtInt(f.triggers!.sample!.messages)} messages)`, fmtMs(f.triggers!.predictedMs), fmtMs(f.triggers!.ms), fmtRatio(f.triggers!.predictedMs! / f.triggers!.ms)]),
+      rows: checked.map((f) => [
+        fmtInt(f.messages),
+        `${fmtMs(f.triggers!.sample!.ms)} (${fmtInt(f.triggers!.sample!.messages)} messages)`,
+        fmtMs(f.triggers!.predictedMs),
+        fmtMs(f.triggers!.ms),
+        fmtRatio(f.triggers!.predictedMs! / f.triggers!.ms),
+      ]),
     });
   }
   tables.push({
-    title: 'The real command: prune --apply --max-sessions <half> --max-age-days 0 --max-db-size-mb 0 (gateway stopped: full pass with VACUUM), one run',
-    headers: ['messages', 'wall', 'deleted sessions / messages', 'write txns', 'longest write', 'VACUUM', 'estimated / reclaimed', 'VACUUM step', 'peak RSS'],
+    title:
+      'The real command: prune --apply --max-sessions <half> --max-age-days 0 --max-db-size-mb 0 (gateway stopped: full pass with VACUUM), one run',
+    headers: [
+      'messages',
+      'wall',
+      'deleted sessions / messages',
+      'write txns',
+      'longest write',
+      'VACUUM',
+      'estimated / reclaimed',
+      'VACUUM step',
+      'peak RSS',
+    ],
     right: [0, 1, 3, 4, 7, 8],
     rows: all.map((f) => {
       const e = f.e2e!;
@@ -260,21 +362,53 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
         fmtRss(e.rssKb),
       ];
     }),
-    notes: ['reclaimed = the report\'s reclaimed_bytes: (file + WAL before the FTS merge) − (file + WAL after), so it includes the WAL the deletions left.'],
+    notes: [
+      "reclaimed = the report's reclaimed_bytes: (file + WAL before the FTS merge) − (file + WAL after), so it includes the WAL the deletions left.",
+    ],
   });
   tables.push({
-    title: 'Where the guard\'s peak memory comes from: the kernel\'s high-water mark (VmHWM) at the end of each phase of the child (first run)',
-    headers: ['messages', 'opened (Node + better-sqlite3)', 'after prepare()', 'after the deletions', 'after FTS optimize', 'after VACUUM', 'peak RSS (GNU time)'],
+    title:
+      "Where the guard's peak memory comes from: the kernel's high-water mark (VmHWM) at the end of each phase of the child (first run)",
+    headers: [
+      'messages',
+      'opened (Node + better-sqlite3)',
+      'after prepare()',
+      'after the deletions',
+      'after FTS optimize',
+      'after VACUUM',
+      'peak RSS (GNU time)',
+    ],
     right: [0, 1, 2, 3, 4, 5, 6],
     rows: all.map((f) => {
       const h = f.guard[0]!.run.hwmKb;
-      return [fmtInt(f.messages), fmtRss(h.opened), fmtRss(h.prepared), fmtRss(h.deleted), fmtRss(h.folded), fmtRss(h.vacuumed), fmtRss(f.guard[0]!.rssKb)];
+      return [
+        fmtInt(f.messages),
+        fmtRss(h.opened),
+        fmtRss(h.prepared),
+        fmtRss(h.deleted),
+        fmtRss(h.folded),
+        fmtRss(h.vacuumed),
+        fmtRss(f.guard[0]!.rssKb),
+      ];
     }),
-    notes: ['Each column is the highest RSS so far, so a step up is what that phase added. prepare() holds a JS map of every victim\'s FTS rowids.'],
+    notes: [
+      "Each column is the highest RSS so far, so a step up is what that phase added. prepare() holds a JS map of every victim's FTS rowids.",
+    ],
   });
   tables.push({
-    title: 'VACUUM after the guard\'s deletion (the same databases; median time of the runs)',
-    headers: ['messages', 'file + WAL before', 'FTS optimize', 'VACUUM', 'estimate (free pages after optimize)', 'logical shrink', 'estimate error', 'file + WAL shrink', 'guard would VACUUM', 'file after'],
+    title: "VACUUM after the guard's deletion (the same databases; median time of the runs)",
+    headers: [
+      'messages',
+      'file + WAL before',
+      'FTS optimize',
+      'VACUUM',
+      'estimate (free pages after optimize)',
+      'logical shrink',
+      'estimate error',
+      'file + WAL shrink',
+      'guard would VACUUM',
+      'file after',
+    ],
     right: [0, 1, 2, 3, 4, 5, 6, 7, 9],
     rows: all.map((f) => {
       const v = f.guard[0]!.run.vacuum!;
@@ -292,7 +426,7 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       ];
     }),
     notes: [
-      'FTS optimize = foldFtsTombstones (merges the FTS5 b-trees so deleted entries become free pages); VACUUM = runVacuum (PASSIVE checkpoint, VACUUM, TRUNCATE checkpoint). Together they are the guard\'s VACUUM step.',
+      "FTS optimize = foldFtsTombstones (merges the FTS5 b-trees so deleted entries become free pages); VACUUM = runVacuum (PASSIVE checkpoint, VACUUM, TRUNCATE checkpoint). Together they are the guard's VACUUM step.",
       'logical shrink = page_count × page_size after the optimize, minus the vacuumed file: what the estimate (freelist × page_size) predicts. file + WAL shrink also counts the WAL the deletions left behind.',
       'The benchmark always runs the VACUUM to measure it; "guard would VACUUM" is the guard\'s rule (at least 1 MiB and a tenth of the file).',
     ],
@@ -335,7 +469,10 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       })
       .join('; '),
   });
-  if (ctx.quick) notes.push(`--quick: ${sizes.map(fmtInt).join(' and ')} messages; the trigger path samples ${fmtMs(sampleMs)} and runs to the end only under ${fmtMs(fullLimitMs)}.`);
+  if (ctx.quick)
+    notes.push(
+      `--quick: ${sizes.map(fmtInt).join(' and ')} messages; the trigger path samples ${fmtMs(sampleMs)} and runs to the end only under ${fmtMs(fullLimitMs)}.`,
+    );
   return {
     id: 'seahorse',
     item: 2,

@@ -50,11 +50,30 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   const rows: Row[] = [
     { label: 'node -e 0', args: ['-e', '0'], okCodes: [0], wall: [], rssKb: null },
     { label: 'node empty.mjs (ESM loader)', args: [empty], okCodes: [0], wall: [], rssKb: null },
-    { label: "node -e \"import 'commander'\"", args: ['--input-type=module', '-e', "import 'commander'"], okCodes: [0], cwd: ROOT, wall: [], rssKb: null },
+    {
+      label: 'node -e "import \'commander\'"',
+      args: ['--input-type=module', '-e', "import 'commander'"],
+      okCodes: [0],
+      cwd: ROOT,
+      wall: [],
+      rssKb: null,
+    },
     { label: 'picoclaw-guard --version', args: [CLI, '--version'], okCodes: [0], wall: [], rssKb: null },
     { label: 'picoclaw-guard --help', args: [CLI, '--help'], okCodes: [0], wall: [], rssKb: null },
-    { label: 'picoclaw-guard health --json', args: [CLI, 'health', '--json', '--home', home.home, '--state-dir', state], okCodes: [0, 10, 11], wall: [], rssKb: null },
-    { label: `picoclaw-guard sessions --json (${home.sessions} sessions)`, args: [CLI, 'sessions', '--json', '--home', home.home], okCodes: [0], wall: [], rssKb: null },
+    {
+      label: 'picoclaw-guard health --json',
+      args: [CLI, 'health', '--json', '--home', home.home, '--state-dir', state],
+      okCodes: [0, 10, 11],
+      wall: [],
+      rssKb: null,
+    },
+    {
+      label: `picoclaw-guard sessions --json (${home.sessions} sessions)`,
+      args: [CLI, 'sessions', '--json', '--home', home.home],
+      okCodes: [0],
+      wall: [],
+      rssKb: null,
+    },
   ];
   const runs = ctx.quick ? 7 : Math.max(15, ctx.runs * 4);
   ctx.log(`startup: ${runs} interleaved rounds (+2 warm-up)`);
@@ -70,15 +89,32 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     title: `Start-up cost (${runs} interleaved rounds; median, p90)`,
     headers: ['command', 'median', 'p90', 'min', 'vs node -e 0', 'peak RSS'],
     right: [1, 2, 3, 4, 5],
-    rows: rows.map((r) => [r.label, fmtMs(median(r.wall)), fmtMs(quantile(r.wall, 0.9)), fmtMs(Math.min(...r.wall)), fmtRatio(median(r.wall) / bare), fmtRss(r.rssKb)]),
-    notes: ['Wall time from spawn to exit, measured by the parent; the three rows under node -e 0 split the gap between bare Node and --help.'],
+    rows: rows.map((r) => [
+      r.label,
+      fmtMs(median(r.wall)),
+      fmtMs(quantile(r.wall, 0.9)),
+      fmtMs(Math.min(...r.wall)),
+      fmtRatio(median(r.wall) / bare),
+      fmtRss(r.rssKb),
+    ]),
+    notes: [
+      'Wall time from spawn to exit, measured by the parent; the three rows under node -e 0 split the gap between bare Node and --help.',
+    ],
   };
   const help = rows.find((r) => r.label.endsWith('--help'))!;
   const health = rows.find((r) => r.label.includes('health'))!;
   const ratio = median(help.wall) / bare;
   const verdicts: Verdict[] = [
-    { goal: '--help within 1.5x of bare node -e 0', status: ratio <= 1.5 ? 'met' : 'missed', detail: `${fmtRatio(ratio)}: ${fmtMs(median(help.wall))} vs ${fmtMs(bare)}` },
-    { goal: 'health --json under 0.5 s', status: median(health.wall) < 500 ? 'met' : 'missed', detail: `${fmtMs(median(health.wall))} (p90 ${fmtMs(quantile(health.wall, 0.9))})` },
+    {
+      goal: '--help within 1.5x of bare node -e 0',
+      status: ratio <= 1.5 ? 'met' : 'missed',
+      detail: `${fmtRatio(ratio)}: ${fmtMs(median(help.wall))} vs ${fmtMs(bare)}`,
+    },
+    {
+      goal: 'health --json under 0.5 s',
+      status: median(health.wall) < 500 ? 'met' : 'missed',
+      detail: `${fmtMs(median(health.wall))} (p90 ${fmtMs(quantile(health.wall, 0.9))})`,
+    },
   ];
   removeDir(dir, ctx);
   return {

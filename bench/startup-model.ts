@@ -35,25 +35,46 @@ async function trial(law: Law, n: number, seed: number) {
   const rng = new Rng(seed);
   const vols = Array.from({ length: n }, () => volume(rng));
   const h = restartHistory({ law, volumes: vols, seed: seed + 1, endMs: END, home: '/bench' });
-  const report = await analyzeStartupLog({ stream: (async function* () { yield historyLog(h, '/bench', seed + 2); })() });
+  const report = await analyzeStartupLog({
+    stream: (async function* () {
+      yield historyLog(h, '/bench', seed + 2);
+    })(),
+  });
   const fit = fitBootstrapModel(points(pairSamples(h.samples, report.restarts, END).samples));
   if (!fit.model) return null;
   const m = fit.model;
   const test = Array.from({ length: 200 }, () => volume(rng));
   const vsLaw = test.map((v) => predictGap(m, v.sessions, v.jsonl_bytes) - lawGap(law, v, null));
-  const seen = test.map((v) => ({ e: predictGap(m, v.sessions, v.jsonl_bytes) - lawGap(law, v, rng), pm: predictionError(m, v.sessions, v.jsonl_bytes) }));
+  const seen = test.map((v) => ({
+    e: predictGap(m, v.sessions, v.jsonl_bytes) - lawGap(law, v, rng),
+    pm: predictionError(m, v.sessions, v.jsonl_bytes),
+  }));
   // The log measures to whole seconds: a band under 1 s cannot be told apart from the rounding.
   const within = seen.filter((x) => Math.abs(x.e) <= 2 * Math.max(1, x.pm)).length / seen.length;
   // What the cap relies on: a real restart above prediction + CAP_MARGIN × its ± (one-sided).
   const over = seen.filter((x) => x.e < -CAP_MARGIN * x.pm).length / seen.length;
-  return { kind: m.kind, stated: m.rmse_seconds, pm: median(seen.map((x) => x.pm)), law: rms(vsLaw), seen: rms(seen.map((x) => x.e)), within, over, b: m.b, c: m.c };
+  return {
+    kind: m.kind,
+    stated: m.rmse_seconds,
+    pm: median(seen.map((x) => x.pm)),
+    law: rms(vsLaw),
+    seen: rms(seen.map((x) => x.e)),
+    within,
+    over,
+    b: m.b,
+    c: m.c,
+  };
 }
 
 async function main(): Promise<void> {
   const t0 = performance.now();
-  console.log(`law: gap = ${LAW.a} s + ${LAW.b} s/session + ${LAW.c} s/MiB + noise; sessions 20-500, 20-250 KiB each; ${TRIALS} histories per row, 200 predictions each`);
+  console.log(
+    `law: gap = ${LAW.a} s + ${LAW.b} s/session + ${LAW.c} s/MiB + noise; sessions 20-500, 20-250 KiB each; ${TRIALS} histories per row, 200 predictions each`,
+  );
   console.log('');
-  console.log('| noise (s) | restarts | fits | RMSE on its samples (median, s) | stated ± of a prediction (median, s) | error vs the law (RMS, s) | error vs a real restart (RMS, s) | real restarts within ±2× stated | real restarts above prediction + 2× stated (the cap line) | b (s/session, median) | c (s/MiB, median) |');
+  console.log(
+    '| noise (s) | restarts | fits | RMSE on its samples (median, s) | stated ± of a prediction (median, s) | error vs the law (RMS, s) | error vs a real restart (RMS, s) | real restarts within ±2× stated | real restarts above prediction + 2× stated (the cap line) | b (s/session, median) | c (s/MiB, median) |',
+  );
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const noise of NOISES) {
     for (const n of COUNTS) {

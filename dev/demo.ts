@@ -27,7 +27,12 @@ function standInGateway(startedAt: number): Promise<{ server: Server; port: numb
   const server = createServer((req, res) => {
     const uptime = `${((Date.now() - startedAt) / 1000).toFixed(3)}s`;
     const path = (req.url ?? '').split('?')[0];
-    const body = path === '/health' ? { status: 'ok', uptime, pid: process.pid } : path === '/ready' ? { status: 'ready', uptime } : null;
+    const body =
+      path === '/health'
+        ? { status: 'ok', uptime, pid: process.pid }
+        : path === '/ready'
+          ? { status: 'ready', uptime }
+          : null;
     res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' });
     res.end(body ? `${JSON.stringify(body)}\n` : '{"error":"not found"}\n');
   });
@@ -46,7 +51,10 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   });
 }
 
-/** Words wrapped at 80 columns: `first` before the first line, `next` before the others, `end` after every line but the last. */
+/**
+ * Words wrapped at 80 columns: `first` before the first line, `next` before the others, `end` after every line but the
+ * last.
+ */
 function wrap(text: string, first: string, end: string, next: string): string {
   const lines: string[] = [];
   let line = first;
@@ -74,7 +82,14 @@ async function main(): Promise<void> {
 
   const startedAt = Date.now();
   const gateway = await standInGateway(startedAt);
-  const sample = buildSampleHome({ dir: home, seed: 7, sessions: 80, agents: 3, now: Date.now(), pidFile: { pid: process.pid, port: gateway.port } });
+  const sample = buildSampleHome({
+    dir: home,
+    seed: 7,
+    sessions: 80,
+    agents: 3,
+    now: Date.now(),
+    pidFile: { pid: process.pid, port: gateway.port },
+  });
   process.stdout.write(
     `Built a sample PicoClaw home in ${home}\n` +
       [
@@ -91,7 +106,10 @@ async function main(): Promise<void> {
   const state = ['--state-dir', stateDir];
   const steps: { title: string; args: string[]; note?: string }[] = [
     { title: 'What is on this board', args: ['sessions', ...common] },
-    { title: 'What the retention policy would delete (dry-run: nothing is changed)', args: ['prune', '--max-age-days', '30', '--max-sessions', '100', ...common] },
+    {
+      title: 'What the retention policy would delete (dry-run: nothing is changed)',
+      args: ['prune', '--max-age-days', '30', '--max-sessions', '100', ...common],
+    },
     {
       title: 'Apply it',
       args: ['prune', '--apply', '--max-age-days', '30', '--max-sessions', '100', ...common, ...state],
@@ -109,7 +127,9 @@ async function main(): Promise<void> {
     },
   ];
   for (const step of steps) {
-    process.stdout.write(`\n=== ${step.title}\n${wrap(`$ picoclaw-guard ${step.args.join(' ')}`, '', ' \\', '    ')}\n`);
+    process.stdout.write(
+      `\n=== ${step.title}\n${wrap(`$ picoclaw-guard ${step.args.join(' ')}`, '', ' \\', '    ')}\n`,
+    );
     if (step.note) process.stdout.write(`${wrap(step.note, '# ', '', '# ')}\n`);
     process.stdout.write('\n');
     const code = await run(step.args, env);

@@ -14,13 +14,22 @@ const SCANNED = ['src', 'dev', 'test', 'bench', 'scripts'];
 const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/;
 
 const FORBIDDEN = [
-  { re: /\b(?:picoclaw-facts|board-health-facts|ops-facts)\.md\b/, why: 'cites a reference document that is not in the repository: cite docs/... or the upstream source' },
+  {
+    re: /\b(?:picoclaw-facts|board-health-facts|ops-facts)\.md\b/,
+    why: 'cites a reference document that is not in the repository: cite docs/... or the upstream source',
+  },
   { re: /\bstyle\.md\b/, why: 'cites the style notes, which are not in the repository' },
   { re: /\bseeds\//, why: 'cites a seed document, which is not in the repository' },
   { re: /\.\.\/shared\//, why: 'reaches outside the repository (../shared)' },
-  { re: /§\s*\d/, why: 'a bare section number of a document that is not in the repository: cite docs/<page>.md#<section>' },
+  {
+    re: /§\s*\d/,
+    why: 'a bare section number of a document that is not in the repository: cite docs/<page>.md#<section>',
+  },
   { re: /\b[Ii]ssues?\s+#?\d+/, why: "names one of the project's issues: say what the code does instead" },
-  { re: /(?:^|[\s(])#\d+\b/, why: "names one of the project's issues: say what the code does instead (upstream issues are owner/repo#N)" },
+  {
+    re: /(?:^|[\s(])#\d+\b/,
+    why: "names one of the project's issues: say what the code does instead (upstream issues are owner/repo#N)",
+  },
 ];
 // A docs/ path not preceded by another path segment (upstream paths such as pkg/.../docs/x.md are fine).
 const DOCS_REF = /(?<![\w/.-])docs\/([\w.-]+\.md)(?:#([\w-]+))?/g;
@@ -37,7 +46,14 @@ const anchorCache = new Map();
 function anchors(page) {
   if (!anchorCache.has(page)) {
     const path = join(root, 'docs', page);
-    const set = existsSync(path) ? new Set(readFileSync(path, 'utf8').split('\n').filter((l) => /^#{1,6}\s/.test(l)).map((l) => slug(l.replace(/^#+\s*/, '')))) : null;
+    const set = existsSync(path)
+      ? new Set(
+          readFileSync(path, 'utf8')
+            .split('\n')
+            .filter((l) => /^#{1,6}\s/.test(l))
+            .map((l) => slug(l.replace(/^#+\s*/, ''))),
+        )
+      : null;
     anchorCache.set(page, set);
   }
   return anchorCache.get(page);
@@ -80,4 +96,6 @@ if (findings.length > 0) {
   process.stderr.write(`${findings.join('\n')}\n${findings.length} citation(s) to fix.\n`);
   process.exit(1);
 }
-process.stdout.write('citations: every docs/ reference exists; no reference document, section number or issue number is cited.\n');
+process.stdout.write(
+  'citations: every docs/ reference exists; no reference document, section number or issue number is cited.\n',
+);

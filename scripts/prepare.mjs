@@ -18,7 +18,9 @@ try {
   tsc = join(dirname(createRequire(join(root, 'package.json')).resolve('typescript/package.json')), 'bin', 'tsc');
 } catch {
   if (clean) {
-    process.stderr.write('picoclaw-guard: npm pack compiles what it ships and needs TypeScript: run npm ci (with the dev tools) first.\n');
+    process.stderr.write(
+      'picoclaw-guard: npm pack compiles what it ships and needs TypeScript: run npm ci (with the dev tools) first.\n',
+    );
     process.exit(1);
   }
   process.stdout.write(

@@ -16,7 +16,17 @@
  *   PICOCLAW_GUARD_SYSTEM_KEEP=1 leave the container running at the end (prints its PID)
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,7 +62,8 @@ const log = (msg) => process.stderr.write(`[test:system +${((Date.now() - T0) / 
 
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${r.status ?? r.signal}\n${r.stdout ?? ''}${r.stderr ?? ''}`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')}: exit ${r.status ?? r.signal}\n${r.stdout ?? ''}${r.stderr ?? ''}`);
   return r.stdout;
 }
 
@@ -60,10 +71,31 @@ function run(cmd, args, opts = {}) {
 function inside(cmd, { check = true, timeout = 200_000 } = {}) {
   const r = spawnSync(
     'nsenter',
-    ['-t', String(leader), '-m', '-u', '-i', '-n', '-p', '-C', '-r', '-w', '/usr/bin/env', '-i', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8', 'SYSTEMD_PAGER=', 'SYSTEMD_COLORS=0', 'bash', '-c', cmd],
+    [
+      '-t',
+      String(leader),
+      '-m',
+      '-u',
+      '-i',
+      '-n',
+      '-p',
+      '-C',
+      '-r',
+      '-w',
+      '/usr/bin/env',
+      '-i',
+      'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      'LANG=C.UTF-8',
+      'SYSTEMD_PAGER=',
+      'SYSTEMD_COLORS=0',
+      'bash',
+      '-c',
+      cmd,
+    ],
     { encoding: 'utf8', timeout, maxBuffer: 64 << 20 },
   );
-  if (check && r.status !== 0) throw new Error(`inside the container: ${cmd}\nexit ${r.status ?? r.signal}\n${r.stdout}${r.stderr}`);
+  if (check && r.status !== 0)
+    throw new Error(`inside the container: ${cmd}\nexit ${r.status ?? r.signal}\n${r.stdout}${r.stderr}`);
   return check ? r.stdout : r;
 }
 
@@ -81,22 +113,31 @@ async function waitFor(what, fn, timeoutMs) {
     } catch (err) {
       last = err;
     }
-    if (Date.now() > end) throw new Error(`gave up after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(`gave up after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${last.message}` : ''}`);
     await sleep(250);
   }
 }
 
 function show(unit, ...props) {
   const out = inside(`systemctl show ${props.map((p) => `-p ${p}`).join(' ')} ${unit}`);
-  return Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 }
 
 const cursor = () => /-- cursor: (.*)/.exec(inside('journalctl -n 0 --show-cursor -q'))?.[1] ?? '';
-const journal = (since, ...units) => inside(`journalctl -q -o cat --after-cursor='${since}' ${units.map((u) => `-u ${u}`).join(' ')}`);
+const journal = (since, ...units) =>
+  inside(`journalctl -q -o cat --after-cursor='${since}' ${units.map((u) => `-u ${u}`).join(' ')}`);
 
 /** An HTTP GET from inside the container (root, outside every unit): status and body. */
 function get(path) {
-  const out = inside(`node -e 'fetch("http://127.0.0.1:9109${path}").then(async (r) => console.log(r.status + "\\n" + (await r.text()))).catch((e) => { console.log("0\\n" + e.cause?.code); })'`);
+  const out = inside(
+    `node -e 'fetch("http://127.0.0.1:9109${path}").then(async (r) => console.log(r.status + "\\n" + (await r.text()))).catch((e) => { console.log("0\\n" + e.cause?.code); })'`,
+  );
   const nl = out.indexOf('\n');
   return { status: Number(out.slice(0, nl)), body: out.slice(nl + 1) };
 }
@@ -166,11 +207,23 @@ before(async () => {
   mkdirSync(cgroup, { recursive: true });
   nspawn = spawn(
     'sh',
-    ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, 'systemd-nspawn',
-      '-D', root, '--volatile=overlay', '--boot', '--register=no', '--keep-unit', '--private-network',
-      '--machine', `pcg-test-${process.pid}`,
+    [
+      '-c',
+      'echo $$ > "$0/cgroup.procs" && exec "$@"',
+      cgroup,
+      'systemd-nspawn',
+      '-D',
+      root,
+      '--volatile=overlay',
+      '--boot',
+      '--register=no',
+      '--keep-unit',
+      '--private-network',
+      '--machine',
+      `pcg-test-${process.pid}`,
       // Without these two, DevicePolicy= and IPAddressDeny= are silently not enforced.
-      '--capability=all', '--system-call-filter=bpf @privileged',
+      '--capability=all',
+      '--system-call-filter=bpf @privileged',
       `--bind-ro=${process.execPath}:/usr/local/bin/node`,
       `--bind-ro=${join(stage, 'project')}:/opt/picoclaw-guard`,
       `--bind-ro=${join(repo, 'scripts/system')}:/opt/standins`,
@@ -178,7 +231,9 @@ before(async () => {
     ],
     { env: { ...process.env, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY: '1' }, stdio: ['ignore', out, out] },
   );
-  nspawn.on('exit', (code, sig) => log(`systemd-nspawn exited (${code ?? sig}); its output: ${join(stage, 'nspawn.log')}`));
+  nspawn.on('exit', (code, sig) =>
+    log(`systemd-nspawn exited (${code ?? sig}); its output: ${join(stage, 'nspawn.log')}`),
+  );
   // Interrupted: no container is left behind.
   for (const sig of ['SIGINT', 'SIGTERM']) {
     process.on(sig, () => {
@@ -186,11 +241,19 @@ before(async () => {
       process.exit(130);
     });
   }
-  leader = await waitFor('the container to start (systemd-nspawn)', () => {
-    if (nspawn.exitCode !== null) throw new Error(readFileSync(join(stage, 'nspawn.log'), 'utf8'));
-    return findLeader(nspawn.pid);
-  }, 60_000);
-  await waitFor('systemd in the container to finish booting', () => /^(running|degraded)/.test(inside('systemctl is-system-running', { check: false }).stdout ?? ''), 120_000);
+  leader = await waitFor(
+    'the container to start (systemd-nspawn)',
+    () => {
+      if (nspawn.exitCode !== null) throw new Error(readFileSync(join(stage, 'nspawn.log'), 'utf8'));
+      return findLeader(nspawn.pid);
+    },
+    60_000,
+  );
+  await waitFor(
+    'systemd in the container to finish booting',
+    () => /^(running|degraded)/.test(inside('systemctl is-system-running', { check: false }).stdout ?? ''),
+    120_000,
+  );
   log(`booted (container PID 1 is ${leader} here)`);
 
   inside(`useradd --create-home --user-group --shell /usr/sbin/nologin ${USER} && ip addr add ${FOREIGN}/32 dev lo`);
@@ -199,7 +262,9 @@ before(async () => {
   const script = `const m = await import("${builder}"); m.buildSampleHome(${sample})`;
   inside(`runuser -u ${USER} -- node --input-type=module -e '${script}'`);
   sessions0 = countSessions();
-  inside(`install -m 0755 /opt/standins/vcgencmd /usr/local/bin/vcgencmd && install -m 0644 /opt/standins/picoclaw.service /etc/systemd/system/${GATEWAY}`);
+  inside(
+    `install -m 0755 /opt/standins/vcgencmd /usr/local/bin/vcgencmd && install -m 0644 /opt/standins/picoclaw.service /etc/systemd/system/${GATEWAY}`,
+  );
   writeConfig({ enabled: false, max_age_days: 30, check_interval_minutes: 60 });
   log(`a sample home with ${sessions0} sessions for ${USER}; the stand-in gateway unit and vcgencmd are in place`);
 });
@@ -234,7 +299,8 @@ test('install-units writes units for this container, and the folders ReadWritePa
   assert.doesNotMatch(unit, /DeviceAllow=\/dev\/(vcio|vchiq)/);
   assert.match(unit, /^DevicePolicy=closed$/m);
   assert.match(unit, new RegExp(`^ReadWritePaths=.*-${ARCHIVE}`, 'm'));
-  for (const dir of [ARCHIVE, TEXTFILE]) assert.equal(inside(`stat -c %U ${dir}`).trim(), USER, `${dir} should exist and belong to ${USER}`);
+  for (const dir of [ARCHIVE, TEXTFILE])
+    assert.equal(inside(`stat -c %U ${dir}`).trim(), USER, `${dir} should exist and belong to ${USER}`);
   if (BREAK) {
     log(`PICOCLAW_GUARD_SYSTEM_BREAK: applying sed ${JSON.stringify(BREAK)} to the installed guard units`);
     run('sed', ['-i', '-e', BREAK, inRoot(`/etc/systemd/system/${GUARD}`), inRoot(`/etc/systemd/system/${PRESTART}`)]);
@@ -242,20 +308,36 @@ test('install-units writes units for this container, and the folders ReadWritePa
   inside(`systemctl daemon-reload && systemctl enable ${GATEWAY} ${GUARD}`);
 });
 
-test('starting the gateway runs pre-start (skipping: not enabled), then the gateway, then the guard', { skip }, async () => {
-  const c = cursor();
-  inside(`systemctl start ${GATEWAY}`);
-  await waitFor(`${GUARD} active and answering /health`, () => get('/health').status === 200, 150_000);
-  const pre = show(PRESTART, 'Result', 'ExecMainStatus', 'ExecMainStartTimestampMonotonic', 'ExecMainExitTimestampMonotonic');
-  const gw = show(GATEWAY, 'ExecMainStartTimestampMonotonic');
-  const guard = show(GUARD, 'ExecMainStartTimestampMonotonic');
-  assert.equal(pre.Result, 'success');
-  assert.ok(Number(pre.ExecMainExitTimestampMonotonic) > 0, 'pre-start ran');
-  assert.ok(Number(pre.ExecMainExitTimestampMonotonic) <= Number(gw.ExecMainStartTimestampMonotonic), 'pre-start ended before the gateway started');
-  assert.ok(Number(gw.ExecMainStartTimestampMonotonic) <= Number(guard.ExecMainStartTimestampMonotonic), 'the gateway started before the guard');
-  assert.match(journal(c, PRESTART), /not enabled/);
-  assert.equal(countSessions(), sessions0);
-});
+test(
+  'starting the gateway runs pre-start (skipping: not enabled), then the gateway, then the guard',
+  { skip },
+  async () => {
+    const c = cursor();
+    inside(`systemctl start ${GATEWAY}`);
+    await waitFor(`${GUARD} active and answering /health`, () => get('/health').status === 200, 150_000);
+    const pre = show(
+      PRESTART,
+      'Result',
+      'ExecMainStatus',
+      'ExecMainStartTimestampMonotonic',
+      'ExecMainExitTimestampMonotonic',
+    );
+    const gw = show(GATEWAY, 'ExecMainStartTimestampMonotonic');
+    const guard = show(GUARD, 'ExecMainStartTimestampMonotonic');
+    assert.equal(pre.Result, 'success');
+    assert.ok(Number(pre.ExecMainExitTimestampMonotonic) > 0, 'pre-start ran');
+    assert.ok(
+      Number(pre.ExecMainExitTimestampMonotonic) <= Number(gw.ExecMainStartTimestampMonotonic),
+      'pre-start ended before the gateway started',
+    );
+    assert.ok(
+      Number(gw.ExecMainStartTimestampMonotonic) <= Number(guard.ExecMainStartTimestampMonotonic),
+      'the gateway started before the guard',
+    );
+    assert.match(journal(c, PRESTART), /not enabled/);
+    assert.equal(countSessions(), sessions0);
+  },
+);
 
 test('/health and /metrics answer through loopback; the stand-in vcgencmd is read', { skip }, async () => {
   const h = get('/health');
@@ -265,10 +347,14 @@ test('/health and /metrics answer through loopback; the stand-in vcgencmd is rea
   assert.equal(health.throttle.source, 'vcgencmd');
   assert.equal(health.throttle.get_throttled, '0x50000', 'the stand-in vcgencmd (video group, DevicePolicy=closed)');
   assert.equal(health.throttle.since_boot.under_voltage, true);
-  const m = await waitFor('/metrics with a gateway reading', () => {
-    const r = get('/metrics');
-    return r.status === 200 && /picoclaw_guard_build_info/.test(r.body) ? r : null;
-  }, 30_000);
+  const m = await waitFor(
+    '/metrics with a gateway reading',
+    () => {
+      const r = get('/metrics');
+      return r.status === 200 && /picoclaw_guard_build_info/.test(r.body) ? r : null;
+    },
+    30_000,
+  );
   assert.match(m.body, /picoclaw_guard_prune_running 0/);
 });
 
@@ -303,7 +389,11 @@ test('systemctl reload re-reads the configuration in the same process', { skip }
   writeConfig({ enabled: true, max_age_days: 3, check_interval_minutes: 2 });
   const c = cursor();
   inside(`systemctl reload ${GUARD}`);
-  await waitFor('"configuration reloaded" with the new interval', () => /configuration reloaded/.test(journal(c, GUARD)) && /"interval_seconds":120/.test(journal(c, GUARD)), 30_000);
+  await waitFor(
+    '"configuration reloaded" with the new interval',
+    () => /configuration reloaded/.test(journal(c, GUARD)) && /"interval_seconds":120/.test(journal(c, GUARD)),
+    30_000,
+  );
   assert.equal(show(GUARD, 'MainPID').MainPID, pid);
 });
 
@@ -311,9 +401,18 @@ test('a stop in the middle of a prune pass exits 0 within TimeoutStopSec', { ski
   // Each session step takes 0.5 s (a test hook of the pass child), so the pass is long
   // enough to be caught in the middle; without the state files the pass starts at once.
   mkdirSync(inRoot(`/etc/systemd/system/${GUARD}.d`), { recursive: true });
-  writeFileSync(inRoot(`/etc/systemd/system/${GUARD}.d/50-system-test.conf`), '[Service]\nEnvironment=PICOGUARD_TEST_STEP_DELAY_MS=500\n');
-  inside(`systemctl daemon-reload && rm -f ${STATE}/daemon-last-run-*.json ${STATE}/prune-history.jsonl && systemctl restart ${GUARD}`);
-  await waitFor('a prune pass running (picoclaw_guard_prune_running 1)', () => /picoclaw_guard_prune_running 1/.test(get('/metrics').body), 90_000);
+  writeFileSync(
+    inRoot(`/etc/systemd/system/${GUARD}.d/50-system-test.conf`),
+    '[Service]\nEnvironment=PICOGUARD_TEST_STEP_DELAY_MS=500\n',
+  );
+  inside(
+    `systemctl daemon-reload && rm -f ${STATE}/daemon-last-run-*.json ${STATE}/prune-history.jsonl && systemctl restart ${GUARD}`,
+  );
+  await waitFor(
+    'a prune pass running (picoclaw_guard_prune_running 1)',
+    () => /picoclaw_guard_prune_running 1/.test(get('/metrics').body),
+    90_000,
+  );
   const c = cursor();
   inside(`systemctl stop ${GUARD}`, { timeout: 60_000 });
   const s = show(GUARD, 'Result', 'ExecMainStatus', 'ExecMainCode');
@@ -323,7 +422,10 @@ test('a stop in the middle of a prune pass exits 0 within TimeoutStopSec', { ski
   assert.match(j, /"msg":"stopping".*"pass_running":true|"pass_running":true.*"msg":"stopping"/);
   assert.match(j, /"msg":"stopped"/);
   // The pass child stopped between two sessions and reported: not killed, not failed.
-  const pass = j.split('\n').filter((l) => l.includes('"msg":"prune pass"')).map((l) => JSON.parse(l));
+  const pass = j
+    .split('\n')
+    .filter((l) => l.includes('"msg":"prune pass"'))
+    .map((l) => JSON.parse(l));
   assert.equal(pass.length, 1, j);
   assert.equal(pass[0].stopped_early, true);
   assert.notEqual(pass[0].outcome, 'failed', j);
@@ -336,18 +438,33 @@ test('kill -9 of the guard is restarted by systemd', { skip }, async () => {
   await waitFor(`${GUARD} answering /health`, () => get('/health').status === 200, 60_000);
   const before = show(GUARD, 'MainPID', 'NRestarts');
   inside(`systemctl kill --signal=SIGKILL --kill-who=main ${GUARD}`);
-  const now = await waitFor(`${GUARD} restarted (RestartSec=10s)`, () => {
-    const s = show(GUARD, 'MainPID', 'NRestarts', 'ActiveState');
-    return s.ActiveState === 'active' && s.MainPID !== '0' && s.MainPID !== before.MainPID ? s : null;
-  }, 60_000);
+  const now = await waitFor(
+    `${GUARD} restarted (RestartSec=10s)`,
+    () => {
+      const s = show(GUARD, 'MainPID', 'NRestarts', 'ActiveState');
+      return s.ActiveState === 'active' && s.MainPID !== '0' && s.MainPID !== before.MainPID ? s : null;
+    },
+    60_000,
+  );
   assert.equal(Number(now.NRestarts), Number(before.NRestarts) + 1);
   await waitFor('/health after the restart', () => get('/health').status === 200, 60_000);
 });
 
 test("the guard's units logged no EPERM, EACCES, SIGSYS or missing device", { skip }, () => {
   // systemd logs "Couldn't stat device" as PID 1 (init.scope), not as the unit.
-  const j = inside(`journalctl -b -q -o cat -u ${GUARD} -u ${PRESTART}; journalctl -b -q -o cat _PID=1 | grep -E "picoclaw-guard|Couldn't stat device" || true`);
-  const bad = j.split('\n').filter((l) => /EPERM|EACCES|EROFS|SIGSYS|Couldn't stat device|Operation not permitted|Permission denied|Read-only file system/.test(l));
+  const j = inside(
+    `journalctl -b -q -o cat -u ${GUARD} -u ${PRESTART}; journalctl -b -q -o cat _PID=1 | grep -E "picoclaw-guard|Couldn't stat device" || true`,
+  );
+  const bad = j
+    .split('\n')
+    .filter((l) =>
+      /EPERM|EACCES|EROFS|SIGSYS|Couldn't stat device|Operation not permitted|Permission denied|Read-only file system/.test(
+        l,
+      ),
+    );
   assert.deepEqual(bad, []);
-  assert.equal(inside(`systemctl is-failed ${GUARD} ${PRESTART} ${GATEWAY}`, { check: false }).stdout.includes('failed'), false);
+  assert.equal(
+    inside(`systemctl is-failed ${GUARD} ${PRESTART} ${GATEWAY}`, { check: false }).stdout.includes('failed'),
+    false,
+  );
 });

@@ -32,7 +32,8 @@ function oneLineError(text: string): string {
 /** An option value that must be a whole number of at least `min`, checked while parsing. */
 function wholeNumber(min: number) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`Expected a whole number of ${min} or more.`);
+    if (!/^\d+$/.test(value) || Number(value) < min)
+      throw new InvalidArgumentError(`Expected a whole number of ${min} or more.`);
     return Number(value);
   };
 }
@@ -51,7 +52,8 @@ function paragraphs(text: string): Line[] {
   const out: Line[] = [];
   for (const line of text.split('\n')) {
     const prev = out[out.length - 1];
-    if (prev && prev.indent === 0 && prev.text !== '' && line !== '' && !/^\s/.test(line) && !/[.:]$/.test(prev.text)) prev.text += ' ' + line;
+    if (prev && prev.indent === 0 && prev.text !== '' && line !== '' && !/^\s/.test(line) && !/[.:]$/.test(prev.text))
+      prev.text += ' ' + line;
     else out.push({ text: line, indent: /^\s/.test(line) ? /^ */.exec(line)![0].length + 2 : 0 });
   }
   return out;
@@ -88,16 +90,20 @@ Examples:
   );
 
 /** One wording of the state folder's default (src/io/statedir.ts), for every command that has one. */
-const STATE_DIR_DEFAULT = 'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else $XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
+const STATE_DIR_DEFAULT =
+  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else $XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
 const homeOpt = () => new Option('--home <dir>', 'PicoClaw home (default: $PICOCLAW_HOME, else ~/.picoclaw)');
 const jsonOpt = () => new Option('--json', 'print one JSON object instead of the table');
-const wideOpt = () => new Option('--wide', 'do not fit the text to the terminal (or to 80 columns): full keys, paths and every column');
+const wideOpt = () =>
+  new Option('--wide', 'do not fit the text to the terminal (or to 80 columns): full keys, paths and every column');
 
 /** Lazily import a command module and run it; its return value is the exit code. */
 function lazy(name: string) {
   return async (...args: unknown[]) => {
     const cmd = args[args.length - 1] as Command;
-    const mod = (await import(`./commands/${name}.js`)) as { run: (opts: Record<string, unknown>, args: unknown[]) => Promise<number> | number };
+    const mod = (await import(`./commands/${name}.js`)) as {
+      run: (opts: Record<string, unknown>, args: unknown[]) => Promise<number> | number;
+    };
     const positional = args.slice(0, -2);
     process.exitCode = await mod.run(cmd.optsWithGlobals(), positional);
   };
@@ -116,20 +122,38 @@ const prune = program
   .command('prune')
   .description('apply the retention policy; without --apply it is a dry-run that only prints the plan')
   .addOption(homeOpt())
-  .option('--config <file>', "the guard's config file (default: $PICOCLAW_GUARD_CONFIG, else /etc/picoclaw-guard/config.json if present)")
+  .option(
+    '--config <file>',
+    "the guard's config file (default: $PICOCLAW_GUARD_CONFIG, else /etc/picoclaw-guard/config.json if present)",
+  )
   .option('--apply', 'delete what the plan says (without it nothing is written anywhere)')
   .option('--max-age-days <n>', 'delete sessions idle longer than this (0 disables)', wholeNumber(0))
   .option('--max-sessions <n>', 'keep at most this many sessions, all agents together (0 disables)', wholeNumber(0))
   .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)', wholeNumber(0))
   .option('--no-vacuum', 'never VACUUM seahorse.db')
-  .option('--force-vacuum', 'VACUUM even while the gateway is running (it blocks the gateway\'s writes while it runs)')
+  .option('--force-vacuum', "VACUUM even while the gateway is running (it blocks the gateway's writes while it runs)")
   .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
   .option('--cron-keep-runs <n>', 'keep at most the newest N runs of each cron job (0 disables)', wholeNumber(0))
-  .option('--cron-max-age-days <n>', 'delete cron runs idle longer than this, whatever max_age_days says (0 disables)', wholeNumber(0))
-  .option('--max-sessions-counts-cron <bool>', 'false: cron runs neither count toward nor are deleted by --max-sessions (default true, PicoClaw\'s rule)')
-  .option('--max-bootstrap-seconds <n>', "keep the gateway's predicted startup gap under this: delete the default agent's oldest sessions beyond the cap the startup model derives (0 disables)", wholeNumber(0))
+  .option(
+    '--cron-max-age-days <n>',
+    'delete cron runs idle longer than this, whatever max_age_days says (0 disables)',
+    wholeNumber(0),
+  )
+  .option(
+    '--max-sessions-counts-cron <bool>',
+    "false: cron runs neither count toward nor are deleted by --max-sessions (default true, PicoClaw's rule)",
+  )
+  .option(
+    '--max-bootstrap-seconds <n>',
+    "keep the gateway's predicted startup gap under this: delete the default agent's oldest sessions beyond the cap the startup model derives (0 disables)",
+    wholeNumber(0),
+  )
   .option('--pre-start', 'run by the pre-start unit before the gateway starts: implies --deadline 120')
-  .option('--deadline <seconds>', 'stop deleting after this many seconds (between sessions; the next pass goes on)', wholeNumber(0))
+  .option(
+    '--deadline <seconds>',
+    'stop deleting after this many seconds (between sessions; the next pass goes on)',
+    wholeNumber(0),
+  )
   .option('--if-enabled', 'do nothing unless the policy key `enabled` is true (for automatic runs)')
   .option('--state-dir <dir>', `where the prune history is kept (${STATE_DIR_DEFAULT})`)
   .addOption(jsonOpt())
@@ -164,12 +188,22 @@ void prune;
 
 program
   .command('restore')
-  .description('put archived sessions back into their agent\'s sessions folder (PicoClaw re-indexes them at its next start)')
-  .argument('[DIR|FILE]', 'a folder of archives written by prune --archive, or one archive file (not needed with --release)')
+  .description(
+    "put archived sessions back into their agent's sessions folder (PicoClaw re-indexes them at its next start)",
+  )
+  .argument(
+    '[DIR|FILE]',
+    'a folder of archives written by prune --archive, or one archive file (not needed with --release)',
+  )
   .addOption(homeOpt())
   .option('--key <key>', 'restore only this session key (a unique prefix, or the shortened form --list prints)')
   .option('--list', 'list the archives and restore nothing (no PicoClaw home needed)')
-  .option('--hold-days <n>', 'keep restored sessions out of every prune pass for this many days (0: no hold)', wholeNumber(0), 7)
+  .option(
+    '--hold-days <n>',
+    'keep restored sessions out of every prune pass for this many days (0: no hold)',
+    wholeNumber(0),
+    7,
+  )
   .option('--release <key>', 'end the hold on a restored session (prune decides on it again)')
   .option('--state-dir <dir>', 'where the holds are kept (as for prune)')
   .addOption(jsonOpt())
@@ -178,7 +212,9 @@ program
 
 program
   .command('health')
-  .description('board temperature, throttling, under-voltage, CPU frequency, memory, disk and the gateway, with a status')
+  .description(
+    'board temperature, throttling, under-voltage, CPU frequency, memory, disk and the gateway, with a status',
+  )
   .addOption(homeOpt())
   .addOption(jsonOpt())
   .addOption(wideOpt())
@@ -186,7 +222,10 @@ program
   .option('--sys-root <dir>', 'root of sysfs (for tests and containers)', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
   .option('--vcgencmd <path>', 'path to vcgencmd (default: found on PATH; not looked for when --sys-root is not /sys)')
-  .option('--state-dir <dir>', `where the under-voltage latch is kept and the prune history is read (${STATE_DIR_DEFAULT})`)
+  .option(
+    '--state-dir <dir>',
+    `where the under-voltage latch is kept and the prune history is read (${STATE_DIR_DEFAULT})`,
+  )
   .addHelpText(
     'after',
     '\nThresholds: the "health" section of the guard config (--config).\n' +
@@ -197,13 +236,19 @@ program
 
 program
   .command('startup')
-  .description("each gateway restart from gateway.log: time to ready, the silent bootstrap gap, and the sessions behind it")
+  .description(
+    'each gateway restart from gateway.log: time to ready, the silent bootstrap gap, and the sessions behind it',
+  )
   .addOption(homeOpt())
   .addOption(jsonOpt())
-  .option('--log <file>', "gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)", (v: string) => {
-    if (v === '') throw new InvalidArgumentError('Expected a file name, or - for standard input.');
-    return v;
-  })
+  .option(
+    '--log <file>',
+    'gateway.log to read, or - for standard input (default: <home>/logs/gateway.log)',
+    (v: string) => {
+      if (v === '') throw new InvalidArgumentError('Expected a file name, or - for standard input.');
+      return v;
+    },
+  )
   .option('--last <n>', 'show only the last N restarts', wholeNumber(1))
   .addOption(wideOpt())
   .option('--state-dir <dir>', `where the prune history is kept, to mark restarts after a prune (${STATE_DIR_DEFAULT})`)
@@ -223,7 +268,9 @@ Examples:
 
 program
   .command('run')
-  .description('the sidecar daemon: scheduled prune passes, a status page at /, and /health, /metrics, /startup, /prune over HTTP')
+  .description(
+    'the sidecar daemon: scheduled prune passes, a status page at /, and /health, /metrics, /startup, /prune over HTTP',
+  )
   .addOption(homeOpt())
   .option('--config <file>', "the guard's config file")
   .option('--host <addr>', 'address to serve on (default 127.0.0.1; anything else needs a token)')
@@ -252,9 +299,14 @@ Examples:
 
 program
   .command('install-units')
-  .description('write the systemd units for this board (paths of this Node and this install) and print the systemctl commands')
+  .description(
+    'write the systemd units for this board (paths of this Node and this install) and print the systemctl commands',
+  )
   .option('--dest <dir>', 'where to write the units', '/etc/systemd/system')
-  .option('--user <name>', 'the user the guard runs as (default: the owner of the PicoClaw home; it must write the sessions folders)')
+  .option(
+    '--user <name>',
+    'the user the guard runs as (default: the owner of the PicoClaw home; it must write the sessions folders)',
+  )
   .option('--gateway-unit <name>', "the gateway's unit name", 'picoclaw.service')
   .option('--config <file>', "the guard's config file (for server.host, archive and textfile folders)")
   .addOption(homeOpt())
@@ -289,7 +341,9 @@ try {
     printError(err);
     process.exitCode = err.exitCode;
   } else {
-    process.stderr.write(`picoclaw-guard: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `picoclaw-guard: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exitCode = ExitCode.FAILURE;
   }
 }

@@ -49,5 +49,5 @@ export function errorMessage(err: unknown): string {
 
 /** The errno code of a Node system error, if any. */
 export function errnoCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
 }

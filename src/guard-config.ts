@@ -39,11 +39,21 @@ export function loadGuardConfig(flag?: string, env: NodeJS.ProcessEnv = process.
   try {
     text = readSmallText(path, 'config');
   } catch (err) {
-    const why = err instanceof SmallFileError ? (err.problem === 'absent' ? 'no such file' : err.message.slice(path.length + 1)) : String(err);
+    const why =
+      err instanceof SmallFileError
+        ? err.problem === 'absent'
+          ? 'no such file'
+          : err.message.slice(path.length + 1)
+        : String(err);
     throw new GuardError(`cannot read the guard config ${given}: ${why}`, {
       exitCode: ExitCode.USAGE,
       path,
-      hint: flag !== undefined ? 'check the path given with --config' : fromEnv ? 'fix or unset PICOCLAW_GUARD_CONFIG' : 'check that the file is a readable regular file',
+      hint:
+        flag !== undefined
+          ? 'check the path given with --config'
+          : fromEnv
+            ? 'fix or unset PICOCLAW_GUARD_CONFIG'
+            : 'check that the file is a readable regular file',
     });
   }
   return { path, sections: parseGuardConfigText(text, path) };
@@ -88,18 +98,28 @@ function shortKey(k: string): string {
   return JSON.stringify(k.length > 64 ? `${k.slice(0, 64)}…` : k);
 }
 
-/** Parse the JSONC text of a guard config into its sections. Errors name the file and a position or a key, never the text. */
+/**
+ * Parse the JSONC text of a guard config into its sections. Errors name the file and a position or a key, never the
+ * text.
+ */
 export function parseGuardConfigText(text: string, path: string): GuardConfig['sections'] {
   const errors: ParseError[] = [];
-  const raw: unknown = parse(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
+  const raw: unknown = parse(text, errors, {
+    allowTrailingComma: true,
+    disallowComments: false,
+    allowEmptyContent: false,
+  });
   if (errors.length > 0) {
     const e = errors[0]!;
     const { line, column } = lineColumn(text, e.offset);
-    throw new GuardError(`the guard config ${path} is not valid JSON at line ${line}, column ${column} (${syntaxWhy(e.error)})`, {
-      exitCode: ExitCode.USAGE,
-      path,
-      hint: FIX_HINT,
-    });
+    throw new GuardError(
+      `the guard config ${path} is not valid JSON at line ${line}, column ${column} (${syntaxWhy(e.error)})`,
+      {
+        exitCode: ExitCode.USAGE,
+        path,
+        hint: FIX_HINT,
+      },
+    );
   }
   const dup = firstDuplicateKey(text);
   if (dup) {
@@ -111,7 +131,11 @@ export function parseGuardConfigText(text: string, path: string): GuardConfig['s
     });
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new GuardError(`the guard config ${path} must be a JSON object`, { exitCode: ExitCode.USAGE, path, hint: FIX_HINT });
+    throw new GuardError(`the guard config ${path} must be a JSON object`, {
+      exitCode: ExitCode.USAGE,
+      path,
+      hint: FIX_HINT,
+    });
   }
   const sections: GuardConfig['sections'] = {};
   for (const [k, v] of Object.entries(raw)) {

@@ -95,7 +95,10 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
 
   mkdirSync(home, { recursive: true });
   const workspace = join(home, 'workspace');
-  const agents = agentIds.map((id) => ({ id, sessionsDir: id === 'main' ? join(workspace, 'sessions') : join(home, `workspace-${id}`, 'sessions') }));
+  const agents = agentIds.map((id) => ({
+    id,
+    sessionsDir: id === 'main' ? join(workspace, 'sessions') : join(home, `workspace-${id}`, 'sessions'),
+  }));
   for (const a of agents) mkdirSync(a.sessionsDir, { recursive: true });
 
   const config: Record<string, unknown> = {
@@ -104,13 +107,25 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
       list: agentIds.map((id, i) => ({ id, name: id, default: i === 0, model: 'llama3' })),
     },
     gateway: { host: '127.0.0.1', port: 18790, log_level: opts.logLevel ?? 'info' },
-    model_list: [{ model_name: 'llama3', model: 'ollama/llama3', api_base: 'http://127.0.0.1:11434/v1', api_key: 'sample-not-a-secret' }],
+    model_list: [
+      {
+        model_name: 'llama3',
+        model: 'ollama/llama3',
+        api_base: 'http://127.0.0.1:11434/v1',
+        api_key: 'sample-not-a-secret',
+      },
+    ],
     ...(opts.extraConfig ?? {}),
   };
   writeFileSync(join(home, 'config.json'), JSON.stringify(config, null, 2) + '\n');
 
   // Plan the sessions first, then write them.
-  interface Planned extends SampleSession { dir: string; start: number; count: number; scope?: Record<string, unknown> }
+  interface Planned extends SampleSession {
+    dir: string;
+    start: number;
+    count: number;
+    scope?: Record<string, unknown>;
+  }
   const planned: Planned[] = [];
   const kinds: SampleSession['kind'][] = [];
   for (let i = 0; i < total; i++) {
@@ -139,7 +154,19 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     } else if (kind === 'alias' && aliasPending) {
       // A legacy session whose key an opaque session lists in its aliases: same group.
       key = aliasPending.aliases.find((a) => !a.endsWith(':main'))!;
-      planned.push({ agent: aliasPending.agent, key, base: sanitize(key), kind: 'alias', lastActivityMs: null, messages: count, inSeahorse: false, aliases: [], dir: aliasPending.dir, start: start - 30 * DAY, count });
+      planned.push({
+        agent: aliasPending.agent,
+        key,
+        base: sanitize(key),
+        kind: 'alias',
+        lastActivityMs: null,
+        messages: count,
+        inSeahorse: false,
+        aliases: [],
+        dir: aliasPending.dir,
+        start: start - 30 * DAY,
+        count,
+      });
       aliasPending = null;
       continue;
     } else {
@@ -147,10 +174,35 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
       const peer = String(rng.int(100000, 999999999));
       const sig = `v=1|agent=${agent.id}|channel=${channel}|account=default|chat=direct:${peer}`;
       key = opaqueKey(sig);
-      scope = { version: 1, agent_id: agent.id, channel, account: 'default', dimensions: ['chat'], values: { chat: `direct:${peer}` } };
-      aliases = [`agent:${agent.id}:main`, `agent:${agent.id}:direct:${peer}`, `agent:${agent.id}:${channel}:direct:${peer}`, `agent:${agent.id}:${channel}:default:direct:${peer}`];
+      scope = {
+        version: 1,
+        agent_id: agent.id,
+        channel,
+        account: 'default',
+        dimensions: ['chat'],
+        values: { chat: `direct:${peer}` },
+      };
+      aliases = [
+        `agent:${agent.id}:main`,
+        `agent:${agent.id}:direct:${peer}`,
+        `agent:${agent.id}:${channel}:direct:${peer}`,
+        `agent:${agent.id}:${channel}:default:direct:${peer}`,
+      ];
     }
-    const p: Planned = { agent: agent.id, key, base: sanitize(key), kind, lastActivityMs: null, messages: count, inSeahorse: false, aliases, dir: agent.sessionsDir, start, count, scope };
+    const p: Planned = {
+      agent: agent.id,
+      key,
+      base: sanitize(key),
+      kind,
+      lastActivityMs: null,
+      messages: count,
+      inSeahorse: false,
+      aliases,
+      dir: agent.sessionsDir,
+      start,
+      count,
+      scope,
+    };
     planned.push(p);
     if (kind === 'direct' && aliases.length > 0 && rng.chance(0.25) && aliasPending === null) aliasPending = p;
   }
@@ -198,12 +250,20 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     db.pragma('synchronous = NORMAL');
     db.exec(seahorseSchemaSql('current'));
     const insConv = db.prepare(`INSERT INTO conversations (session_key, created_at, updated_at) VALUES (?, ?, ?)`);
-    const insMsg = db.prepare(`INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name, reasoning_content) VALUES (?, ?, ?, ?, ?, ?, ?)`);
-    const insPart = db.prepare(`INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?)`);
-    const insSum = db.prepare(`INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, descendant_count, model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    const insMsg = db.prepare(
+      `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name, reasoning_content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const insPart = db.prepare(
+      `INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const insSum = db.prepare(
+      `INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, descendant_count, model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
     const insSumMsg = db.prepare(`INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)`);
     const insSumParent = db.prepare(`INSERT INTO summary_parents (summary_id, parent_summary_id) VALUES (?, ?)`);
-    const insCtx = db.prepare(`INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, message_id, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+    const insCtx = db.prepare(
+      `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, message_id, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
     let sumSeq = 0;
     const fill = db.transaction(() => {
       for (const { p, msgs, times } of written) {
@@ -215,13 +275,33 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
         const ids: number[] = [];
         msgs.forEach((m, idx) => {
           let content = m.content;
-          if (m.tool_calls) content = `[tool_use: ${m.tool_calls[0]!.function.name}, args: ${m.tool_calls[0]!.function.arguments}]`;
+          if (m.tool_calls)
+            content = `[tool_use: ${m.tool_calls[0]!.function.name}, args: ${m.tool_calls[0]!.function.arguments}]`;
           if (m.tool_call_id) content = `[tool_result for ${m.tool_call_id}: ${m.content}]`;
           content = capUtf8(content, opts.seahorseContentBytes);
           const partText = capUtf8(m.content, opts.seahorseContentBytes);
-          const id = Number(insMsg.run(convId, m.role, content, Math.ceil(content.length / 4), formatSqliteTime(times[idx]!), m.model_name ?? '', m.reasoning_content ?? '').lastInsertRowid);
+          const id = Number(
+            insMsg.run(
+              convId,
+              m.role,
+              content,
+              Math.ceil(content.length / 4),
+              formatSqliteTime(times[idx]!),
+              m.model_name ?? '',
+              m.reasoning_content ?? '',
+            ).lastInsertRowid,
+          );
           ids.push(id);
-          if (m.tool_calls) insPart.run(id, 'tool_use', null, m.tool_calls[0]!.function.name, m.tool_calls[0]!.function.arguments, m.tool_calls[0]!.id, 0);
+          if (m.tool_calls)
+            insPart.run(
+              id,
+              'tool_use',
+              null,
+              m.tool_calls[0]!.function.name,
+              m.tool_calls[0]!.function.arguments,
+              m.tool_calls[0]!.id,
+              0,
+            );
           else if (m.tool_call_id) insPart.run(id, 'tool_result', partText, null, null, m.tool_call_id, 0);
           else insPart.run(id, 'text', partText, null, null, null, 0);
         });
@@ -232,12 +312,36 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
           for (let k = 0; k < 2; k++) {
             const sid = `sum_${(now * 1000 + sumSeq++).toString(16)}`;
             const part = ids.slice(k * 2, k * 2 + 2);
-            insSum.run(sid, convId, 'leaf', 0, `Summary ${k}: the user asked for system checks; ${rng.pick(CJK)}`, 40, new Date(times[0]!).toISOString().slice(0, 19) + 'Z', new Date(times[3]!).toISOString().slice(0, 19) + 'Z', part.length, 'llama3', formatSqliteTime(times[3]!));
+            insSum.run(
+              sid,
+              convId,
+              'leaf',
+              0,
+              `Summary ${k}: the user asked for system checks; ${rng.pick(CJK)}`,
+              40,
+              new Date(times[0]!).toISOString().slice(0, 19) + 'Z',
+              new Date(times[3]!).toISOString().slice(0, 19) + 'Z',
+              part.length,
+              'llama3',
+              formatSqliteTime(times[3]!),
+            );
             part.forEach((mid, o) => insSumMsg.run(sid, mid, o));
             leafIds.push(sid);
           }
           const cond = `sum_${(now * 1000 + sumSeq++).toString(16)}`;
-          insSum.run(cond, convId, 'condensed', 1, 'Condensed: routine checks, nothing failed.', 20, null, null, 4, 'llama3', formatSqliteTime(times[4]!));
+          insSum.run(
+            cond,
+            convId,
+            'condensed',
+            1,
+            'Condensed: routine checks, nothing failed.',
+            20,
+            null,
+            null,
+            4,
+            'llama3',
+            formatSqliteTime(times[4]!),
+          );
           for (const l of leafIds) insSumParent.run(cond, l);
           insCtx.run(convId, ordinal, 'summary', cond, null, 20, formatSqliteTime(times[4]!));
           ordinal += 100;
@@ -252,7 +356,16 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
         const key = `agent:cron-${rng.hex(16)}-${rng.uuid()}`;
         const at = now - rng.int(5, spanDays + 30) * DAY;
         const convId = Number(insConv.run(key, formatSqliteTime(at), formatSqliteTime(at)).lastInsertRowid);
-        for (let m = 0; m < 3; m++) insMsg.run(convId, m % 2 ? 'assistant' : 'user', `orphaned message ${m}`, 4, formatSqliteTime(at + m * 60_000), '', '');
+        for (let m = 0; m < 3; m++)
+          insMsg.run(
+            convId,
+            m % 2 ? 'assistant' : 'user',
+            `orphaned message ${m}`,
+            4,
+            formatSqliteTime(at + m * 60_000),
+            '',
+            '',
+          );
         orphanConversationKeys.push(key);
       }
     });
@@ -264,8 +377,25 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
   // PID file (never a live token: a fixed sample value).
   const pf = opts.pidFile ?? 'stale';
   if (pf !== 'none') {
-    const info = pf === 'stale' ? { pid: 4_194_303, port: 18790, host: '127.0.0.1' } : { pid: pf.pid, port: pf.port, host: pf.host ?? '127.0.0.1' };
-    writeFileSync(join(home, '.picoclaw.pid'), JSON.stringify({ pid: info.pid, token: 'sampletoken0123456789abcdef01234', version: 'v0.2.9', port: info.port, host: info.host }, null, 2), { mode: 0o600 });
+    const info =
+      pf === 'stale'
+        ? { pid: 4_194_303, port: 18790, host: '127.0.0.1' }
+        : { pid: pf.pid, port: pf.port, host: pf.host ?? '127.0.0.1' };
+    writeFileSync(
+      join(home, '.picoclaw.pid'),
+      JSON.stringify(
+        {
+          pid: info.pid,
+          token: 'sampletoken0123456789abcdef01234',
+          version: 'v0.2.9',
+          port: info.port,
+          host: info.host,
+        },
+        null,
+        2,
+      ),
+      { mode: 0o600 },
+    );
   }
 
   // gateway.log: restarts whose bootstrap gap grows with the number of sessions at the time.
@@ -276,17 +406,38 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     const startMs = now - Math.round(((restartCount - r) * spanDays * DAY) / (restartCount + 1)) - 7200_000;
     const sessionsThen = Math.max(1, Math.round((total * (r + 1)) / restartCount));
     const gapMs = 1500 + sessionsThen * 350 + rng.int(0, 900);
-    const end: SampleRestart['end'] = r === restartCount - 1 ? 'running' : r === 2 ? 'crashed' : r === 3 && restartCount > 5 ? 'failed' : 'stopped';
+    const end: SampleRestart['end'] =
+      r === restartCount - 1 ? 'running' : r === 2 ? 'crashed' : r === 3 && restartCount > 5 ? 'failed' : 'stopped';
     restarts.push({ startMs, sessions: sessionsThen, gapMs, end, stopMs: startMs + gapMs + 5 * DAY });
   }
-  writeFileSync(join(home, 'logs', 'gateway.log'), renderGatewayLog({ restarts, level: opts.logLevel ?? 'info', events: opts.logEvents ?? true, seed: (opts.seed ?? 42) + 1, home, utcOffsetMin: 120, agents: agentIds }));
+  writeFileSync(
+    join(home, 'logs', 'gateway.log'),
+    renderGatewayLog({
+      restarts,
+      level: opts.logLevel ?? 'info',
+      events: opts.logEvents ?? true,
+      seed: (opts.seed ?? 42) + 1,
+      home,
+      utcOffsetMin: 120,
+      agents: agentIds,
+    }),
+  );
 
   return {
     home,
     configPath: join(home, 'config.json'),
     seahorsePath,
     agents,
-    sessions: planned.map(({ agent, key, base, kind, lastActivityMs, messages, inSeahorse, aliases }) => ({ agent, key, base, kind, lastActivityMs, messages, inSeahorse, aliases })),
+    sessions: planned.map(({ agent, key, base, kind, lastActivityMs, messages, inSeahorse, aliases }) => ({
+      agent,
+      key,
+      base,
+      kind,
+      lastActivityMs,
+      messages,
+      inSeahorse,
+      aliases,
+    })),
     orphanConversationKeys,
     now,
   };

@@ -21,7 +21,13 @@ function visible(e: SampleLogEvent, level: SampleLogLevel): boolean {
 
 /** One line of the file: zerolog's JSON (docs/picoclaw.md#line-format). */
 export function renderJsonLine(e: SampleLogEvent, offsetMin: number, buildPrefix = '/src/'): string {
-  const obj: Record<string, unknown> = { level: e.level, component: e.component, ...e.fields, time: zTime(e.ms, offsetMin), caller: buildPrefix + e.caller };
+  const obj: Record<string, unknown> = {
+    level: e.level,
+    component: e.component,
+    ...e.fields,
+    time: zTime(e.ms, offsetMin),
+    caller: buildPrefix + e.caller,
+  };
   if (e.message !== '') obj.message = e.message;
   return JSON.stringify(obj);
 }
@@ -43,7 +49,11 @@ function consoleValue(v: unknown): string {
  * One console line as PicoClaw prints it on stdout (no colour: not a TTY). The caller is
  * made relative to the process's working directory (zerolog's default FormatCaller).
  */
-export function renderConsoleLine(e: SampleLogEvent, offsetMin: number, opts: { cwd?: string; buildPrefix?: string } = {}): string {
+export function renderConsoleLine(
+  e: SampleLogEvent,
+  offsetMin: number,
+  opts: { cwd?: string; buildPrefix?: string } = {},
+): string {
   const w = wall(e.ms, offsetMin);
   if (e.stdoutOnly) return e.message;
   const abs = (opts.buildPrefix ?? '/src/') + e.caller;
@@ -81,7 +91,9 @@ export function renderConsoleLog(o: SampleLogOptions, c: ConsoleRenderOptions = 
       if (physical === '') continue; // journald drops the empty line of "\n📦 …"
       const w = wall(e.ms, off);
       const frac = c.journald.precise ? '.' + String(w.sub).padStart(3, '0') + '000' : '';
-      out.push(`${w.date}T${w.time}${frac}${offsetText(off, c.journald.colonOffset ?? false)} ${c.journald.host ?? 'raspberrypi'} ${c.journald.ident ?? 'picoclaw'}[${e.pid}]: ${physical}`);
+      out.push(
+        `${w.date}T${w.time}${frac}${offsetText(off, c.journald.colonOffset ?? false)} ${c.journald.host ?? 'raspberrypi'} ${c.journald.ident ?? 'picoclaw'}[${e.pid}]: ${physical}`,
+      );
     }
   }
   return out.length > 0 ? out.join('\n') + '\n' : '';

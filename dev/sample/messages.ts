@@ -6,7 +6,12 @@ import type { Rng } from './random.js';
  * lines with providers.Message's field order and Go's JSON escaping, and MarshalIndent metas
  * (docs/picoclaw.md). The builder lays these out into a home and seahorse.db.
  */
-export const CJK = ['你好，今天的天气怎么样？', '请帮我总结一下这份文件。', '明日の会議は何時からですか？', '서버 상태를 확인해 주세요.'];
+export const CJK = [
+  '你好，今天的天气怎么样？',
+  '请帮我总结一下这份文件。',
+  '明日の会議は何時からですか？',
+  '서버 상태를 확인해 주세요.',
+];
 const USER_TEXT = [
   'What is the temperature of the board right now?',
   'Summarise the last three emails from the landlord.',
@@ -42,7 +47,22 @@ export interface Msg {
 }
 
 function filler(rng: Rng, bytes: number): string {
-  const words = ['ok', 'total', 'drwxr-xr-x', '/var/log', 'temp=48.3C', 'pid', 'load average:', '0.42', 'eth0', 'RX packets', '<html>', '&amp;', 'error', 'done'];
+  const words = [
+    'ok',
+    'total',
+    'drwxr-xr-x',
+    '/var/log',
+    'temp=48.3C',
+    'pid',
+    'load average:',
+    '0.42',
+    'eth0',
+    'RX packets',
+    '<html>',
+    '&amp;',
+    'error',
+    'done',
+  ];
   const parts: string[] = [];
   let n = 0;
   while (n < bytes) {
@@ -53,7 +73,14 @@ function filler(rng: Rng, bytes: number): string {
   return parts.join(' ');
 }
 
-export function buildMessages(rng: Rng, count: number, startMs: number, endMs: number, dated: 'go' | 'none' | 'old', toolBytes: number): { msgs: Msg[]; times: number[] } {
+export function buildMessages(
+  rng: Rng,
+  count: number,
+  startMs: number,
+  endMs: number,
+  dated: 'go' | 'none' | 'old',
+  toolBytes: number,
+): { msgs: Msg[]; times: number[] } {
   const msgs: Msg[] = [];
   const times: number[] = [];
   const step = count > 1 ? (endMs - startMs) / (count - 1) : 0;
@@ -75,8 +102,21 @@ export function buildMessages(rng: Rng, count: number, startMs: number, endMs: n
     } else if (phase === 1) {
       const id = `call_${rng.hex(8)}`;
       const name = rng.pick(TOOLS);
-      const m: Msg = { role: 'assistant', content: '', model_name: 'llama3', created_at: stamp(), tool_calls: [{ id, type: 'function', function: { name, arguments: goJson({ action: 'run', command: `echo ${rng.hex(6)} && uptime` }) } }] };
-      if (rng.chance(0.3)) m.reasoning_content = 'The user wants fresh data; I should call a tool first & check the output.';
+      const m: Msg = {
+        role: 'assistant',
+        content: '',
+        model_name: 'llama3',
+        created_at: stamp(),
+        tool_calls: [
+          {
+            id,
+            type: 'function',
+            function: { name, arguments: goJson({ action: 'run', command: `echo ${rng.hex(6)} && uptime` }) },
+          },
+        ],
+      };
+      if (rng.chance(0.3))
+        m.reasoning_content = 'The user wants fresh data; I should call a tool first & check the output.';
       msgs.push(m);
     } else if (phase === 2) {
       const prev = msgs[msgs.length - 1]?.tool_calls?.[0]?.id ?? `call_${rng.hex(8)}`;
@@ -84,7 +124,12 @@ export function buildMessages(rng: Rng, count: number, startMs: number, endMs: n
       const start = rng.int(0, Math.max(0, block.length - len));
       msgs.push({ role: 'tool', content: block.slice(start, start + len), created_at: stamp(), tool_call_id: prev });
     } else {
-      msgs.push({ role: 'assistant', content: rng.chance(0.15) ? rng.pick(CJK) : 'Done: the command finished without errors.', model_name: 'llama3', created_at: stamp() });
+      msgs.push({
+        role: 'assistant',
+        content: rng.chance(0.15) ? rng.pick(CJK) : 'Done: the command finished without errors.',
+        model_name: 'llama3',
+        created_at: stamp(),
+      });
     }
     // created_at goes after model_name in Go's field order; rebuild objects in that order.
     const last = msgs[msgs.length - 1]!;
@@ -94,7 +139,10 @@ export function buildMessages(rng: Rng, count: number, startMs: number, endMs: n
   return { msgs, times };
 }
 
-/** Field order of providers.Message: role, content, model_name, created_at, ..., reasoning_content, ..., tool_calls, tool_call_id. */
+/**
+ * Field order of providers.Message: role, content, model_name, created_at, ..., reasoning_content, ..., tool_calls,
+ * tool_call_id.
+ */
 export function lineOf(m: Msg): string {
   const o: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.model_name) o.model_name = m.model_name;

@@ -41,7 +41,14 @@ export interface History {
 }
 
 /** Restarts `stepMs` apart ending before `endMs`, one per volume, pre-start samples taken 3 s before each. */
-export function restartHistory(o: { law: Law; volumes: Volume[]; seed: number; endMs: number; stepMs?: number; home: string }): History {
+export function restartHistory(o: {
+  law: Law;
+  volumes: Volume[];
+  seed: number;
+  endMs: number;
+  stepMs?: number;
+  home: string;
+}): History {
   const rng = new Rng(o.seed);
   const step = o.stepMs ?? 6 * 3600_000;
   const restarts: SampleRestart[] = [];
@@ -51,13 +58,37 @@ export function restartHistory(o: { law: Law; volumes: Volume[]; seed: number; e
     const startMs = o.endMs - (o.volumes.length - i) * step;
     const gap = lawGap(o.law, v, rng);
     gaps.push(gap);
-    restarts.push({ startMs, sessions: v.sessions, gapMs: Math.round(gap * 1000), end: 'stopped', stopMs: startMs + Math.round(gap * 1000) + 3600_000, traffic: 1 });
-    samples.push({ home: o.home, recorded_at: new Date(startMs - 3000).toISOString(), source: 'pre-start', sessions: v.sessions, jsonl_bytes: v.jsonl_bytes, db_bytes: null, restart_started_at: null, gap_seconds: null });
+    restarts.push({
+      startMs,
+      sessions: v.sessions,
+      gapMs: Math.round(gap * 1000),
+      end: 'stopped',
+      stopMs: startMs + Math.round(gap * 1000) + 3600_000,
+      traffic: 1,
+    });
+    samples.push({
+      home: o.home,
+      recorded_at: new Date(startMs - 3000).toISOString(),
+      source: 'pre-start',
+      sessions: v.sessions,
+      jsonl_bytes: v.jsonl_bytes,
+      db_bytes: null,
+      restart_started_at: null,
+      gap_seconds: null,
+    });
   });
   return { restarts, samples, gaps };
 }
 
 /** gateway.log for a history: debug level, so the gap is short_expand → the next core tool. */
 export function historyLog(h: History, home: string, seed: number): string {
-  return renderGatewayLog({ restarts: h.restarts, level: 'debug', events: false, seed, home, utcOffsetMin: 60, agents: ['main'] });
+  return renderGatewayLog({
+    restarts: h.restarts,
+    level: 'debug',
+    events: false,
+    seed,
+    home,
+    utcOffsetMin: 60,
+    agents: ['main'],
+  });
 }

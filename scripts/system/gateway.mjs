@@ -15,14 +15,26 @@ const server = createServer((req, res) => {
   if (req.url === '/ready') {
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ready"}');
   } else if (req.url === '/health') {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', pid: process.pid, uptime: process.uptime() }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ status: 'ok', pid: process.pid, uptime: process.uptime() }));
   } else {
     res.writeHead(404).end();
   }
 });
 server.listen(port, '0.0.0.0', () => {
   const tmp = `${pidFile}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ pid: process.pid, token: 'standin-reload-token-not-secret', version: 'standin', port, host: '127.0.0.1' }), { mode: 0o600 });
+  writeFileSync(
+    tmp,
+    JSON.stringify({
+      pid: process.pid,
+      token: 'standin-reload-token-not-secret',
+      version: 'standin',
+      port,
+      host: '127.0.0.1',
+    }),
+    { mode: 0o600 },
+  );
   renameSync(tmp, pidFile);
   console.log(`gateway stand-in ready on :${port}, PID file ${pidFile}`);
 });

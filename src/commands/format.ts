@@ -30,7 +30,10 @@ export const DEFAULT_WIDTH = 80;
  * The width to fit: unlimited with --wide, the terminal's width when stdout is one, else 80
  * (a pipe, a file, a cron mail).
  */
-export function outputWidth(opts: Record<string, unknown>, stdout: { isTTY?: boolean; columns?: number } = process.stdout): number {
+export function outputWidth(
+  opts: Record<string, unknown>,
+  stdout: { isTTY?: boolean; columns?: number } = process.stdout,
+): number {
   if (opts.wide === true) return Infinity;
   if (stdout.isTTY && typeof stdout.columns === 'number' && stdout.columns > 0) return stdout.columns;
   return DEFAULT_WIDTH;
@@ -47,7 +50,14 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 export function escapeControl(s: string): string {
-  return s.replace(CONTROL, (c) => NAMED[c] ?? (c.charCodeAt(0) <= 0xff ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  return s.replace(
+    CONTROL,
+    (c) =>
+      NAMED[c] ??
+      (c.charCodeAt(0) <= 0xff
+        ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`
+        : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  );
 }
 
 /** Columns a string takes on a terminal: East Asian wide characters and emoji take two. */
@@ -60,9 +70,17 @@ export function displayWidth(s: string): number {
 function charWidth(c: number): number {
   if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) || c === 0xfe0f) return 0;
   if (
-    (c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf) || (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
-    (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1faff) || (c >= 0x20000 && c <= 0x3fffd)
-  ) return 2;
+    (c >= 0x1100 && c <= 0x115f) ||
+    (c >= 0x2e80 && c <= 0xa4cf) ||
+    (c >= 0xac00 && c <= 0xd7a3) ||
+    (c >= 0xf900 && c <= 0xfaff) ||
+    (c >= 0xfe30 && c <= 0xfe4f) ||
+    (c >= 0xff00 && c <= 0xff60) ||
+    (c >= 0xffe0 && c <= 0xffe6) ||
+    (c >= 0x1f300 && c <= 0x1faff) ||
+    (c >= 0x20000 && c <= 0x3fffd)
+  )
+    return 2;
   return 1;
 }
 
@@ -120,7 +138,9 @@ function padCols(s: string, w: number, align: Align | undefined): string {
 
 const UNIT = /^(B|KiB|MiB|GiB|TiB|s|ms|min|h|d|°C|MHz|GHz)[,;:).]*$/;
 
-/** Word-wrap to `width` columns; continuation lines start with `indent` spaces. A word longer than a line stays whole. */
+/**
+ * Word-wrap to `width` columns; continuation lines start with `indent` spaces. A word longer than a line stays whole.
+ */
 function wrapText(text: string, width: number, indent = 0): string[] {
   if (!Number.isFinite(width) || displayWidth(text) <= width) return [text];
   // Words with the spaces before them, so aligned runs of spaces survive inside a line.
@@ -231,7 +251,10 @@ export interface Column {
   /** A shorter header, used once the full ones do not fit. */
   short?: string;
   align?: Align;
-  /** How cells give way when the table is too wide: cut in the middle (keys, paths), at the end, or wrapped onto more lines (the last column). */
+  /**
+   * How cells give way when the table is too wide: cut in the middle (keys, paths), at the end, or wrapped onto more
+   * lines (the last column).
+   */
   fit?: 'middle' | 'end' | 'wrap';
   /** The narrowest this column may become (at least its header). */
   min?: number;
@@ -266,11 +289,14 @@ export function fitTable(cols: Column[], rows: string[][], width: number = Infin
 export function tableShape(cols: Column[], rows: Iterable<string[]>, width: number = Infinity): TableShape {
   let active = cols.map((_, i) => i);
   let useShort = false;
-  const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short! : cols[i]!.header);
+  const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short : cols[i]!.header);
   const cellWidth = cols.map(() => 0);
-  for (const r of rows) for (let i = 0; i < cols.length; i++) cellWidth[i] = Math.max(cellWidth[i]!, displayWidth(escapeControl(r[i] ?? '')));
+  for (const r of rows)
+    for (let i = 0; i < cols.length; i++)
+      cellWidth[i] = Math.max(cellWidth[i]!, displayWidth(escapeControl(r[i] ?? '')));
   const natural = (i: number) => Math.max(displayWidth(head(i)), cellWidth[i]!);
-  const minOf = (i: number) => (cols[i]!.fit ? Math.min(natural(i), Math.max(displayWidth(head(i)), cols[i]!.min ?? 8)) : natural(i));
+  const minOf = (i: number) =>
+    cols[i]!.fit ? Math.min(natural(i), Math.max(displayWidth(head(i)), cols[i]!.min ?? 8)) : natural(i);
   const sum = (ws: number[]) => ws.reduce((a, b) => a + b, 0) + 2 * (ws.length - 1);
   let widths = active.map(natural);
   if (Number.isFinite(width) && sum(widths) > width) {
@@ -288,7 +314,9 @@ export function tableShape(cols: Column[], rows: Iterable<string[]>, width: numb
         });
         break;
       }
-      const droppable = active.filter((i) => cols[i]!.drop !== undefined).sort((a, b) => cols[a]!.drop! - cols[b]!.drop!);
+      const droppable = active
+        .filter((i) => cols[i]!.drop !== undefined)
+        .sort((a, b) => cols[a]!.drop! - cols[b]!.drop!);
       if (droppable.length === 0) {
         widths = mins;
         break;
@@ -301,14 +329,23 @@ export function tableShape(cols: Column[], rows: Iterable<string[]>, width: numb
 
 /** The rule under the header: as wide as the widest line of the table. */
 export function tableRule(shape: TableShape): string {
-  return shape.widths.map((w) => '-'.repeat(w)).join('  ').trimEnd();
+  return shape.widths
+    .map((w) => '-'.repeat(w))
+    .join('  ')
+    .trimEnd();
 }
 
 /** The second pass: each line of the table handed to `emit` as it is made, rows iterated once. */
 export function writeTable(shape: TableShape, rows: Iterable<string[]>, emit: (line: string) => void): void {
   const { cols, active, widths, useShort } = shape;
-  const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short! : cols[i]!.header);
-  const line = (row: string[]) => emit(row.map((c, j) => padCols(c, widths[j]!, cols[active[j]!]!.align)).join('  ').trimEnd());
+  const head = (i: number) => (useShort && cols[i]!.short !== undefined ? cols[i]!.short : cols[i]!.header);
+  const line = (row: string[]) =>
+    emit(
+      row
+        .map((c, j) => padCols(c, widths[j]!, cols[active[j]!]!.align))
+        .join('  ')
+        .trimEnd(),
+    );
   line(active.map((i, j) => cutEnd(head(i), widths[j]!)));
   emit(tableRule(shape));
   for (const raw of rows) {
@@ -327,7 +364,10 @@ export function writeTable(shape: TableShape, rows: Iterable<string[]>, emit: (l
 
 /** A table at its natural width, unfitted (the shape callers used before fitTable). */
 export function table(headers: string[], rows: string[][], align: Align[] = []): string {
-  return fitTable(headers.map((h, i) => ({ header: h, align: align[i] })), rows).join('\n');
+  return fitTable(
+    headers.map((h, i) => ({ header: h, align: align[i] })),
+    rows,
+  ).join('\n');
 }
 
 /** JSON.stringify(value, null, 2) and a newline on standard output, written as it is made (json-stream.ts). */

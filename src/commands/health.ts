@@ -94,20 +94,33 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
   const th = r.temperature;
   if (th.available) {
     const cpu = th.cpu_celsius !== null ? `CPU ${th.cpu_celsius.toFixed(1)} °C from ${th.cpu_source}` : 'CPU unknown';
-    const others = th.hwmon.filter((c) => c.chip !== null && `hwmon ${c.chip}` !== th.cpu_source && c.chip !== 'cpu_thermal');
-    const rest = others.flatMap((c) => c.temps.filter((s) => s.temp_celsius !== null).map((s) => `${c.chip} ${s.sensor} ${s.temp_celsius!.toFixed(1)} °C`));
+    const others = th.hwmon.filter(
+      (c) => c.chip !== null && `hwmon ${c.chip}` !== th.cpu_source && c.chip !== 'cpu_thermal',
+    );
+    const rest = others.flatMap((c) =>
+      c.temps
+        .filter((s) => s.temp_celsius !== null)
+        .map((s) => `${c.chip} ${s.sensor} ${s.temp_celsius!.toFixed(1)} °C`),
+    );
     row('temp', [cpu, ...rest].join('; '));
   } else row('temp', `no data: ${th.reason}`);
 
   const tr = r.throttle;
   if (tr.available) {
     const uv = tr.under_voltage;
-    const src = tr.source === 'vcgencmd' ? `vcgencmd ${tr.get_throttled}` : tr.source === 'rpi_volt' ? 'rpi_volt alarm only' : `legacy sysfs ${tr.get_throttled}`;
+    const src =
+      tr.source === 'vcgencmd'
+        ? `vcgencmd ${tr.get_throttled}`
+        : tr.source === 'rpi_volt'
+          ? 'rpi_volt alarm only'
+          : `legacy sysfs ${tr.get_throttled}`;
     row('throttle', `now: ${flags(tr.now)}; since boot: ${flags(tr.since_boot)} (${src})`);
     const uvText = !uv.detectable
       ? `not detectable: ${uv.not_detectable_reason}`
       : `now ${uv.now === null ? 'unknown' : uv.now ? 'YES' : 'no'}, since boot ${uv.since_boot === null ? 'unknown' : uv.since_boot ? 'YES' : 'no'}` +
-        (uv.latch.seen ? `; latched since ${uv.latch.first_seen_at}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}` : '');
+        (uv.latch.seen
+          ? `; latched since ${uv.latch.first_seen_at}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}`
+          : '');
     row('power', `under-voltage ${uvText}`);
   } else row('throttle', tr.reason);
 
@@ -117,22 +130,37 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
     const cur = cf.cores.map((c) => hz(c.cur_hertz));
     const same = cur.every((x) => x === cur[0]);
     const c0 = cf.cores[0]!;
-    row('cpu freq', `${cf.cores.length} cores at ${same ? cur[0] : cur.join(' ')} (range ${hz(c0.cpuinfo_min_hertz)}-${hz(c0.cpuinfo_max_hertz)}, ${govs})`);
+    row(
+      'cpu freq',
+      `${cf.cores.length} cores at ${same ? cur[0] : cur.join(' ')} (range ${hz(c0.cpuinfo_min_hertz)}-${hz(c0.cpuinfo_max_hertz)}, ${govs})`,
+    );
   } else row('cpu freq', `no data: ${cf.reason}`);
 
   const rs = r.resources;
   if (rs.available) {
-    const mem = rs.memory_available_bytes !== null && rs.memory_total_bytes !== null ? `${formatBytes(rs.memory_available_bytes)} available of ${formatBytes(rs.memory_total_bytes)}` : 'unknown';
-    const swap = rs.swap_total_bytes ? `; swap ${formatBytes(rs.swap_free_bytes ?? 0)} free of ${formatBytes(rs.swap_total_bytes)}` : '; no swap';
+    const mem =
+      rs.memory_available_bytes !== null && rs.memory_total_bytes !== null
+        ? `${formatBytes(rs.memory_available_bytes)} available of ${formatBytes(rs.memory_total_bytes)}`
+        : 'unknown';
+    const swap = rs.swap_total_bytes
+      ? `; swap ${formatBytes(rs.swap_free_bytes ?? 0)} free of ${formatBytes(rs.swap_total_bytes)}`
+      : '; no swap';
     row('memory', mem + swap);
-    const load = rs.load_1m !== null ? [rs.load_1m, rs.load_5m, rs.load_15m].map((x) => (x ?? 0).toFixed(2)).join(' ') : 'unknown';
-    row('load', `${load}${rs.cpus_online ? ` on ${rs.cpus_online} CPU${rs.cpus_online === 1 ? '' : 's'}` : ''}${rs.uptime_seconds !== null ? `, up ${duration(rs.uptime_seconds)}` : ''}`);
+    const load =
+      rs.load_1m !== null ? [rs.load_1m, rs.load_5m, rs.load_15m].map((x) => (x ?? 0).toFixed(2)).join(' ') : 'unknown';
+    row(
+      'load',
+      `${load}${rs.cpus_online ? ` on ${rs.cpus_online} CPU${rs.cpus_online === 1 ? '' : 's'}` : ''}${rs.uptime_seconds !== null ? `, up ${duration(rs.uptime_seconds)}` : ''}`,
+    );
   } else row('memory', `no data: ${rs.reason}`);
 
   const fs = r.filesystem;
   if (fs.available) {
     const inodes = fs.free_inodes !== null ? `, ${fs.free_inodes} inodes free` : '';
-    row('disk', `${formatBytes(fs.free_bytes)} free of ${formatBytes(fs.size_bytes)}${inodes} (${fs.mount_point ?? fs.path}${fs.read_only ? ', READ-ONLY' : ''})`);
+    row(
+      'disk',
+      `${formatBytes(fs.free_bytes)} free of ${formatBytes(fs.size_bytes)}${inodes} (${fs.mount_point ?? fs.path}${fs.read_only ? ', READ-ONLY' : ''})`,
+    );
   } else row('disk', `no data: ${fs.reason}`);
 
   const pc = r.picoclaw;
@@ -140,12 +168,23 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
     const g = pc.gateway;
     const who = g.pid !== null ? ` (pid ${g.pid}${g.version ? `, ${g.version}` : ''}, ${g.host}:${g.port})` : '';
     row('gateway', `${g.state}${who}: ${g.reason}`);
-    const db = pc.seahorse.present ? `; seahorse.db ${formatBytes(pc.seahorse.db_bytes)} + WAL ${formatBytes(pc.seahorse.wal_bytes)}` : '';
+    const db = pc.seahorse.present
+      ? `; seahorse.db ${formatBytes(pc.seahorse.db_bytes)} + WAL ${formatBytes(pc.seahorse.wal_bytes)}`
+      : '';
     // Counted without reading a file: .jsonl sizes only (`sessions` shows .jsonl and .meta.json apart).
-    row('sessions', `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), .jsonl files ${formatBytes(pc.sessions.jsonl_bytes)}${db}`);
+    row(
+      'sessions',
+      `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), .jsonl files ${formatBytes(pc.sessions.jsonl_bytes)}${db}`,
+    );
     const lp = pc.last_prune;
-    row('last prune', lp ? `${lp.at} ${lp.outcome}: ${lp.deleted_sessions} deleted, ${formatBytes(lp.freed_bytes)} freed` : 'none recorded');
-    if (pc.last_bootstrap_gap_seconds !== null) row('bootstrap', `last start's bootstrap gap ${pc.last_bootstrap_gap_seconds} s`);
+    row(
+      'last prune',
+      lp
+        ? `${lp.at} ${lp.outcome}: ${lp.deleted_sessions} deleted, ${formatBytes(lp.freed_bytes)} freed`
+        : 'none recorded',
+    );
+    if (pc.last_bootstrap_gap_seconds !== null)
+      row('bootstrap', `last start's bootstrap gap ${pc.last_bootstrap_gap_seconds} s`);
   } else row('picoclaw', pc.reason);
   return layout(lines, width);
 }

@@ -7,7 +7,16 @@ import { findVcgencmd } from '../health/vcgencmd.js';
 import { writeFileAtomic } from '../io/atomic.js';
 import { isLoopback } from '../daemon/server.js';
 import { parseMetricsConfig, parseServerConfig } from '../daemon/settings.js';
-import { GUARD_UNIT, allowedDevices, outermost, readGroups, readPasswd, renderUnits, underHomeDirs, type UnitValues } from '../install/units.js';
+import {
+  GUARD_UNIT,
+  allowedDevices,
+  outermost,
+  readGroups,
+  readPasswd,
+  renderUnits,
+  underHomeDirs,
+  type UnitValues,
+} from '../install/units.js';
 import { guardVersion } from '../version.js';
 import { homeFromOpts } from './common.js';
 import { layout, outputWidth } from './format.js';
@@ -55,7 +64,14 @@ function writableBy(st: Stats, o: Owner): boolean {
 }
 
 /** Create each missing folder with its owner and mode, or say what to run; a folder that exists is never changed. */
-function prepareDirs(dirs: WritableDir[], o: Owner, dryRun: boolean, sudo: string, out: string[], notes: string[]): void {
+function prepareDirs(
+  dirs: WritableDir[],
+  o: Owner,
+  dryRun: boolean,
+  sudo: string,
+  out: string[],
+  notes: string[],
+): void {
   for (const d of dirs) {
     const mode = d.mode.toString(8).padStart(4, '0');
     const how = `${sudo}install -d -o ${o.name}${o.group ? ` -g ${o.group}` : ''} -m ${mode} ${d.path}`;
@@ -70,11 +86,16 @@ function prepareDirs(dirs: WritableDir[], o: Owner, dryRun: boolean, sudo: strin
     }
     if (st) {
       if (!st.isDirectory()) notes.push(`note: ${d.path} (${d.what}) is not a folder: the guard cannot write there`);
-      else if (o.uid !== null && !writableBy(st, o)) notes.push(`note: ${d.path} (${d.what}) exists but ${o.name} cannot write it; give it to ${o.name}: ${sudo}chown ${o.name} ${d.path}`);
+      else if (o.uid !== null && !writableBy(st, o))
+        notes.push(
+          `note: ${d.path} (${d.what}) exists but ${o.name} cannot write it; give it to ${o.name}: ${sudo}chown ${o.name} ${d.path}`,
+        );
       continue;
     }
     if (dryRun || o.uid === null || o.gid === null) {
-      notes.push(`note: ${d.path} (${d.what}) does not exist and systemd skips a missing ReadWritePaths= folder; ${dryRun ? 'without --dry-run it is created, or run' : 'create it'}: ${how}`);
+      notes.push(
+        `note: ${d.path} (${d.what}) does not exist and systemd skips a missing ReadWritePaths= folder; ${dryRun ? 'without --dry-run it is created, or run' : 'create it'}: ${how}`,
+      );
       continue;
     }
     try {
@@ -83,7 +104,9 @@ function prepareDirs(dirs: WritableDir[], o: Owner, dryRun: boolean, sudo: strin
       chmodSync(d.path, d.mode);
       out.push(`created ${d.path} (${d.what}), owner ${o.name}, mode ${mode}`);
     } catch (err) {
-      notes.push(`note: cannot create ${d.path} (${d.what}) for ${o.name}: ${errnoCode(err) ?? String(err)}; create it: ${how}`);
+      notes.push(
+        `note: cannot create ${d.path} (${d.what}) for ${o.name}: ${errnoCode(err) ?? String(err)}; create it: ${how}`,
+      );
     }
   }
 }
@@ -104,7 +127,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   if (!user) {
     const entry = passwd.find((p) => p.uid === owner);
     if (!entry) {
-      throw new GuardError(`the PicoClaw home ${homeDir} belongs to uid ${owner}, which has no name in /etc/passwd`, { exitCode: ExitCode.USAGE, hint: 'pass --user <name> (the user the gateway runs as)' });
+      throw new GuardError(`the PicoClaw home ${homeDir} belongs to uid ${owner}, which has no name in /etc/passwd`, {
+        exitCode: ExitCode.USAGE,
+        hint: 'pass --user <name> (the user the gateway runs as)',
+      });
     }
     if (entry.uid === 0) {
       throw new GuardError(`the PicoClaw home ${homeDir} belongs to root: the guard should not run as root`, {
@@ -116,26 +142,37 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   }
   if (user === 'nobody') {
     // systemd warns "Special user nobody configured, this is not safe!": nobody owns files of other services.
-    throw new GuardError('the guard should not run as nobody (systemd calls it unsafe: it is shared by unrelated services)', { exitCode: ExitCode.USAGE, hint: 'pass --user <the user the gateway runs as>' });
+    throw new GuardError(
+      'the guard should not run as nobody (systemd calls it unsafe: it is shared by unrelated services)',
+      { exitCode: ExitCode.USAGE, hint: 'pass --user <the user the gateway runs as>' },
+    );
   }
   const pw = passwd.find((p) => p.name === user);
   const group = pw ? (groups.find((g) => g.gid === pw.gid)?.name ?? null) : null;
   const notes: string[] = [];
-  if (!pw) notes.push(`note: ${user} is not in /etc/passwd (fine if it comes from NSS/LDAP); Group= is left to systemd`);
-  else if (pw.uid !== owner) notes.push(`note: ${homeDir} belongs to uid ${owner}, not to ${user}: ${user} must be able to write the sessions folders`);
+  if (!pw)
+    notes.push(`note: ${user} is not in /etc/passwd (fine if it comes from NSS/LDAP); Group= is left to systemd`);
+  else if (pw.uid !== owner)
+    notes.push(
+      `note: ${homeDir} belongs to uid ${owner}, not to ${user}: ${user} must be able to write the sessions folders`,
+    );
 
   const cfg = loadGuardConfig(str(opts.config));
   const server = parseServerConfig(cfg.sections.server, cfg.path);
   const metrics = parseMetricsConfig(cfg.sections.metrics, cfg.path);
   const archive = cfg.sections.prune?.archive_dir;
   const dirs: WritableDir[] = [
-    ...(typeof archive === 'string' && isAbsolute(archive) ? [{ path: archive, what: 'prune.archive_dir', mode: 0o750 }] : []),
+    ...(typeof archive === 'string' && isAbsolute(archive)
+      ? [{ path: archive, what: 'prune.archive_dir', mode: 0o750 }]
+      : []),
     ...(metrics.textfile_dir ? [{ path: metrics.textfile_dir, what: 'metrics.textfile_dir', mode: 0o755 }] : []),
   ];
 
   // Writable: the home (sessions, seahorse.db, the lock), agents' sessions folders elsewhere,
   // the archive folder and the textfile folder. `-`: may not exist yet.
-  const extra = outermost([...home.sessionsDirs.map((s) => s.dir), ...dirs.map((d) => d.path)]).filter((p) => !(p === homeDir || p.startsWith(homeDir + '/')));
+  const extra = outermost([...home.sessionsDirs.map((s) => s.dir), ...dirs.map((d) => d.path)]).filter(
+    (p) => !(p === homeDir || p.startsWith(homeDir + '/')),
+  );
 
   const cli = realpathSync(fileURLToPath(new URL('../cli.js', import.meta.url)));
   const node = process.execPath;
@@ -172,7 +209,14 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       out.push(...u.text.replace(/\n*$/, '').split('\n'));
       out.push('');
     }
-    prepareDirs(dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))), { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null }, true, sudo, out, notes);
+    prepareDirs(
+      dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))),
+      { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null },
+      true,
+      sudo,
+      out,
+      notes,
+    );
     out.push(`Dry run: nothing was written. Without --dry-run these ${units.length} files are written, then run:`);
   } else {
     for (const u of units) {
@@ -185,25 +229,50 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
         throw new GuardError(`cannot write ${path}: ${code ?? String(err)}`, {
           exitCode: code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? ExitCode.USAGE : ExitCode.FAILURE,
           path,
-          hint: code === 'EACCES' || code === 'EPERM' ? 'run it with sudo (the units go to /etc/systemd/system), or pass --dest <dir>' : undefined,
+          hint:
+            code === 'EACCES' || code === 'EPERM'
+              ? 'run it with sudo (the units go to /etc/systemd/system), or pass --dest <dir>'
+              : undefined,
         });
       }
       out.push(`wrote ${path}`);
     }
-    prepareDirs(dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))), { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null }, false, sudo, out, notes);
+    prepareDirs(
+      dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))),
+      { name: user, group, uid: pw?.uid ?? null, gid: pw?.gid ?? null },
+      false,
+      sudo,
+      out,
+      notes,
+    );
     out.push('');
     out.push(`The guard runs as ${user}${group ? `:${group}` : ''} with ${node} and ${cli}, for ${homeDir}.`);
     out.push('Now run:');
   }
   for (const c of commands) out.push(`  ${c}`);
-  if (!['/etc/systemd/system', '/run/systemd/system', '/usr/lib/systemd/system', '/lib/systemd/system'].includes(dest)) {
+  if (
+    !['/etc/systemd/system', '/run/systemd/system', '/usr/lib/systemd/system', '/lib/systemd/system'].includes(dest)
+  ) {
     notes.push(`note: ${dest} is not a folder systemd loads units from; copy the files to /etc/systemd/system first`);
   }
-  if (!existsSync(join('/etc/systemd/system', gatewayUnit)) && !existsSync(join('/lib/systemd/system', gatewayUnit)) && !existsSync(join('/usr/lib/systemd/system', gatewayUnit)) && !existsSync(join(dest, gatewayUnit))) {
-    notes.push(`note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has that name (--gateway-unit)`);
+  if (
+    !existsSync(join('/etc/systemd/system', gatewayUnit)) &&
+    !existsSync(join('/lib/systemd/system', gatewayUnit)) &&
+    !existsSync(join('/usr/lib/systemd/system', gatewayUnit)) &&
+    !existsSync(join(dest, gatewayUnit))
+  ) {
+    notes.push(
+      `note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has that name (--gateway-unit)`,
+    );
   }
-  if (missingDevices.length > 0) notes.push(`note: no ${missingDevices.join(' or ')} on this board (no Raspberry Pi firmware): their DeviceAllow= lines were left out`);
-  if (!values.loopbackOnly) notes.push('note: the guard or the gateway uses a non-loopback address, so the loopback-only IP filter was left out');
+  if (missingDevices.length > 0)
+    notes.push(
+      `note: no ${missingDevices.join(' or ')} on this board (no Raspberry Pi firmware): their DeviceAllow= lines were left out`,
+    );
+  if (!values.loopbackOnly)
+    notes.push(
+      'note: the guard or the gateway uses a non-loopback address, so the loopback-only IP filter was left out',
+    );
   out.push(...notes);
   process.stdout.write(layout(out, outputWidth(opts)) + '\n');
   return ExitCode.OK;

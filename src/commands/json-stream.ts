@@ -36,7 +36,8 @@ export function writeJson(value: unknown, write: (s: string) => void): void {
   };
   /** One array element: a single JSON.stringify (much faster than walking it), unless it holds a LazyList. */
   const item = (v: unknown, indent: string): boolean => {
-    if (v instanceof LazyList || (walkable(v) && Object.values(v).some((x) => x instanceof LazyList))) return emit(v, indent);
+    if (v instanceof LazyList || (walkable(v) && Object.values(v).some((x) => x instanceof LazyList)))
+      return emit(v, indent);
     const s = JSON.stringify(v, null, 2) as string | undefined;
     if (s === undefined) return false;
     out(s.includes('\n') ? s.replace(/\n/g, `\n${indent}`) : s);
@@ -80,7 +81,7 @@ export function writeJson(value: unknown, write: (s: string) => void): void {
       let text: string | undefined;
       if (!walkable(x) && !(x instanceof LazyList)) {
         // Left out exactly when JSON.stringify leaves it out (undefined, a function, a toJSON giving undefined).
-        text = JSON.stringify(x, null, 2) as string | undefined;
+        text = JSON.stringify(x, null, 2);
         if (text === undefined) continue;
       }
       out(`${first ? '{' : ','}\n${inner}${JSON.stringify(k)}: `);

@@ -9,7 +9,11 @@ import { recordPreStart } from '../startup-model/learn.js';
  * enabled (the model learns before anyone relies on it), but not when a gateway is already
  * up: then no start follows. Returns a warning, or null.
  */
-export function recordPreStartSample(report: PruneReport, homeFlag: string | undefined, stateDir: string): string | null {
+export function recordPreStartSample(
+  report: PruneReport,
+  homeFlag: string | undefined,
+  stateDir: string,
+): string | null {
   const gw = report.gateway?.state;
   if (gw === 'ready' || gw === 'starting' || gw === 'hung') return null;
   try {

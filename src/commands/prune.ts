@@ -6,7 +6,20 @@ import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
-import { DEFAULT_WIDTH, displayWidth, formatAge, formatBytes, LayoutWriter, layoutToString, outputWidth, printJson, shortKey, tableRule, tableShape, type Column } from './format.js';
+import {
+  DEFAULT_WIDTH,
+  displayWidth,
+  formatAge,
+  formatBytes,
+  LayoutWriter,
+  layoutToString,
+  outputWidth,
+  printJson,
+  shortKey,
+  tableRule,
+  tableShape,
+  type Column,
+} from './format.js';
 
 const REASON_TEXT: Record<string, string> = {
   max_age_days: 'older than max_age_days',
@@ -81,8 +94,15 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
   const width = out.width;
   const dry = r.mode === 'dry-run';
   const pol = Object.entries(r.policy)
-    .filter(([k, v]) => k !== 'enabled' && k !== 'check_interval_minutes' && !(GUARD_ONLY_KEYS.has(k as PolicyKey) && v.source === 'default'))
-    .map(([k, v]) => `${k}=${v.value === null ? '-' : String(v.value)}${v.source === 'default' ? '' : ` (${v.source})`}`)
+    .filter(
+      ([k, v]) =>
+        k !== 'enabled' &&
+        k !== 'check_interval_minutes' &&
+        !(GUARD_ONLY_KEYS.has(k as PolicyKey) && v.source === 'default'),
+    )
+    .map(
+      ([k, v]) => `${k}=${v.value === null ? '-' : String(v.value)}${v.source === 'default' ? '' : ` (${v.source})`}`,
+    )
     .join('  ');
   out.push(dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY');
   out.push(`home: ${r.home}   now: ${r.now}`);
@@ -93,9 +113,11 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
     out.push({ text: `SKIPPED: ${r.skipped}`, indent: 9 });
     return;
   }
-  if (r.age_check === 'skipped_clock') out.push('age check: SKIPPED (the clock reads before 2024; set the time, e.g. NTP, and run again)');
+  if (r.age_check === 'skipped_clock')
+    out.push('age check: SKIPPED (the clock reads before 2024; set the time, e.g. NTP, and run again)');
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
-  else if (r.age_check === 'skipped_clock_jump') out.push('age check: SKIPPED this pass (the wall clock jumped since the last pass; see the warning below)');
+  else if (r.age_check === 'skipped_clock_jump')
+    out.push('age check: SKIPPED this pass (the wall clock jumped since the last pass; see the warning below)');
   out.push('');
   const nowMs = Date.parse(r.now);
   const cron = cronRulesOn(r);
@@ -133,43 +155,68 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
     out.push('');
-    out.push(`Orphan seahorse conversations (no session file in any agent's folder): ${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length} by age`);
+    out.push(
+      `Orphan seahorse conversations (no session file in any agent's folder): ${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length} by age`,
+    );
     const keyCols = Number.isFinite(width) ? Math.max(20, width - 48) : Infinity;
-    for (const o of r.orphans.slice(0, 20)) out.push(`  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep  ' : 'kept  '}  ${shortKey(o.key, keyCols)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}  ${o.messages} messages`);
+    for (const o of r.orphans.slice(0, 20))
+      out.push(
+        `  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep  ' : 'kept  '}  ${shortKey(o.key, keyCols)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}  ${o.messages} messages`,
+      );
     if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
   }
   for (const o of r.orphan_jsonl) out.push(`  kept: ${o.path}: ${o.reason}`);
-  for (const o of r.orphans) if (o.action === 'keep' && o.detail) out.push(`  kept orphan ${shortKey(o.key, 60)}: ${REASON_TEXT[o.reason] ?? o.reason}: ${o.detail}`);
+  for (const o of r.orphans)
+    if (o.action === 'keep' && o.detail)
+      out.push(`  kept orphan ${shortKey(o.key, 60)}: ${REASON_TEXT[o.reason] ?? o.reason}: ${o.detail}`);
   for (const c of r.shared_conversations ?? []) {
     if (c.action === 'delete') out.push(`  deleted shared conversation ${shortKey(c.key, 60)}: ${c.detail ?? ''}`);
-    else out.push(`  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}${c.detail ? `: ${c.detail}` : ''}`);
+    else
+      out.push(
+        `  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}${c.detail ? `: ${c.detail}` : ''}`,
+      );
   }
   out.push('');
   const t = r.totals;
-  out.push(`Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, ${dry ? 'keep' : 'kept'} ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`);
+  out.push(
+    `Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, ${dry ? 'keep' : 'kept'} ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`,
+  );
   const d = r.database;
   if (d.present) {
     let line = `seahorse.db: ${formatBytes(d.bytes_before)}`;
     if (d.bytes_after !== null) line += ` -> ${formatBytes(d.bytes_after)}`;
-    if (t.deleted_seahorse_messages !== null) line += `; ${t.deleted_seahorse_messages} messages deleted in ${d.transactions} transactions (longest ${d.longest_write_ms} ms)`;
+    if (t.deleted_seahorse_messages !== null)
+      line += `; ${t.deleted_seahorse_messages} messages deleted in ${d.transactions} transactions (longest ${d.longest_write_ms} ms)`;
     out.push(line);
     if (d.size_check.checked) {
-      out.push(`size check: limit ${formatBytes(d.size_check.limit_bytes)}; ${d.size_check.estimated ? `estimated size after: ${formatBytes(d.size_check.projected_bytes_after ?? 0)} (an estimate: ${d.size_check.method})` : `${d.size_check.steps.length} step(s)`}`);
+      out.push(
+        `size check: limit ${formatBytes(d.size_check.limit_bytes)}; ${d.size_check.estimated ? `estimated size after: ${formatBytes(d.size_check.projected_bytes_after ?? 0)} (an estimate: ${d.size_check.method})` : `${d.size_check.steps.length} step(s)`}`,
+      );
       if (d.size_check.shortfall) out.push(`size check stopped: ${d.size_check.shortfall}`);
     }
-    if (d.vacuum) out.push(`VACUUM: ${d.vacuum.ran ? `ran in ${d.vacuum.duration_ms} ms (file + WAL after the deletions shrank by ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)})` : 'not run'}: ${d.vacuum.reason}`);
-    else if (dry && t.deleted_sessions > 0) out.push('VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)');
+    if (d.vacuum)
+      out.push(
+        `VACUUM: ${d.vacuum.ran ? `ran in ${d.vacuum.duration_ms} ms (file + WAL after the deletions shrank by ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)})` : 'not run'}: ${d.vacuum.reason}`,
+      );
+    else if (dry && t.deleted_sessions > 0)
+      out.push(
+        'VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)',
+      );
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
   out.push(...pruneExtraLines(r));
   for (const w of r.warnings) out.push(`warning: ${w}`);
   // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
   const byDetail = new Map<string, string[]>();
-  for (const s of r.sessions) if (s.detail && s.action === 'keep') byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
+  for (const s of r.sessions)
+    if (s.detail && s.action === 'keep') byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
   for (const [detail, keys] of byDetail) {
     // A detail that starts with "kept" says so itself ("kept with its alias group: ...").
     const why = detail.startsWith('kept ') ? detail.slice(5) : `: ${detail}`;
     if (keys.length <= 3) for (const k of keys) out.push(`kept ${k}${why.startsWith(':') ? why : ` ${why}`}`);
-    else out.push(`kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`);
+    else
+      out.push(
+        `kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`,
+      );
   }
   out.push(`(${r.duration_ms} ms)`);
 }
@@ -214,7 +261,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   });
   if (apply && opts.preStart === true) {
     const { recordPreStartSample } = await import('./pre-start-sample.js');
-    const w = recordPreStartSample(report, typeof opts.home === 'string' ? opts.home : undefined, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined));
+    const w = recordPreStartSample(
+      report,
+      typeof opts.home === 'string' ? opts.home : undefined,
+      resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
+    );
     if (w) report.warnings.push(w);
   }
   if (opts.json) printJson(report);

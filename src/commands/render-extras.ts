@@ -37,19 +37,29 @@ export function pruneExtraLines(r: PruneReport): string[] {
   if (c && cronRulesOn(r)) {
     const rules = [
       c.keep_runs > 0 ? `keep the newest ${c.keep_runs} run(s) per job` : '',
-      c.max_age_days > 0 ? (c.age_check === 'skipped_clock' ? 'cron_max_age_days SKIPPED (the clock reads before 2024)' : `runs idle over ${c.max_age_days} d go`) : '',
+      c.max_age_days > 0
+        ? c.age_check === 'skipped_clock'
+          ? 'cron_max_age_days SKIPPED (the clock reads before 2024)'
+          : `runs idle over ${c.max_age_days} d go`
+        : '',
       c.counts_toward_max_sessions ? '' : 'runs do not count toward max_sessions',
     ].filter(Boolean);
     const runs = c.jobs.reduce((n, j) => n + j.runs, 0);
     const del = c.jobs.reduce((n, j) => n + j.delete, 0);
-    out.push(`cron runs: ${runs} of ${c.jobs.length} job(s); ${rules.join('; ')}; ${r.mode === 'dry-run' ? 'would delete' : 'deleted'} ${del}`);
+    out.push(
+      `cron runs: ${runs} of ${c.jobs.length} job(s); ${rules.join('; ')}; ${r.mode === 'dry-run' ? 'would delete' : 'deleted'} ${del}`,
+    );
   }
   if (r.bootstrap) out.push(`startup budget: ${r.bootstrap.message}`);
   return out;
 }
 
 /** `sessions`: cron runs grouped by job (runs, newest, bytes), newest job first. */
-export function cronJobsTable(jobs: { job: string; runs: number; newest: string | null; bytes: number }[], nowMs: number, width: number = Infinity): string[] {
+export function cronJobsTable(
+  jobs: { job: string; runs: number; newest: string | null; bytes: number }[],
+  nowMs: number,
+  width: number = Infinity,
+): string[] {
   if (jobs.length === 0) return [];
   return [
     '',
@@ -62,14 +72,27 @@ export function cronJobsTable(jobs: { job: string; runs: number; newest: string 
         { header: 'AGE', align: 'right' },
         { header: 'BYTES', align: 'right' },
       ],
-      jobs.map((j) => [j.job, String(j.runs), j.newest ? j.newest.replace(/\.\d{3}Z$/, 'Z') : '-', j.newest ? formatAge(nowMs - instantMs(j.newest)) : '-', formatBytes(j.bytes)]),
+      jobs.map((j) => [
+        j.job,
+        String(j.runs),
+        j.newest ? j.newest.replace(/\.\d{3}Z$/, 'Z') : '-',
+        j.newest ? formatAge(nowMs - instantMs(j.newest)) : '-',
+        formatBytes(j.bytes),
+      ]),
       width,
     ),
   ];
 }
 
 /** "next restart: about 48 s (±9 s) for 212 sessions / 31 MiB; under 30 s needs ≤ 120 sessions". */
-export function predictionLine(p: { predicted_seconds: number; error_seconds: number; sessions: number; jsonl_bytes: number; target_seconds: number; sessions_for_target: number | null }): string {
+export function predictionLine(p: {
+  predicted_seconds: number;
+  error_seconds: number;
+  sessions: number;
+  jsonl_bytes: number;
+  target_seconds: number;
+  sessions_for_target: number | null;
+}): string {
   const target =
     p.sessions_for_target === null
       ? `under ${p.target_seconds} s cannot be reached by deleting sessions`
@@ -83,14 +106,26 @@ export function predictionLine(p: { predicted_seconds: number; error_seconds: nu
 export function predictionLines(p: StartupPrediction | { error: string }): string[] {
   if ('error' in p) return [`  next restart: no prediction (${p.error})`];
   if (p.state !== 'ok' || !p.model || p.predicted_seconds === null) {
-    return [`  next restart: no prediction yet: ${p.why}` + (p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s) with a measured gap)` : '')];
+    return [
+      `  next restart: no prediction yet: ${p.why}` +
+        (p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s) with a measured gap)` : ''),
+    ];
   }
   const m = p.model;
-  const terms = [`${m.a.toFixed(1)} s`, m.kind !== 'mib' ? `${m.b.toFixed(3)} s/session` : '', m.kind !== 'sessions' ? `${m.c.toFixed(2)} s/MiB` : ''].filter(Boolean).join(' + ');
+  const terms = [
+    `${m.a.toFixed(1)} s`,
+    m.kind !== 'mib' ? `${m.b.toFixed(3)} s/session` : '',
+    m.kind !== 'sessions' ? `${m.c.toFixed(2)} s/MiB` : '',
+  ]
+    .filter(Boolean)
+    .join(' + ');
   const out = [
     `  ${predictionLine({ predicted_seconds: p.predicted_seconds, error_seconds: p.error_seconds ?? 0, sessions: p.volume.sessions, jsonl_bytes: p.volume.jsonl_bytes, target_seconds: p.target_seconds, sessions_for_target: p.sessions_for_target })}`,
     `  model: gap ≈ ${terms} (least squares on ${m.samples} restarts, ${m.distinct_volumes} volumes; RMSE ${m.rmse_seconds.toFixed(1)} s${m.note ? `; ${m.note}` : ''})`,
   ];
-  if (!p.trust.trusted) out.push(`  max_bootstrap_seconds would delete nothing yet: ${p.trust.why}${p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s))` : ''}`);
+  if (!p.trust.trusted)
+    out.push(
+      `  max_bootstrap_seconds would delete nothing yet: ${p.trust.why}${p.trust.more_restarts ? ` (${p.trust.more_restarts} more restart(s))` : ''}`,
+    );
   return out;
 }

@@ -9,7 +9,17 @@ import { cronJobsOf } from '../prune/cron.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-extras.js';
 import { LazyList } from './json-stream.js';
-import { fitTable, formatAge, formatBytes, isoOrDash, LayoutWriter, layoutToString, outputWidth, printJson, shortKey } from './format.js';
+import {
+  fitTable,
+  formatAge,
+  formatBytes,
+  isoOrDash,
+  LayoutWriter,
+  layoutToString,
+  outputWidth,
+  printJson,
+  shortKey,
+} from './format.js';
 
 export interface AgentTotals {
   agent: string;
@@ -21,7 +31,8 @@ export interface AgentTotals {
 
 export function agentTotals(inv: Inventory): AgentTotals[] {
   const by = new Map<string, AgentTotals>();
-  for (const a of inv.home.agents) by.set(a.id, { agent: a.id, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 });
+  for (const a of inv.home.agents)
+    by.set(a.id, { agent: a.id, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 });
   for (const s of inv.sessions) {
     const t = by.get(s.agent)!;
     t.sessions++;
@@ -53,7 +64,13 @@ function sessionJson(s: SessionRecord, now: Date, holds: Hold[]) {
     meta_bytes: s.metaBytes,
     timestamps: s.times,
     aliases: s.aliases,
-    seahorse: s.conversations.map((c) => ({ conversation_id: c.conversationId, key: c.key, messages: c.messages, summaries: c.summaries, last_message_at: c.lastMessageAt })),
+    seahorse: s.conversations.map((c) => ({
+      conversation_id: c.conversationId,
+      key: c.key,
+      messages: c.messages,
+      summaries: c.summaries,
+      last_message_at: c.lastMessageAt,
+    })),
     issues: s.issues,
     hold: holdOf(holds, s),
   };
@@ -77,7 +94,12 @@ function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], list: (sorted
   return {
     home: inv.home.home,
     now: now.toISOString(),
-    agents: inv.home.agents.map((a) => ({ id: a.id, default: a.isDefault, workspace: a.workspace, sessions_dir: a.sessionsDir })),
+    agents: inv.home.agents.map((a) => ({
+      id: a.id,
+      default: a.isDefault,
+      workspace: a.workspace,
+      sessions_dir: a.sessionsDir,
+    })),
     context_manager: inv.home.contextManager,
     sessions: list(sessions),
     orphan_jsonl: inv.orphanJsonl.map((o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
@@ -112,16 +134,26 @@ function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], list: (sorted
   };
 }
 
-
 function holdOf(holds: Hold[], s: SessionRecord): { restored_at: string; until: string } | null {
   const h = holds.find((x) => x.agent === s.agent && x.key === s.key);
   return h ? { restored_at: h.restored_at, until: h.until } : null;
 }
 
 /** Restore holds of this home, from the guard's state folder; a problem is a line of the output, never fatal. */
-function readHomeHolds(opts: Record<string, unknown>, home: string, nowMs: number): { holds: Hold[]; problem: string | null } {
+function readHomeHolds(
+  opts: Record<string, unknown>,
+  home: string,
+  nowMs: number,
+): { holds: Hold[]; problem: string | null } {
   try {
-    return { holds: activeHolds(resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), realpathSync(home), nowMs), problem: null };
+    return {
+      holds: activeHolds(
+        resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
+        realpathSync(home),
+        nowMs,
+      ),
+      problem: null,
+    };
   } catch (err) {
     return { holds: [], problem: errorMessage(err) };
   }
@@ -143,25 +175,38 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
 }
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
-export function renderSessions(inv: Inventory, now: Date, width: number, holds: Hold[] = [], problem: string | null = null): string {
+export function renderSessions(
+  inv: Inventory,
+  now: Date,
+  width: number,
+  holds: Hold[] = [],
+  problem: string | null = null,
+): string {
   return layoutToString((w) => writeSessions(w, inv, now, holds, problem), width);
 }
 
 /** The text report, written as it is made: the session table's rows are made twice (widths, then lines), never held. */
-export function writeSessions(out: LayoutWriter, inv: Inventory, now: Date, holds: Hold[] = [], problem: string | null = null): void {
+export function writeSessions(
+  out: LayoutWriter,
+  inv: Inventory,
+  now: Date,
+  holds: Hold[] = [],
+  problem: string | null = null,
+): void {
   const home = inv.home;
   const width = out.width;
   const sorted = [...inv.sessions].sort(byActivity);
-  const rows = () => lazyMap(sorted, (s) => [
-    s.agent,
-    s.key ?? '(unreadable meta)',
-    isoOrDash(s.lastActivityMs),
-    s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
-    s.messages === null ? '-' : String(s.messages),
-    formatBytes(s.jsonlBytes + s.metaBytes),
-    s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
-    s.issues.length > 0 ? '!' : '',
-  ]);
+  const rows = () =>
+    lazyMap(sorted, (s) => [
+      s.agent,
+      s.key ?? '(unreadable meta)',
+      isoOrDash(s.lastActivityMs),
+      s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
+      s.messages === null ? '-' : String(s.messages),
+      formatBytes(s.jsonlBytes + s.metaBytes),
+      s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
+      s.issues.length > 0 ? '!' : '',
+    ]);
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
   if (sorted.length === 0) out.push('No sessions found.');
@@ -191,7 +236,13 @@ export function writeSessions(out: LayoutWriter, inv: Inventory, now: Date, hold
         { header: 'BYTES', align: 'right' },
         { header: 'FOLDER', fit: 'middle', min: 20 },
       ],
-      agentTotals(inv).map((t) => [t.agent, String(t.sessions), String(t.messages), formatBytes(t.jsonl_bytes + t.meta_bytes), home.agents.find((a) => a.id === t.agent)!.sessionsDir]),
+      agentTotals(inv).map((t) => [
+        t.agent,
+        String(t.sessions),
+        String(t.messages),
+        formatBytes(t.jsonl_bytes + t.meta_bytes),
+        home.agents.find((a) => a.id === t.agent)!.sessionsDir,
+      ]),
       width,
     ),
   );
@@ -216,14 +267,18 @@ export function writeSessions(out: LayoutWriter, inv: Inventory, now: Date, hold
     out.push('');
     out.push('Problems (reported, never fatal; such sessions are kept):');
     for (const s of withIssues) out.push(`  ${s.files.meta?.path ?? s.id}: ${s.issues.map(issueText).join('; ')}`);
-    for (const o of inv.orphanJsonl) out.push(`  ${o.file.path}: orphan .jsonl without .meta.json (PicoClaw does not list it)`);
+    for (const o of inv.orphanJsonl)
+      out.push(`  ${o.file.path}: orphan .jsonl without .meta.json (PicoClaw does not list it)`);
     for (const e of inv.storeErrors) out.push(`  ${e.dir}: ${e.error}`);
   }
   const held = inv.sessions.filter((x) => holdOf(holds, x));
   if (held.length > 0 || problem) {
     out.push('');
     out.push('Held after a restore (every prune pass keeps them; restore --release KEY ends a hold):');
-    for (const x of held) out.push(`  ${x.agent}  ${width === Infinity ? (x.key ?? '') : shortKey(x.key)}  keep: ${holdDetail(holdOf(holds, x)!)}`);
+    for (const x of held)
+      out.push(
+        `  ${x.agent}  ${width === Infinity ? (x.key ?? '') : shortKey(x.key)}  keep: ${holdDetail(holdOf(holds, x)!)}`,
+      );
     if (problem) out.push(`  restore holds not read: ${problem}`);
   }
   const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');

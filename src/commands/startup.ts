@@ -39,7 +39,10 @@ export interface SessionsNow {
 async function sessionsNow(home: PicoClawHome): Promise<SessionsNow | { error: string }> {
   try {
     // Imported only when there is a home to look at (seahorse.db support loads a native module).
-    const [{ buildInventory }, { agentTotals }] = await Promise.all([import('../picoclaw/inventory.js'), import('./sessions.js')]);
+    const [{ buildInventory }, { agentTotals }] = await Promise.all([
+      import('../picoclaw/inventory.js'),
+      import('./sessions.js'),
+    ]);
     const inv = buildInventory(home);
     const totals = agentTotals(inv);
     const def = totals.find((t) => t.agent === home.defaultAgent) ?? totals[0]!;
@@ -89,7 +92,8 @@ function noteFor(r: RestartEntry): string {
     if (/already running|singleton/i.test(r.end_detail)) parts.push('refused: another gateway was running');
     else parts.push(r.end_detail.length > 60 ? r.end_detail.slice(0, 57) + '...' : r.end_detail);
   } else if (r.end_detail?.startsWith('killed during')) parts.push(r.end_detail.replace(/;.*$/, ''));
-  else if (r.end === 'running' && detailed(r) && r.reached !== 'serving' && r.reached !== 'initialized') parts.push(`still ${r.reached === 'bootstrap' ? 'in the bootstrap' : 'starting'}`);
+  else if (r.end === 'running' && detailed(r) && r.reached !== 'serving' && r.reached !== 'initialized')
+    parts.push(`still ${r.reached === 'bootstrap' ? 'in the bootstrap' : 'starting'}`);
   if (!detailed(r) && r.end !== 'failed') parts.push('warn level: progress not logged');
   if (r.gap.database_locked > 0) parts.push(`database is locked ×${r.gap.database_locked}`);
   if (r.seahorse_off) parts.push('seahorse off (no bootstrap)');
@@ -102,13 +106,31 @@ function method(s: Span): string {
   return `${s.from} → ${s.to} (${precision})`;
 }
 
-function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome | null, now: SessionsNow | { error: string } | null, prunes: PruneEffect[], width: number): string {
+function render(
+  report: StartupReport,
+  shown: RestartEntry[],
+  home: PicoClawHome | null,
+  now: SessionsNow | { error: string } | null,
+  prunes: PruneEffect[],
+  width: number,
+): string {
   const out: (string | Line)[] = [];
   const src = report.source;
   const what = src.path ?? 'standard input';
-  const formats = [report.lines.json > 0 ? 'JSON' : '', report.lines.console > 0 ? 'console' : '', report.lines.journald > 0 ? 'journald' : ''].filter(Boolean).join(' + ') || 'no log lines';
+  const formats =
+    [
+      report.lines.json > 0 ? 'JSON' : '',
+      report.lines.console > 0 ? 'console' : '',
+      report.lines.journald > 0 ? 'journald' : '',
+    ]
+      .filter(Boolean)
+      .join(' + ') || 'no log lines';
   const level = report.content_level === 'none' ? '' : `; the most detailed level in it: ${report.content_level}`;
-  out.push(src.state === 'empty' ? `${what}: empty` : `${what}: ${formatBytes(src.bytes_read)}, ${report.lines.total} lines (${formats}${level})`);
+  out.push(
+    src.state === 'empty'
+      ? `${what}: empty`
+      : `${what}: ${formatBytes(src.bytes_read)}, ${report.lines.total} lines (${formats}${level})`,
+  );
 
   const enable = report.advice.find((a) => a.kind === 'enable_info');
   if (enable) {
@@ -123,7 +145,11 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
 
   out.push('');
   if (shown.length === 0) {
-    out.push(report.content_level === 'warn' || report.content_level === 'none' ? 'No restart is visible at this log level.' : 'No restart markers found (`Log level set to`, `wrote pid file`, `found pid file`, `Gateway startup failed`).');
+    out.push(
+      report.content_level === 'warn' || report.content_level === 'none'
+        ? 'No restart is visible at this log level.'
+        : 'No restart markers found (`Log level set to`, `wrote pid file`, `found pid file`, `Gateway startup failed`).',
+    );
   } else {
     const more = report.restarts_found > shown.length ? ` (the last ${shown.length} of ${report.restarts_found})` : '';
     out.push(`Restarts${more}:`);
@@ -154,14 +180,22 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
     );
     const methods = new Map<string, Set<string>>();
     for (const r of shown) {
-      if (r.time_to_ready) (methods.get('READY IN') ?? methods.set('READY IN', new Set()).get('READY IN')!).add(method(r.time_to_ready));
-      if (r.bootstrap_gap) (methods.get('BOOTSTRAP GAP') ?? methods.set('BOOTSTRAP GAP', new Set()).get('BOOTSTRAP GAP')!).add(method({ ...r.bootstrap_gap, to: r.bootstrap_gap.lower_bound ? 'the last line logged' : r.bootstrap_gap.to }));
+      if (r.time_to_ready)
+        (methods.get('READY IN') ?? methods.set('READY IN', new Set()).get('READY IN')!).add(method(r.time_to_ready));
+      if (r.bootstrap_gap)
+        (methods.get('BOOTSTRAP GAP') ?? methods.set('BOOTSTRAP GAP', new Set()).get('BOOTSTRAP GAP')!).add(
+          method({ ...r.bootstrap_gap, to: r.bootstrap_gap.lower_bound ? 'the last line logged' : r.bootstrap_gap.to }),
+        );
     }
     if (methods.size > 0) {
       out.push('');
       out.push('How the figures were measured:');
-      for (const [col, set] of methods) [...set].forEach((m, i) => out.push({ text: `  ${i === 0 ? col.padEnd(13) : ' '.repeat(13)}  ${m}`, indent: 17 }));
-      if (shown.some((r) => r.bootstrap_gap?.lower_bound || r.time_to_ready?.lower_bound)) out.push(`  ${'≥'.padEnd(13)}  the end was never logged (killed, or still running): at least this long`);
+      for (const [col, set] of methods)
+        [...set].forEach((m, i) =>
+          out.push({ text: `  ${i === 0 ? col.padEnd(13) : ' '.repeat(13)}  ${m}`, indent: 17 }),
+        );
+      if (shown.some((r) => r.bootstrap_gap?.lower_bound || r.time_to_ready?.lower_bound))
+        out.push(`  ${'≥'.padEnd(13)}  the end was never logged (killed, or still running): at least this long`);
       out.push('  INGEST / WARNINGS: `ingest` and WARN lines inside the bootstrap gap.');
     }
   }
@@ -169,15 +203,26 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
   const s = report.summary;
   out.push('');
   out.push('Summary:');
-  out.push(`  restarts: ${s.restarts}${s.restarts > 0 ? ` (${s.stopped} stopped, ${s.crashed} crashed, ${s.failed} failed, ${s.running} running)` : ''}${report.reloads > 0 ? `; ${report.reloads} config reload(s), not counted as restarts` : ''}`);
+  out.push(
+    `  restarts: ${s.restarts}${s.restarts > 0 ? ` (${s.stopped} stopped, ${s.crashed} crashed, ${s.failed} failed, ${s.running} running)` : ''}${report.reloads > 0 ? `; ${report.reloads} config reload(s), not counted as restarts` : ''}`,
+  );
   const when = (n: number) => report.restarts.find((r) => r.n === n)?.started_at_text ?? '';
-  if (s.latest_gap) out.push(`  latest bootstrap gap: ${formatSeconds(s.latest_gap)} (restart ${s.latest_gap.restart}, ${when(s.latest_gap.restart)})`);
-  if (s.latest_ready) out.push(`  latest time to ready: ${formatSeconds(s.latest_ready)} (restart ${s.latest_ready.restart})`);
+  if (s.latest_gap)
+    out.push(
+      `  latest bootstrap gap: ${formatSeconds(s.latest_gap)} (restart ${s.latest_gap.restart}, ${when(s.latest_gap.restart)})`,
+    );
+  if (s.latest_ready)
+    out.push(`  latest time to ready: ${formatSeconds(s.latest_ready)} (restart ${s.latest_ready.restart})`);
   if (s.trend) {
     const t = s.trend;
     const sign = t.change_seconds > 0 ? '+' : '';
-    const slope = t.per_day_seconds === null ? '' : `; least-squares slope ${t.per_day_seconds > 0 ? '+' : ''}${t.per_day_seconds} s/day`;
-    out.push(`  trend: ${t.first.seconds} s at restart ${t.first.restart} → ${t.latest.seconds} s at restart ${t.latest.restart} (${sign}${t.change_seconds} s, ${t.direction}, over ${t.restarts_with_gap} complete gaps${slope})`);
+    const slope =
+      t.per_day_seconds === null
+        ? ''
+        : `; least-squares slope ${t.per_day_seconds > 0 ? '+' : ''}${t.per_day_seconds} s/day`;
+    out.push(
+      `  trend: ${t.first.seconds} s at restart ${t.first.restart} → ${t.latest.seconds} s at restart ${t.latest.restart} (${sign}${t.change_seconds} s, ${t.direction}, over ${t.restarts_with_gap} complete gaps${slope})`,
+    );
   }
   if (now && 'error' in now) out.push(`  sessions now: unknown (${now.error})`);
   else if (now) {
@@ -189,7 +234,9 @@ function render(report: StartupReport, shown: RestartEntry[], home: PicoClawHome
   for (const p of prunes) {
     const before = p.gap_before ? `${p.gap_before.seconds} s (restart ${p.gap_before.restart})` : 'no gap before';
     const after = p.gap_after ? `${p.gap_after.seconds} s (restart ${p.gap_after.restart})` : 'no restart since';
-    out.push(`  prune ${p.at}: deleted ${p.deleted_sessions} sessions (${formatBytes(p.freed_bytes)}); bootstrap gap ${before} → ${after}`);
+    out.push(
+      `  prune ${p.at}: deleted ${p.deleted_sessions} sessions (${formatBytes(p.freed_bytes)}); bootstrap gap ${before} → ${after}`,
+    );
   }
   if (report.timestamps.note) out.push(`  timestamps: ${report.timestamps.note}`);
   for (const n of report.notes) out.push(`  note: ${n}`);
@@ -209,7 +256,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const path = logFlag === undefined ? home!.logPath : logFlag === '-' ? null : logFlag;
 
   // Standard input is read from fd 0 directly (two reused buffers), not through process.stdin.
-  const report = await analyzeStartupLog(path === null ? { fd: 0 } : { path }, { configLogLevel: home?.gateway.logLevel ?? null, maxRestarts: Math.max(DEFAULT_MAX_RESTARTS, last ?? 0) });
+  const report = await analyzeStartupLog(path === null ? { fd: 0 } : { path }, {
+    configLogLevel: home?.gateway.logLevel ?? null,
+    maxRestarts: Math.max(DEFAULT_MAX_RESTARTS, last ?? 0),
+  });
   if (report.source.state === 'missing') {
     throw new GuardError(`no log file at ${path}`, {
       exitCode: ExitCode.DATA,
@@ -221,7 +271,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     });
   }
   if (report.source.state === 'unreadable') {
-    throw new GuardError(`cannot read ${path}: ${report.source.error}`, { exitCode: ExitCode.DATA, path: path ?? undefined, hint: 'run as a user that can read it (e.g. the gateway\'s user), or pipe it in with --log -' });
+    throw new GuardError(`cannot read ${path}: ${report.source.error}`, {
+      exitCode: ExitCode.DATA,
+      path: path ?? undefined,
+      hint: "run as a user that can read it (e.g. the gateway's user), or pipe it in with --log -",
+    });
   }
 
   let prunes: PruneEffect[] = [];
@@ -233,7 +287,16 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     prunes = await settleAndMarkPrunes(report, home, { stateDir, ownLog });
   }
   const now = home ? await sessionsNow(home) : null;
-  const prediction = home ? await (await import('./startup-predict.js')).predictNextStart(home, resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined), report, process.env) : null;
+  const prediction = home
+    ? await (
+        await import('./startup-predict.js')
+      ).predictNextStart(
+        home,
+        resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
+        report,
+        process.env,
+      )
+    : null;
   const shown = last === undefined ? report.restarts : report.restarts.slice(-last);
   const summary = last === undefined ? report.summary : summarize(shown);
 
@@ -242,6 +305,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     return 0;
   }
   const width = outputWidth(opts);
-  process.stdout.write(render({ ...report, summary }, shown, home, now, prunes, width) + (prediction ? layout(predictionLines(prediction), width) + '\n' : ''));
+  process.stdout.write(
+    render({ ...report, summary }, shown, home, now, prunes, width) +
+      (prediction ? layout(predictionLines(prediction), width) + '\n' : ''),
+  );
   return 0;
 }

@@ -44,9 +44,16 @@ export function sampleOf(h: HealthReport, atMs: number): Sample {
   let flags = 255;
   if (h.throttle.available && h.throttle.now) {
     const n = h.throttle.now;
-    flags = (n.under_voltage ? FLAG_UNDER_VOLTAGE : 0) | (n.arm_freq_capped ? FLAG_FREQ_CAPPED : 0) | (n.throttled ? FLAG_THROTTLED : 0) | (n.soft_temp_limit ? FLAG_SOFT_TEMP_LIMIT : 0);
+    flags =
+      (n.under_voltage ? FLAG_UNDER_VOLTAGE : 0) |
+      (n.arm_freq_capped ? FLAG_FREQ_CAPPED : 0) |
+      (n.throttled ? FLAG_THROTTLED : 0) |
+      (n.soft_temp_limit ? FLAG_SOFT_TEMP_LIMIT : 0);
   }
-  const mem = h.resources.available && h.resources.memory_available_bytes !== null ? h.resources.memory_available_bytes / 1048576 : NaN;
+  const mem =
+    h.resources.available && h.resources.memory_available_bytes !== null
+      ? h.resources.memory_available_bytes / 1048576
+      : NaN;
   const sessions = h.picoclaw.available ? h.picoclaw.sessions.count : -1;
   return { at_ms: atMs, temp_celsius: temp, freq_mhz: freq, flags, mem_available_mib: mem, sessions };
 }
@@ -99,7 +106,14 @@ export class ReadingHistory {
   /** The i-th sample, oldest first. */
   get(i: number): Sample {
     const j = (this.head - this.count + i + this.capacity) % this.capacity;
-    return { at_ms: this.at[j]!, temp_celsius: this.temp[j]!, freq_mhz: this.freq[j]!, flags: this.flags[j]!, mem_available_mib: this.mem[j]!, sessions: this.sessions[j]! };
+    return {
+      at_ms: this.at[j]!,
+      temp_celsius: this.temp[j]!,
+      freq_mhz: this.freq[j]!,
+      flags: this.flags[j]!,
+      mem_available_mib: this.mem[j]!,
+      sessions: this.sessions[j]!,
+    };
   }
 
   /** Samples oldest first. */
@@ -127,12 +141,19 @@ export class ReadingHistory {
       for (let k = i; k < end; k++) {
         const j = (this.head - this.count + k + this.capacity) % this.capacity;
         const v = [this.at[j]!, this.temp[j]!, this.freq[j]!, this.mem[j]!];
-        for (let c = 0; c < 4; c++) if (Number.isFinite(v[c]!)) (sum[c]! += v[c]!), n[c]!++;
-        if (this.flags[j] !== 255) (flags |= this.flags[j]!), (known = true);
+        for (let c = 0; c < 4; c++) if (Number.isFinite(v[c]!)) ((sum[c]! += v[c]!), n[c]!++);
+        if (this.flags[j] !== 255) ((flags |= this.flags[j]!), (known = true));
         sessions = this.sessions[j]!;
       }
-      const mean = (c: number) => (n[c] ? sum[c]! / n[c]! : NaN);
-      out.push({ at_ms: mean(0), temp_celsius: mean(1), freq_mhz: mean(2), flags: known ? flags : 255, mem_available_mib: mean(3), sessions });
+      const mean = (c: number) => (n[c] ? sum[c]! / n[c] : NaN);
+      out.push({
+        at_ms: mean(0),
+        temp_celsius: mean(1),
+        freq_mhz: mean(2),
+        flags: known ? flags : 255,
+        mem_available_mib: mean(3),
+        sessions,
+      });
     }
     return out;
   }
@@ -175,7 +196,7 @@ export function downsample(samples: Sample[], max: number): Sample[] {
     const mean = (f: (s: Sample) => number) => {
       let sum = 0;
       let n = 0;
-      for (const s of run) if (Number.isFinite(f(s))) (sum += f(s)), n++;
+      for (const s of run) if (Number.isFinite(f(s))) ((sum += f(s)), n++);
       return n ? sum / n : NaN;
     };
     out.push({
@@ -216,6 +237,13 @@ export function fillSynthetic(h: ReadingHistory, count: number, refreshSeconds: 
   for (let i = 0; i < n; i++) {
     const at = nowMs - (n - i) * refreshSeconds * 1000;
     const phase = (i / Math.max(1, n)) * 2 * Math.PI;
-    h.push({ at_ms: at, temp_celsius: 52 + 8 * Math.sin(phase), freq_mhz: 1500 - (i % 17 === 0 ? 900 : 0), flags: i % 17 === 0 ? FLAG_FREQ_CAPPED : 0, mem_available_mib: 2900 + 100 * Math.cos(phase), sessions: 40 + (i % 13) });
+    h.push({
+      at_ms: at,
+      temp_celsius: 52 + 8 * Math.sin(phase),
+      freq_mhz: 1500 - (i % 17 === 0 ? 900 : 0),
+      flags: i % 17 === 0 ? FLAG_FREQ_CAPPED : 0,
+      mem_available_mib: 2900 + 100 * Math.cos(phase),
+      sessions: 40 + (i % 13),
+    });
   }
 }

@@ -11,7 +11,8 @@ import type { PassInput, PassOutput } from './prune-child.js';
  * Runs the daemon's prune passes, each in a short-lived child process.
  *
  * Why not in the daemon itself: applyPlan is synchronous (SQLite transactions are short
- * and synchronous by design: better-sqlite3's API is synchronous, see its README), so on the main thread a pass would block
+ * and synchronous by design: better-sqlite3's API is synchronous, see its README), so on the main thread a pass would
+ * block
  * the event loop for its whole length: /health and /metrics would stop answering
  * (scrapes time out), and a SIGTERM handler could not run until the pass ended.
  * Why not a worker thread: measured, a 500-session pass left ~25 MB in the worker's
@@ -38,7 +39,9 @@ export interface PassRequest {
  * time (bench/memory.ts measures both). The units set the same through NODE_OPTIONS.
  */
 export function passExecArgv(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {
-  const set = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => a.startsWith('--max-semi-space-size'));
+  const set = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) =>
+    a.startsWith('--max-semi-space-size'),
+  );
   return set ? [...execArgv] : [...execArgv, '--max-semi-space-size=2'];
 }
 
@@ -55,12 +58,22 @@ export class PassRunner {
   }
 
   run(req: PassRequest): Promise<PassOutput> {
-    if (this.child) return Promise.resolve({ ok: false, message: 'a pass is already running in this daemon', exitCode: null });
+    if (this.child)
+      return Promise.resolve({ ok: false, message: 'a pass is already running in this daemon', exitCode: null });
     if (this.stopRequested) return Promise.resolve({ ok: false, message: 'the daemon is stopping', exitCode: null });
     const stopFile = join(tmpdir(), `picoclaw-guard-stop-${process.pid}-${++seq}`);
     const input: PassInput = { ...req, stopFile };
     // src/io/sqlite.ts switches SQLite URIs on through this variable (read by better-sqlite3 at load).
-    const child = fork(CHILD, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, SQLITE_USE_URI: '1', PICOGUARD_PASS_MEMORY_MB: process.env.PICOGUARD_PASS_MEMORY_MB ?? String(DEFAULT_PASS_MEMORY_MB) }, execArgv: passExecArgv(process.execArgv, process.env), serialization: 'advanced' });
+    const child = fork(CHILD, [], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: {
+        ...process.env,
+        SQLITE_USE_URI: '1',
+        PICOGUARD_PASS_MEMORY_MB: process.env.PICOGUARD_PASS_MEMORY_MB ?? String(DEFAULT_PASS_MEMORY_MB),
+      },
+      execArgv: passExecArgv(process.execArgv, process.env),
+      serialization: 'advanced',
+    });
     this.child = child;
     this.stopFile = stopFile;
     let stderr = '';
@@ -87,7 +100,13 @@ export class PassRunner {
           // never created
         }
         const why = signal ? `signal ${signal}` : `code ${code}`;
-        resolve(result ?? { ok: false, message: `the prune process ended (${why}) without a report${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`, exitCode: null });
+        resolve(
+          result ?? {
+            ok: false,
+            message: `the prune process ended (${why}) without a report${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`,
+            exitCode: null,
+          },
+        );
       });
     });
   }

@@ -24,7 +24,8 @@ export type PassSummary = PruneReport & {
 
 export function summarizeReport(report: PruneReport, stateDir: string, limit = SUMMARY_SESSIONS): PassSummary {
   const perAgent: Record<string, number> = {};
-  for (const s of report.sessions) if (s.last_activity === null && s.action === 'keep') perAgent[s.agent] = (perAgent[s.agent] ?? 0) + 1;
+  for (const s of report.sessions)
+    if (s.last_activity === null && s.action === 'keep') perAgent[s.agent] = (perAgent[s.agent] ?? 0) + 1;
   const shown = report.sessions.slice(0, limit);
   return {
     ...report,

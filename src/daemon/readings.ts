@@ -14,7 +14,15 @@ import { newVcgencmdCache } from '../health/vcgencmd.js';
 import { REFRESH_SOURCES, type RefreshSource, type RefreshStat } from '../metrics/guard-metrics.js';
 import type { DaemonSettings } from './settings.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
-import { bootstrapDir, DEFAULT_TARGET_SECONDS, learn, measureVolume, predictionFor, type Learned, type StartupPrediction } from '../startup-model/learn.js';
+import {
+  bootstrapDir,
+  DEFAULT_TARGET_SECONDS,
+  learn,
+  measureVolume,
+  predictionFor,
+  type Learned,
+  type StartupPrediction,
+} from '../startup-model/learn.js';
 
 /**
  * The readings the daemon's endpoints answer from, refreshed in the background:
@@ -42,7 +50,9 @@ export class Readings {
   /** The next restart's predicted bootstrap gap (src/startup-model/), at the last counted volume. */
   prediction: StartupPrediction | null = null;
   private learned: Learned | null = null;
-  readonly refresh: Record<RefreshSource, RefreshStat> = Object.fromEntries(REFRESH_SOURCES.map((s) => [s, { count: 0, last_duration_seconds: null, last_at_ms: null }])) as Record<RefreshSource, RefreshStat>;
+  readonly refresh: Record<RefreshSource, RefreshStat> = Object.fromEntries(
+    REFRESH_SOURCES.map((s) => [s, { count: 0, last_duration_seconds: null, last_at_ms: null }]),
+  ) as Record<RefreshSource, RefreshStat>;
 
   private counts = new Map<string, Count>();
   private sessionsAt = -Infinity;
@@ -108,10 +118,19 @@ export class Readings {
     if (nowMs - this.startupAt < this.settings.metrics.startup_refresh_seconds * 1000) return false;
     const t0 = performance.now();
     try {
-      const report = await analyzeStartupLog({ path }, { configLogLevel: this.settings.home.gateway.logLevel, maxRestarts: 200 });
+      const report = await analyzeStartupLog(
+        { path },
+        { configLogLevel: this.settings.home.gateway.logLevel, maxRestarts: 200 },
+      );
       if (report.source.state === 'missing' || report.source.state === 'unreadable') {
         this.startup = null;
-        this.startupMissing = { path, error: report.source.state === 'missing' ? 'no gateway.log yet (the gateway creates it when it starts)' : `cannot read it: ${report.source.error}` };
+        this.startupMissing = {
+          path,
+          error:
+            report.source.state === 'missing'
+              ? 'no gateway.log yet (the gateway creates it when it starts)'
+              : `cannot read it: ${report.source.error}`,
+        };
       } else {
         const view = { stateDir: this.settings.stateDir, ownLog: true };
         const prunes = await settleAndMarkPrunes(report, this.settings.home, view);
@@ -133,7 +152,12 @@ export class Readings {
    */
   private async learnFrom(report: StartupReport): Promise<void> {
     const volume = measureVolume(this.settings.home);
-    this.learned = await learn(this.settings.home, this.settings.stateDir, { nowMs: Date.now(), write: true, report, observe: volume });
+    this.learned = await learn(this.settings.home, this.settings.stateDir, {
+      nowMs: Date.now(),
+      write: true,
+      report,
+      observe: volume,
+    });
     this.predict(volume);
   }
 
@@ -147,7 +171,11 @@ export class Readings {
       const db = dbFileBytes(s.home.seahorsePath);
       v = { sessions: c.sessions, jsonl_bytes: c.jsonl_bytes, db_bytes: db.db > 0 ? db.total : null };
     }
-    this.prediction = predictionFor(this.learned, v, s.policy.max_bootstrap_seconds > 0 ? s.policy.max_bootstrap_seconds : DEFAULT_TARGET_SECONDS);
+    this.prediction = predictionFor(
+      this.learned,
+      v,
+      s.policy.max_bootstrap_seconds > 0 ? s.policy.max_bootstrap_seconds : DEFAULT_TARGET_SECONDS,
+    );
   }
 
   async refreshHealth(signal?: AbortSignal): Promise<HealthReport> {

@@ -151,7 +151,8 @@ export class ConnectionSlots<K> {
     const evict: K[] = [];
     const idle = (pred: (s: Slot) => boolean): K | undefined => {
       let best: [K, Slot] | undefined;
-      for (const e of this.slots) if (!e[1].busy && pred(e[1]) && !evict.includes(e[0]) && (!best || e[1].since < best[1].since)) best = e;
+      for (const e of this.slots)
+        if (!e[1].busy && pred(e[1]) && !evict.includes(e[0]) && (!best || e[1].since < best[1].since)) best = e;
       return best?.[0];
     };
     if (!loopback) {
@@ -186,33 +187,54 @@ export class ConnectionSlots<K> {
 }
 
 export function startServer(o: ServerOptions): Promise<RunningServer> {
-  const server = createServer({
-    // Slow headers and slow requests are cut; the check runs every half second, not every 30 s.
-    requestTimeout: 10_000,
-    headersTimeout: 5_000,
-    connectionsCheckingInterval: 500,
-    keepAliveTimeout: 5_000,
-    maxHeaderSize: 8192,
-  }, (req, res) => {
-    slots.busy(req.socket, true);
-    res.once('finish', () => slots.busy(req.socket, false));
-    res.once('close', () => slots.busy(req.socket, false));
-    const normal = requestPath(req.url);
-    const path = normal ?? '/';
-    let reply: Reply;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      reply = { status: 405, contentType: TEXT, body: Buffer.from('only GET and HEAD\n'), headers: { allow: 'GET, HEAD', connection: 'close' } };
-    } else {
-      const token = o.token();
-      if (token !== null && !tokenMatches(req.headers.authorization, token)) {
-        reply = { status: 401, contentType: TEXT, body: Buffer.from('the token is required: Authorization: Bearer <token>, or in a browser any user name with the token as the password\n'), headers: { 'www-authenticate': CHALLENGES } };
+  const server = createServer(
+    {
+      // Slow headers and slow requests are cut; the check runs every half second, not every 30 s.
+      requestTimeout: 10_000,
+      headersTimeout: 5_000,
+      connectionsCheckingInterval: 500,
+      keepAliveTimeout: 5_000,
+      maxHeaderSize: 8192,
+    },
+    (req, res) => {
+      slots.busy(req.socket, true);
+      res.once('finish', () => slots.busy(req.socket, false));
+      res.once('close', () => slots.busy(req.socket, false));
+      const normal = requestPath(req.url);
+      const path = normal ?? '/';
+      let reply: Reply;
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        reply = {
+          status: 405,
+          contentType: TEXT,
+          body: Buffer.from('only GET and HEAD\n'),
+          headers: { allow: 'GET, HEAD', connection: 'close' },
+        };
       } else {
-        reply = (normal !== null ? o.route(path) : null) ?? { status: 404, contentType: TEXT, body: Buffer.from(`no such endpoint: ${(normal ?? 'that').slice(0, 100)}; try /health, /metrics, /startup or /prune\n`) };
+        const token = o.token();
+        if (token !== null && !tokenMatches(req.headers.authorization, token)) {
+          reply = {
+            status: 401,
+            contentType: TEXT,
+            body: Buffer.from(
+              'the token is required: Authorization: Bearer <token>, or in a browser any user name with the token as the password\n',
+            ),
+            headers: { 'www-authenticate': CHALLENGES },
+          };
+        } else {
+          reply = (normal !== null ? o.route(path) : null) ?? {
+            status: 404,
+            contentType: TEXT,
+            body: Buffer.from(
+              `no such endpoint: ${(normal ?? 'that').slice(0, 100)}; try /health, /metrics, /startup or /prune\n`,
+            ),
+          };
+        }
       }
-    }
-    send(req, res, reply);
-    o.onRequest?.(normal ?? 'other', reply.status);
-  });
+      send(req, res, reply);
+      o.onRequest?.(normal ?? 'other', reply.status);
+    },
+  );
   const slots = new ConnectionSlots<Socket>(o.limits ?? DEFAULT_SLOTS);
   server.on('connection', (socket: Socket) => {
     const evict = slots.admit(socket, socket.remoteAddress ?? '');
@@ -234,7 +256,12 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
             : code === 'EACCES'
               ? 'ports below 1024 need privileges the guard should not have; use a higher port'
               : undefined;
-      reject(new GuardError(`cannot serve on ${o.host}:${o.port}: ${code ?? err.message}`, { exitCode: ExitCode.USAGE, hint }));
+      reject(
+        new GuardError(`cannot serve on ${o.host}:${o.port}: ${code ?? err.message}`, {
+          exitCode: ExitCode.USAGE,
+          hint,
+        }),
+      );
     };
     server.once('error', onError);
     server.listen({ host: o.host.replace(/^\[|\]$/g, ''), port: o.port, exclusive: true }, () => {

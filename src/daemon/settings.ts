@@ -127,7 +127,8 @@ export interface DaemonSettings {
 }
 
 function parsePort(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new GuardError(`--port takes a port number from 0 to 65535, not "${v}"`, { exitCode: ExitCode.USAGE });
+  if (!/^\d+$/.test(v) || Number(v) > 65535)
+    throw new GuardError(`--port takes a port number from 0 to 65535, not "${v}"`, { exitCode: ExitCode.USAGE });
   return Number(v);
 }
 
@@ -145,9 +146,11 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
   });
   const policy = policyValues(policySources);
 
-  const hostSource = flags.host !== undefined ? 'flag' : cfg.sections.server && 'host' in cfg.sections.server ? 'config' : 'default';
+  const hostSource =
+    flags.host !== undefined ? 'flag' : cfg.sections.server && 'host' in cfg.sections.server ? 'config' : 'default';
   const host = flags.host ?? server.host;
-  if (flags.host !== undefined && (flags.host.trim() === '' || /\s/.test(flags.host))) throw new GuardError(`--host takes an address, not "${flags.host}"`, { exitCode: ExitCode.USAGE });
+  if (flags.host !== undefined && (flags.host.trim() === '' || /\s/.test(flags.host)))
+    throw new GuardError(`--host takes an address, not "${flags.host}"`, { exitCode: ExitCode.USAGE });
   const port = flags.port !== undefined ? parsePort(flags.port) : server.port;
 
   const envToken = env[TOKEN_ENV];
@@ -155,24 +158,33 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
   let tokenSource: DaemonSettings['tokenSource'] = token ? 'config' : null;
   if (envToken !== undefined && envToken !== '') {
     if (envToken.length < MIN_TOKEN_LENGTH || /\s/.test(envToken)) {
-      throw new GuardError(`${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters without spaces`, { exitCode: ExitCode.USAGE, hint: 'e.g. openssl rand -hex 24' });
+      throw new GuardError(`${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters without spaces`, {
+        exitCode: ExitCode.USAGE,
+        hint: 'e.g. openssl rand -hex 24',
+      });
     }
     token = envToken;
     tokenSource = 'env';
   }
   if (!isLoopback(host) && token === null) {
-    throw new GuardError(`refusing to serve on ${host} without a bearer token: anything but loopback is reachable from the network`, {
-      exitCode: ExitCode.USAGE,
-      path: cfg.path ?? undefined,
-      hint: `set ${TOKEN_ENV} (or server.token in the guard config) to a secret of at least ${MIN_TOKEN_LENGTH} characters, or serve on 127.0.0.1`,
-    });
+    throw new GuardError(
+      `refusing to serve on ${host} without a bearer token: anything but loopback is reachable from the network`,
+      {
+        exitCode: ExitCode.USAGE,
+        path: cfg.path ?? undefined,
+        hint: `set ${TOKEN_ENV} (or server.token in the guard config) to a secret of at least ${MIN_TOKEN_LENGTH} characters, or serve on 127.0.0.1`,
+      },
+    );
   }
 
   let intervalSeconds = policy.check_interval_minutes * 60;
   let intervalSource: DaemonSettings['intervalSource'] = 'policy';
   const testInterval = env[INTERVAL_ENV];
   if (testInterval !== undefined && testInterval !== '') {
-    if (!/^\d+$/.test(testInterval)) throw new GuardError(`${INTERVAL_ENV} takes a whole number of seconds, not "${testInterval}"`, { exitCode: ExitCode.USAGE });
+    if (!/^\d+$/.test(testInterval))
+      throw new GuardError(`${INTERVAL_ENV} takes a whole number of seconds, not "${testInterval}"`, {
+        exitCode: ExitCode.USAGE,
+      });
     intervalSeconds = Number(testInterval);
     intervalSource = 'env';
   }

@@ -36,7 +36,11 @@ export function bytes(n: number | null): string {
 }
 
 export function seconds(s: number): string {
-  return s < 10 ? `${s.toFixed(2)} s` : s < 120 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  return s < 10
+    ? `${s.toFixed(2)} s`
+    : s < 120
+      ? `${s.toFixed(1)} s`
+      : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
 }
 
 export function bar(label: string, used: number, limit: number, text: string): string {
@@ -45,4 +49,3 @@ export function bar(label: string, used: number, limit: number, text: string): s
   // An SVG bar: no inline style, so the page's CSP can stay strict about everything else.
   return `<svg class="bar ${cls}" viewBox="0 0 100 4" preserveAspectRatio="none" role="img" aria-label="${esc(label)}: ${Math.round(pct)}%"><rect class="bg" width="100" height="4"/><rect class="fill" width="${pct.toFixed(1)}" height="4"/></svg><p class="small">${esc(text)}</p>`;
 }
-

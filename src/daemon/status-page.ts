@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { HealthReport } from '../health/index.js';
 import type { ResolvedValue } from '../prune/policy.js';
-import { downsample, FLAG_FREQ_CAPPED, FLAG_SOFT_TEMP_LIMIT, FLAG_THROTTLED, FLAG_UNDER_VOLTAGE, type GatewaySince, type Sample } from './history.js';
+import {
+  downsample,
+  FLAG_FREQ_CAPPED,
+  FLAG_SOFT_TEMP_LIMIT,
+  FLAG_THROTTLED,
+  FLAG_UNDER_VOLTAGE,
+  type GatewaySince,
+  type Sample,
+} from './history.js';
 import type { StartupView } from './readings.js';
 import { pruneSection, restartsSection, sessionsSection } from './status-sections.js';
 import { chart, esc } from './svg.js';
@@ -63,7 +71,11 @@ export const MAX_CHART_POINTS = 360;
 export const REFRESH_PAGE_SECONDS = 30;
 
 function yesNo(v: boolean | null | undefined): string {
-  return v === null || v === undefined ? '<span class="muted">cannot tell</span>' : v ? '<b class="t-warn">yes</b>' : 'no';
+  return v === null || v === undefined
+    ? '<span class="muted">cannot tell</span>'
+    : v
+      ? '<b class="t-warn">yes</b>'
+      : 'no';
 }
 
 function statusSection(p: PageInput): string {
@@ -78,7 +90,12 @@ function statusSection(p: PageInput): string {
 
 function flagText(f: number): string {
   if (f === 255) return 'no throttle reading';
-  const on = [f & FLAG_UNDER_VOLTAGE ? 'under-voltage' : '', f & FLAG_FREQ_CAPPED ? 'frequency capped' : '', f & FLAG_THROTTLED ? 'throttled' : '', f & FLAG_SOFT_TEMP_LIMIT ? 'soft temperature limit' : ''].filter(Boolean);
+  const on = [
+    f & FLAG_UNDER_VOLTAGE ? 'under-voltage' : '',
+    f & FLAG_FREQ_CAPPED ? 'frequency capped' : '',
+    f & FLAG_THROTTLED ? 'throttled' : '',
+    f & FLAG_SOFT_TEMP_LIMIT ? 'soft temperature limit' : '',
+  ].filter(Boolean);
   return on.length ? on.join(', ') : 'not throttled';
 }
 
@@ -106,7 +123,15 @@ function boardCharts(p: PageInput): string {
     xMax,
     xFormat,
     left: { unit: '°C', include: [] },
-    series: [{ name: 'temp', label: 'CPU °C', kind: 'line', axis: 'left', points: s.map((x) => ({ x: x.at_ms, y: x.temp_celsius })) }],
+    series: [
+      {
+        name: 'temp',
+        label: 'CPU °C',
+        kind: 'line',
+        axis: 'left',
+        points: s.map((x) => ({ x: x.at_ms, y: x.temp_celsius })),
+      },
+    ],
     bands,
   });
   const freqMem = chart({
@@ -118,8 +143,20 @@ function boardCharts(p: PageInput): string {
     left: { unit: 'MHz', include: [0] },
     right: { unit: 'MiB', include: [0] },
     series: [
-      { name: 'freq', label: 'CPU MHz', kind: 'line', axis: 'left', points: s.map((x) => ({ x: x.at_ms, y: x.freq_mhz })) },
-      { name: 'mem', label: 'available MiB', kind: 'line', axis: 'right', points: s.map((x) => ({ x: x.at_ms, y: x.mem_available_mib })) },
+      {
+        name: 'freq',
+        label: 'CPU MHz',
+        kind: 'line',
+        axis: 'left',
+        points: s.map((x) => ({ x: x.at_ms, y: x.freq_mhz })),
+      },
+      {
+        name: 'mem',
+        label: 'available MiB',
+        kind: 'line',
+        axis: 'right',
+        points: s.map((x) => ({ x: x.at_ms, y: x.mem_available_mib })),
+      },
     ],
   });
   const thinned = s.length < p.historyLength ? `, averaged into ${s.length} points` : '';
@@ -131,9 +168,17 @@ function boardSection(p: PageInput): string {
   const rows: [string, string][] = [];
   if (h) {
     const b = h.board;
-    rows.push(['Model', b.available ? esc(b.model ?? b.cpu_model ?? 'unknown') : `<span class="muted">${esc(b.reason)}</span>`]);
+    rows.push([
+      'Model',
+      b.available ? esc(b.model ?? b.cpu_model ?? 'unknown') : `<span class="muted">${esc(b.reason)}</span>`,
+    ]);
     const t = h.temperature;
-    rows.push(['CPU temperature', t.available && t.cpu_celsius !== null ? `${t.cpu_celsius.toFixed(1)} °C` : `<span class="muted">${esc(t.available ? 'no CPU sensor' : t.reason)}</span>`]);
+    rows.push([
+      'CPU temperature',
+      t.available && t.cpu_celsius !== null
+        ? `${t.cpu_celsius.toFixed(1)} °C`
+        : `<span class="muted">${esc(t.available ? 'no CPU sensor' : t.reason)}</span>`,
+    ]);
     if (h.cpufreq.available) {
       const cur = Math.max(...h.cpufreq.cores.map((c) => c.cur_hertz ?? 0));
       const max = Math.max(...h.cpufreq.cores.map((c) => c.cpuinfo_max_hertz ?? 0));
@@ -142,23 +187,61 @@ function boardSection(p: PageInput): string {
     const th = h.throttle;
     if (th.available) {
       const uv = th.under_voltage;
-      rows.push(['Throttled now', th.now ? esc(flagText(sampleFlags(th.now))) : '<span class="muted">cannot tell</span>']);
-      rows.push(['Throttled since boot', th.since_boot ? esc(flagText(sampleFlags(th.since_boot))) : '<span class="muted">cannot tell</span>']);
-      const latch = uv.latch.seen ? `seen${uv.latch.first_seen_at ? ` first ${esc(when(instantMs(uv.latch.first_seen_at)))}` : ''}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}` : 'never seen';
-      rows.push(['Under-voltage', uv.detectable ? `now ${yesNo(uv.now)} · since boot ${yesNo(uv.since_boot)} · latched: ${latch}` : `<span class="muted">${esc(uv.not_detectable_reason ?? 'not detectable on this board')}</span>`]);
+      rows.push([
+        'Throttled now',
+        th.now ? esc(flagText(sampleFlags(th.now))) : '<span class="muted">cannot tell</span>',
+      ]);
+      rows.push([
+        'Throttled since boot',
+        th.since_boot ? esc(flagText(sampleFlags(th.since_boot))) : '<span class="muted">cannot tell</span>',
+      ]);
+      const latch = uv.latch.seen
+        ? `seen${uv.latch.first_seen_at ? ` first ${esc(when(instantMs(uv.latch.first_seen_at)))}` : ''}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}`
+        : 'never seen';
+      rows.push([
+        'Under-voltage',
+        uv.detectable
+          ? `now ${yesNo(uv.now)} · since boot ${yesNo(uv.since_boot)} · latched: ${latch}`
+          : `<span class="muted">${esc(uv.not_detectable_reason ?? 'not detectable on this board')}</span>`,
+      ]);
     } else rows.push(['Throttle', `<span class="muted">${esc(th.reason)}</span>`]);
     const r = h.resources;
-    if (r.available && r.memory_total_bytes !== null && r.memory_available_bytes !== null) rows.push(['Memory', `${bytes(r.memory_available_bytes)} available of ${bytes(r.memory_total_bytes)}`]);
+    if (r.available && r.memory_total_bytes !== null && r.memory_available_bytes !== null)
+      rows.push(['Memory', `${bytes(r.memory_available_bytes)} available of ${bytes(r.memory_total_bytes)}`]);
     const fs = h.filesystem;
-    rows.push(['Disk', fs.available ? `${bytes(fs.free_bytes)} free of ${bytes(fs.size_bytes)} on ${esc(fs.mount_point ?? fs.path)}${fs.read_only ? ' <b class="t-crit">read-only</b>' : ''}` : `<span class="muted">${esc(fs.reason)}</span>`]);
+    rows.push([
+      'Disk',
+      fs.available
+        ? `${bytes(fs.free_bytes)} free of ${bytes(fs.size_bytes)} on ${esc(fs.mount_point ?? fs.path)}${fs.read_only ? ' <b class="t-crit">read-only</b>' : ''}`
+        : `<span class="muted">${esc(fs.reason)}</span>`,
+    ]);
   }
-  const table = rows.length ? `<table class="kv"><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}</tbody></table>` : '<p class="muted">No reading yet.</p>';
-  const diskBar = h?.filesystem.available ? bar('disk used', h.filesystem.size_bytes - h.filesystem.free_bytes, h.filesystem.size_bytes, `disk: ${bytes(h.filesystem.size_bytes - h.filesystem.free_bytes)} used of ${bytes(h.filesystem.size_bytes)}`) : '';
+  const table = rows.length
+    ? `<table class="kv"><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}</tbody></table>`
+    : '<p class="muted">No reading yet.</p>';
+  const diskBar = h?.filesystem.available
+    ? bar(
+        'disk used',
+        h.filesystem.size_bytes - h.filesystem.free_bytes,
+        h.filesystem.size_bytes,
+        `disk: ${bytes(h.filesystem.size_bytes - h.filesystem.free_bytes)} used of ${bytes(h.filesystem.size_bytes)}`,
+      )
+    : '';
   return `<section id="board"><h2>Board</h2>${table}${diskBar}${boardCharts(p)}</section>`;
 }
 
-function sampleFlags(f: { under_voltage: boolean | null; arm_freq_capped: boolean; throttled: boolean; soft_temp_limit: boolean }): number {
-  return (f.under_voltage ? FLAG_UNDER_VOLTAGE : 0) | (f.arm_freq_capped ? FLAG_FREQ_CAPPED : 0) | (f.throttled ? FLAG_THROTTLED : 0) | (f.soft_temp_limit ? FLAG_SOFT_TEMP_LIMIT : 0);
+function sampleFlags(f: {
+  under_voltage: boolean | null;
+  arm_freq_capped: boolean;
+  throttled: boolean;
+  soft_temp_limit: boolean;
+}): number {
+  return (
+    (f.under_voltage ? FLAG_UNDER_VOLTAGE : 0) |
+    (f.arm_freq_capped ? FLAG_FREQ_CAPPED : 0) |
+    (f.throttled ? FLAG_THROTTLED : 0) |
+    (f.soft_temp_limit ? FLAG_SOFT_TEMP_LIMIT : 0)
+  );
 }
 
 function gatewaySection(p: PageInput): string {
@@ -167,8 +250,15 @@ function gatewaySection(p: PageInput): string {
   if (!pc.available) return `<section id="gateway"><h2>Gateway</h2><p class="muted">${esc(pc.reason)}</p></section>`;
   const g = pc.gateway;
   const cls = g.state === 'ready' ? 'ok' : g.state === 'starting' ? 'warn' : 'crit';
-  const since = p.gateway && p.gateway.state === g.state ? (p.gateway.seen_change ? `since ${when(p.gateway.since_ms)} (${ago(p.gateway.since_ms, p.nowMs)})` : `since at least ${when(p.gateway.since_ms)}, when the guard started watching`) : '';
-  const started = g.pid_file_written_at ? `process started ${esc(when(instantMs(g.pid_file_written_at)))}${g.pid ? `, PID ${g.pid}` : ''}` : '';
+  const since =
+    p.gateway && p.gateway.state === g.state
+      ? p.gateway.seen_change
+        ? `since ${when(p.gateway.since_ms)} (${ago(p.gateway.since_ms, p.nowMs)})`
+        : `since at least ${when(p.gateway.since_ms)}, when the guard started watching`
+      : '';
+  const started = g.pid_file_written_at
+    ? `process started ${esc(when(instantMs(g.pid_file_written_at)))}${g.pid ? `, PID ${g.pid}` : ''}`
+    : '';
   return `<section id="gateway"><h2>Gateway</h2><p><span class="pill s-${cls}">${esc(g.state)}</span> ${esc(since)}</p><p class="small">${esc(g.reason)}${started ? ` · ${started}` : ''}${g.version ? ` · version ${esc(g.version)}` : ''}</p></section>`;
 }
 

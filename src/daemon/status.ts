@@ -27,7 +27,10 @@ export const HTML_TYPE = 'text/html; charset=utf-8';
 export const HISTORY_FILL_ENV = 'PICOGUARD_TEST_HISTORY_FILL';
 
 /** The page can fetch nothing and run nothing: its CSS and SVG are inline. */
-const PAGE_HEADERS = { 'content-security-policy': `default-src 'none'; style-src ${STYLE_HASH}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`, 'referrer-policy': 'no-referrer' };
+const PAGE_HEADERS = {
+  'content-security-policy': `default-src 'none'; style-src ${STYLE_HASH}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+  'referrer-policy': 'no-referrer',
+};
 
 const OWN_PASSES = 20;
 
@@ -52,7 +55,13 @@ export class StatusState {
   ) {
     this.history = new ReadingHistory(capacityFor(settings.metrics.refresh_seconds));
     const fill = env[HISTORY_FILL_ENV];
-    if (fill) fillSynthetic(this.history, fill === 'full' ? this.history.capacity - 1 : Number(fill) || 0, settings.metrics.refresh_seconds, Date.now());
+    if (fill)
+      fillSynthetic(
+        this.history,
+        fill === 'full' ? this.history.capacity - 1 : Number(fill) || 0,
+        settings.metrics.refresh_seconds,
+        Date.now(),
+      );
   }
 
   reconfigure(settings: DaemonSettings): void {
@@ -78,7 +87,13 @@ export class StatusState {
 
   /** A pass of this daemon ended. */
   notePass(finishedMs: number, outcome: PruneOutcome, report: PassSummary | null): void {
-    this.own.unshift({ at_ms: finishedMs, outcome, deleted_sessions: report?.totals.deleted_sessions ?? 0, freed_bytes: report?.totals.freed_bytes ?? 0, sessions_after: report ? report.totals.sessions - report.totals.deleted_sessions : null });
+    this.own.unshift({
+      at_ms: finishedMs,
+      outcome,
+      deleted_sessions: report?.totals.deleted_sessions ?? 0,
+      freed_bytes: report?.totals.freed_bytes ?? 0,
+      sessions_after: report ? report.totals.sessions - report.totals.deleted_sessions : null,
+    });
     this.own.length = Math.min(this.own.length, OWN_PASSES);
     if (report && !report.skipped) {
       this.undated = { at_ms: finishedMs, per_agent: report.undated_kept_per_agent };
@@ -99,7 +114,13 @@ export class StatusState {
     this.fileKey = key;
     this.filePasses = readHistory(s.stateDir, s.home.home)
       .slice(-50)
-      .map((e) => ({ at_ms: instantMs(e.at), outcome: e.outcome, deleted_sessions: e.deleted_sessions, freed_bytes: e.freed_bytes, sessions_after: e.sessions_after }))
+      .map((e) => ({
+        at_ms: instantMs(e.at),
+        outcome: e.outcome,
+        deleted_sessions: e.deleted_sessions,
+        freed_bytes: e.freed_bytes,
+        sessions_after: e.sessions_after,
+      }))
       .filter((e) => Number.isFinite(e.at_ms));
   }
 
@@ -168,7 +189,14 @@ export function predictionOf(st: StartupView | null, model?: StartupPrediction |
       basis: `${model.volume.sessions} sessions / ${formatBytes(model.volume.jsonl_bytes, WHOLE_MIB)} of the default agent, from ${model.measured_samples} measured restarts`,
     };
   }
-  const p = (st?.report as { prediction?: unknown } | undefined)?.prediction as Partial<GapPrediction> | null | undefined;
-  if (!p || typeof p !== 'object' || typeof p.next_gap_seconds !== 'number' || !Number.isFinite(p.next_gap_seconds)) return null;
-  return { next_gap_seconds: p.next_gap_seconds, low_seconds: num(p.low_seconds), high_seconds: num(p.high_seconds), basis: typeof p.basis === 'string' ? p.basis : null };
+  const p = (st?.report as { prediction?: unknown } | undefined)?.prediction as
+    Partial<GapPrediction> | null | undefined;
+  if (!p || typeof p !== 'object' || typeof p.next_gap_seconds !== 'number' || !Number.isFinite(p.next_gap_seconds))
+    return null;
+  return {
+    next_gap_seconds: p.next_gap_seconds,
+    low_seconds: num(p.low_seconds),
+    high_seconds: num(p.high_seconds),
+    basis: typeof p.basis === 'string' ? p.basis : null,
+  };
 }

@@ -72,8 +72,10 @@ function fmt(v: number): string {
 function rangeOf(series: Series[], axis: 'left' | 'right', include: number[] = []): { lo: number; hi: number } {
   let lo = Infinity;
   let hi = -Infinity;
-  for (const s of series) if (s.axis === axis) for (const p of s.points) if (Number.isFinite(p.y)) (lo = Math.min(lo, p.y)), (hi = Math.max(hi, p.y));
-  for (const v of include) (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
+  for (const s of series)
+    if (s.axis === axis)
+      for (const p of s.points) if (Number.isFinite(p.y)) ((lo = Math.min(lo, p.y)), (hi = Math.max(hi, p.y)));
+  for (const v of include) ((lo = Math.min(lo, v)), (hi = Math.max(hi, v)));
   if (!Number.isFinite(lo)) return { lo: 0, hi: 1 };
   return { lo, hi };
 }
@@ -85,43 +87,78 @@ export function chart(c: ChartSpec): string {
   const ih = H - PAD.t - PAD.b;
   let x0 = c.xMin;
   let x1 = c.xMax;
-  if (!(x1 > x0)) (x0 -= 60_000), (x1 += 60_000);
+  if (!(x1 > x0)) ((x0 -= 60_000), (x1 += 60_000));
   const sx = (x: number) => r1(PAD.l + ((x - x0) / (x1 - x0)) * iw);
-  const axes = { left: niceTicks(...(Object.values(rangeOf(c.series, 'left', c.left.include)) as [number, number])), right: c.right ? niceTicks(...(Object.values(rangeOf(c.series, 'right', c.right.include)) as [number, number])) : null };
+  const axes = {
+    left: niceTicks(...(Object.values(rangeOf(c.series, 'left', c.left.include)) as [number, number])),
+    right: c.right
+      ? niceTicks(...(Object.values(rangeOf(c.series, 'right', c.right.include)) as [number, number]))
+      : null,
+  };
   const sy = (axis: 'left' | 'right', y: number) => {
     const a = axes[axis]!;
     return r1(PAD.t + ih - ((y - a.lo) / (a.hi - a.lo)) * ih);
   };
   const out: string[] = [];
-  out.push(`<svg class="chart" id="${esc(c.id)}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${esc(c.id)}-t"><title id="${esc(c.id)}-t">${esc(c.title)}</title>`);
+  out.push(
+    `<svg class="chart" id="${esc(c.id)}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${esc(c.id)}-t"><title id="${esc(c.id)}-t">${esc(c.title)}</title>`,
+  );
   for (const b of c.bands ?? []) {
     const a = sx(Math.max(b.x0, x0));
     const z = sx(Math.min(b.x1, x1));
-    out.push(`<rect class="band" x="${a}" y="${PAD.t}" width="${Math.max(1, r1(z - a))}" height="${ih}"><title>${esc(b.label)}</title></rect>`);
+    out.push(
+      `<rect class="band" x="${a}" y="${PAD.t}" width="${Math.max(1, r1(z - a))}" height="${ih}"><title>${esc(b.label)}</title></rect>`,
+    );
   }
   // Grid and left axis.
   const lf = c.left.format ?? fmt;
   for (const t of axes.left.ticks) {
     const y = sy('left', t);
-    out.push(`<line class="grid" x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}"/><text class="tick" x="${PAD.l - 4}" y="${r1(y + 3.5)}" text-anchor="end">${esc(lf(t))}</text>`);
+    out.push(
+      `<line class="grid" x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}"/><text class="tick" x="${PAD.l - 4}" y="${r1(y + 3.5)}" text-anchor="end">${esc(lf(t))}</text>`,
+    );
   }
   out.push(`<text class="unit" x="4" y="10">${esc(c.left.unit)}</text>`);
   if (c.right && axes.right) {
     const rf = c.right.format ?? fmt;
-    for (const t of axes.right.ticks) out.push(`<text class="tick" x="${W - PAD.r + 4}" y="${r1(sy('right', t) + 3.5)}">${esc(rf(t))}</text>`);
+    for (const t of axes.right.ticks)
+      out.push(`<text class="tick" x="${W - PAD.r + 4}" y="${r1(sy('right', t) + 3.5)}">${esc(rf(t))}</text>`);
     out.push(`<text class="unit" x="${W - 4}" y="10" text-anchor="end">${esc(c.right.unit)}</text>`);
   }
   // Time axis: four or five ticks at round minutes.
-  out.push(`<line class="axis" x1="${PAD.l}" x2="${W - PAD.r}" y1="${PAD.t + ih}" y2="${PAD.t + ih}"/><line class="axis" x1="${PAD.l}" x2="${PAD.l}" y1="${PAD.t}" y2="${PAD.t + ih}"/>`);
+  out.push(
+    `<line class="axis" x1="${PAD.l}" x2="${W - PAD.r}" y1="${PAD.t + ih}" y2="${PAD.t + ih}"/><line class="axis" x1="${PAD.l}" x2="${PAD.l}" y1="${PAD.t}" y2="${PAD.t + ih}"/>`,
+  );
   const span = x1 - x0;
-  const stepMs = [60e3, 300e3, 900e3, 1800e3, 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 86400e3, 2 * 86400e3, 7 * 86400e3, 14 * 86400e3, 30 * 86400e3, 91 * 86400e3, 365 * 86400e3].find((s) => span / s <= 4) ?? 365 * 86400e3;
+  const stepMs =
+    [
+      60e3,
+      300e3,
+      900e3,
+      1800e3,
+      3600e3,
+      3 * 3600e3,
+      6 * 3600e3,
+      12 * 3600e3,
+      86400e3,
+      2 * 86400e3,
+      7 * 86400e3,
+      14 * 86400e3,
+      30 * 86400e3,
+      91 * 86400e3,
+      365 * 86400e3,
+    ].find((s) => span / s <= 4) ?? 365 * 86400e3;
   for (let t = Math.ceil(x0 / stepMs) * stepMs; t <= x1; t += stepMs) {
     const x = sx(t);
-    out.push(`<line class="axis" x1="${x}" x2="${x}" y1="${PAD.t + ih}" y2="${PAD.t + ih + 4}"/><text class="tick" x="${x}" y="${PAD.t + ih + 15}" text-anchor="middle">${esc(c.xFormat(t))}</text>`);
+    out.push(
+      `<line class="axis" x1="${x}" x2="${x}" y1="${PAD.t + ih}" y2="${PAD.t + ih + 4}"/><text class="tick" x="${x}" y="${PAD.t + ih + 15}" text-anchor="middle">${esc(c.xFormat(t))}</text>`,
+    );
   }
   for (const m of c.marks ?? []) {
     const x = sx(m.x);
-    out.push(`<line class="mark" x1="${x}" x2="${x}" y1="${PAD.t}" y2="${PAD.t + ih}"><title>${esc(m.label)}</title></line>`);
+    out.push(
+      `<line class="mark" x1="${x}" x2="${x}" y1="${PAD.t}" y2="${PAD.t + ih}"><title>${esc(m.label)}</title></line>`,
+    );
   }
   // Series.
   for (const s of c.series) {
@@ -148,10 +185,15 @@ export function chart(c: ChartSpec): string {
   // Legend under the time labels.
   let lx = PAD.l;
   for (const s of c.series) {
-    out.push(`<g class="s-${esc(s.name)}"><rect class="key" x="${lx}" y="${H - 10}" width="10" height="6"/></g><text class="tick" x="${lx + 13}" y="${H - 4}">${esc(s.label)}</text>`);
+    out.push(
+      `<g class="s-${esc(s.name)}"><rect class="key" x="${lx}" y="${H - 10}" width="10" height="6"/></g><text class="tick" x="${lx + 13}" y="${H - 4}">${esc(s.label)}</text>`,
+    );
     lx += 20 + s.label.length * 5.6;
   }
-  if ((c.marks ?? []).length > 0) out.push(`<line class="mark" x1="${lx}" x2="${lx + 10}" y1="${H - 7}" y2="${H - 7}"/><text class="tick" x="${lx + 13}" y="${H - 4}">prune pass</text>`);
+  if ((c.marks ?? []).length > 0)
+    out.push(
+      `<line class="mark" x1="${lx}" x2="${lx + 10}" y1="${H - 7}" y2="${H - 7}"/><text class="tick" x="${lx + 13}" y="${H - 4}">prune pass</text>`,
+    );
   out.push('</svg>');
   return out.join('');
 }

@@ -29,7 +29,9 @@ export type Board = Section<BoardReading>;
 const PI_PROCESSORS = ['brcm,bcm2835', 'brcm,bcm2836', 'brcm,bcm2837', 'brcm,bcm2711', 'brcm,bcm2712'];
 
 function deviceTree(procRoot: string, sysRoot: string, name: string): Buffer | null {
-  return readBytes(join(procRoot, 'device-tree', name)) ?? readBytes(join(sysRoot, 'firmware', 'devicetree', 'base', name));
+  return (
+    readBytes(join(procRoot, 'device-tree', name)) ?? readBytes(join(sysRoot, 'firmware', 'devicetree', 'base', name))
+  );
 }
 
 /** `Key\t: value` lines of /proc/cpuinfo; the first occurrence wins. */
@@ -66,15 +68,19 @@ export function decodePiSoc(revision: string | null): string | null {
 export function readBoard(sysRoot: string, procRoot: string): Board {
   const cpuinfo = cpuinfoFields(readString(join(procRoot, 'cpuinfo')));
   const dtModel = deviceTree(procRoot, sysRoot, 'model');
-  const compatible = (deviceTree(procRoot, sysRoot, 'compatible')?.toString('utf8') ?? '').split('\0').filter((s) => s !== '');
+  const compatible = (deviceTree(procRoot, sysRoot, 'compatible')?.toString('utf8') ?? '')
+    .split('\0')
+    .filter((s) => s !== '');
   const dmi = readString(join(sysRoot, 'devices', 'virtual', 'dmi', 'id', 'product_name'));
-  const model = (dtModel ? dtModel.toString('utf8').replace(/\0+$/, '').trim() : '') || cpuinfo.get('Model') || dmi || null;
+  const model =
+    (dtModel ? dtModel.toString('utf8').replace(/\0+$/, '').trim() : '') || cpuinfo.get('Model') || dmi || null;
   const raspberry_pi = /^Raspberry Pi/i.test(model ?? '') || compatible.some((c) => c.startsWith('raspberrypi,'));
   const revision = raspberry_pi ? (cpuinfo.get('Revision') ?? null) : null;
-  const soc = compatible.length > 1 ? compatible[compatible.length - 1]! : compatible[0] ?? decodePiSoc(revision);
+  const soc = compatible.length > 1 ? compatible[compatible.length - 1]! : (compatible[0] ?? decodePiSoc(revision));
   const kernel = readString(join(procRoot, 'sys', 'kernel', 'osrelease'));
   const arch = readString(join(procRoot, 'sys', 'kernel', 'arch')) ?? archFromCpuinfo(cpuinfo);
   const cpu_model = cpuinfo.get('model name') ?? cpuinfo.get('uarch') ?? null;
-  if (model === null && kernel === null && arch === null && compatible.length === 0) return noData('no device tree, DMI, cpuinfo or kernel release readable');
+  if (model === null && kernel === null && arch === null && compatible.length === 0)
+    return noData('no device tree, DMI, cpuinfo or kernel release readable');
   return { available: true, model, compatible, soc, cpu_model, raspberry_pi, pi_revision: revision, kernel, arch };
 }

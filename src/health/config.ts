@@ -35,7 +35,10 @@ export interface HealthThresholds {
   /** Path of vcgencmd; false never runs it; null finds it on PATH. */
   vcgencmd: string | false | null;
   vcgencmd_timeout_ms: number;
-  /** Ask systeminformation when sysfs has no temperature at all (spawns 2-4 shells, docs/board-health.md#why-the-guard-reads-sysfs-itself-instead-of-systeminformation). */
+  /**
+   * Ask systeminformation when sysfs has no temperature at all (spawns 2-4 shells,
+   * docs/board-health.md#why-the-guard-reads-sysfs-itself-instead-of-systeminformation).
+   */
   systeminformation_fallback: boolean;
 }
 
@@ -101,7 +104,11 @@ const FIELDS: { [K in keyof HealthThresholds]: Field<HealthThresholds[K]> } = {
  * own). Unknown keys and wrong types are errors naming the file and the key: a typo in
  * a threshold must not silently leave the default in place.
  */
-export function parseHealthConfig(section: Record<string, unknown> | undefined, path: string | null, prune?: Record<string, unknown>): HealthThresholds {
+export function parseHealthConfig(
+  section: Record<string, unknown> | undefined,
+  path: string | null,
+  prune?: Record<string, unknown>,
+): HealthThresholds {
   const naming = sectionNaming('health', path, Object.keys(FIELDS));
   const out: HealthThresholds = { ...DEFAULT_THRESHOLDS, ...readSection(FIELDS, section, naming) };
   const pairs: [keyof HealthThresholds, keyof HealthThresholds, string][] = [
@@ -114,7 +121,11 @@ export function parseHealthConfig(section: Record<string, unknown> | undefined, 
       throw sectionError(naming, `${naming.where}: ${naming.key(lo)} must not be above ${naming.key(hi)}`);
     }
   }
-  if (out.max_db_size_mb === null && typeof prune?.max_db_size_mb === 'number' && Number.isFinite(prune.max_db_size_mb)) {
+  if (
+    out.max_db_size_mb === null &&
+    typeof prune?.max_db_size_mb === 'number' &&
+    Number.isFinite(prune.max_db_size_mb)
+  ) {
     out.max_db_size_mb = prune.max_db_size_mb;
   }
   return out;

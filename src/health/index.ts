@@ -41,7 +41,12 @@ export interface CollectOptions {
   /** The last restart's bootstrap gap, from the startup report (the `startup` command). */
   lastBootstrapGapSeconds?: number | null;
   /** Counts one sessions folder (default: a readdir now); the daemon passes its cached counts. */
-  countSessions?: (dir: string) => { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null };
+  countSessions?: (dir: string) => {
+    sessions: number;
+    cron_sessions: number;
+    jsonl_bytes: number;
+    error: string | null;
+  };
 }
 
 export interface HealthReport {
@@ -62,7 +67,10 @@ export interface HealthReport {
 export const REAL_SYS = '/sys';
 
 /** Which vcgencmd to run. With a fixture sysfs root the real one would describe this machine, not the fixture. */
-export function resolveVcgencmd(opts: CollectOptions, t: HealthThresholds): { path: string | null; state?: 'not_found' | 'not_used' } {
+export function resolveVcgencmd(
+  opts: CollectOptions,
+  t: HealthThresholds,
+): { path: string | null; state?: 'not_found' | 'not_used' } {
   if (opts.vcgencmd === null) return { path: null, state: 'not_used' };
   if (typeof opts.vcgencmd === 'string') return { path: opts.vcgencmd };
   if (t.vcgencmd === false) return { path: null, state: 'not_used' };
@@ -85,11 +93,14 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
 
   const board = readBoard(sysRoot, procRoot);
   let temperature = readThermal(sysRoot);
-  if (!temperature.available && t.systeminformation_fallback && sysRoot === REAL_SYS) temperature = await systeminformationFallback();
+  if (!temperature.available && t.systeminformation_fallback && sysRoot === REAL_SYS)
+    temperature = await systeminformationFallback();
   const cpufreq = readCpufreq(sysRoot);
   const resources = readResources(procRoot, sysRoot);
   const home = opts.home ?? null;
-  const filesystem = home ? readFilesystem(home.home, procRoot, opts.freeSpace ?? statfsFreeSpace) : noData('no PicoClaw home to measure');
+  const filesystem = home
+    ? readFilesystem(home.home, procRoot, opts.freeSpace ?? statfsFreeSpace)
+    : noData('no PicoClaw home to measure');
 
   const vcg = resolveVcgencmd(opts, t);
   const [throttle, picoclaw] = await Promise.all([
@@ -119,7 +130,10 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
       : Promise.resolve(noData(opts.homeError ?? 'PicoClaw not checked')),
   ]);
 
-  const { status, problems } = rollup({ temperature, throttle, filesystem, picoclaw, picoclawRequested: home !== null || opts.homeError !== undefined }, t);
+  const { status, problems } = rollup(
+    { temperature, throttle, filesystem, picoclaw, picoclawRequested: home !== null || opts.homeError !== undefined },
+    t,
+  );
   return {
     status,
     problems,

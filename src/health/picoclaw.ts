@@ -8,7 +8,8 @@ import { readHistory } from '../state/history.js';
 import { noData, type Section } from './types.js';
 
 /**
- * PicoClaw as health sees it: the gateway (docs/picoclaw.md#pid-file, docs/picoclaw.md#health-endpoints-and-ports, classified by
+ * PicoClaw as health sees it: the gateway (docs/picoclaw.md#pid-file, docs/picoclaw.md#health-endpoints-and-ports,
+ * classified by
  * src/picoclaw/gateway.ts), how much session data there is, seahorse.db with its WAL,
  * the last prune, and the last restart's bootstrap gap.
  *
@@ -65,7 +66,10 @@ export interface LastPrune {
   sessions_after: number;
   duration_seconds: number;
   reason: string | null;
-  /** Undated sessions (never deleted, yet counted toward max_sessions) and the dated ones they pushed out; absent before they were recorded. */
+  /**
+   * Undated sessions (never deleted, yet counted toward max_sessions) and the dated ones they pushed out; absent before
+   * they were recorded.
+   */
   undated_sessions?: number;
   displaced_by_undated?: number;
   /** Why seahorse.db cannot be brought under max_db_size_mb by deleting (which sessions hold the rows). */
@@ -94,7 +98,12 @@ export type PicoClaw = Section<PicoClawReading>;
  * Count one sessions folder by the names sessions.ts classifies (classifyEntry): a session is a regular
  * `*.meta.json`; `.tmp-*` and `session-*.tmp` files, symlinks and folders never count.
  */
-export function countSessions(dir: string): { sessions: number; cron_sessions: number; jsonl_bytes: number; error: string | null } {
+export function countSessions(dir: string): {
+  sessions: number;
+  cron_sessions: number;
+  jsonl_bytes: number;
+  error: string | null;
+} {
   const out = { sessions: 0, cron_sessions: 0, jsonl_bytes: 0, error: null as string | null };
   let entries: Dirent[];
   try {
@@ -111,7 +120,8 @@ export function countSessions(dir: string): { sessions: number; cron_sessions: n
     const kind = classifyEntry(name);
     if (kind === 'meta') {
       out.sessions++;
-      // The file name is the key with ':' made '_' (agent:cron-<job>-<uuid>, upstream pkg/tools/cron.go): no read needed.
+      // The file name is the key with ':' made '_' (agent:cron-<job>-<uuid>, upstream pkg/tools/cron.go): no read
+      // needed.
       if (name.startsWith(CRON_PREFIX)) out.cron_sessions++;
     } else if (kind === 'jsonl') {
       // dir + '/' + name, not path.join: this runs once per session (thousands of times).
@@ -125,7 +135,9 @@ export function countSessions(dir: string): { sessions: number; cron_sessions: n
 const CRON_PREFIX = 'agent_cron-';
 
 function probe(p: ProbeResult | null): ProbeReading | null {
-  return p === null ? null : { http_status: p.status, error: p.error, duration_seconds: Math.round(p.durationMs) / 1000 };
+  return p === null
+    ? null
+    : { http_status: p.status, error: p.error, duration_seconds: Math.round(p.durationMs) / 1000 };
 }
 
 export interface PicoClawOptions {
@@ -144,7 +156,12 @@ export interface PicoClawOptions {
 export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
   const { home } = opts;
   if (!existsSync(home.home)) return noData(`no PicoClaw home at ${home.home}`);
-  const g = await probeGateway(home, { timeoutMs: opts.timeoutMs, hungAfterMs: opts.hungAfterMs, now: opts.nowMs, signal: opts.signal });
+  const g = await probeGateway(home, {
+    timeoutMs: opts.timeoutMs,
+    hungAfterMs: opts.hungAfterMs,
+    now: opts.nowMs,
+    signal: opts.signal,
+  });
   const gateway: GatewayReading = {
     state: g.state,
     reason: g.reason,
@@ -174,7 +191,13 @@ export async function readPicoClaw(opts: PicoClawOptions): Promise<PicoClaw> {
       jsonl_bytes: stores.reduce((n, s) => n + s.jsonl_bytes, 0),
       stores,
     },
-    seahorse: { path: home.seahorsePath, present: existsSync(home.seahorsePath), db_bytes: db.db, wal_bytes: db.wal, total_bytes: db.total },
+    seahorse: {
+      path: home.seahorsePath,
+      present: existsSync(home.seahorsePath),
+      db_bytes: db.db,
+      wal_bytes: db.wal,
+      total_bytes: db.total,
+    },
     last_prune: last
       ? {
           at: last.at,

@@ -84,7 +84,10 @@ function unescapeMount(s: string): string {
 }
 
 /** The mount holding `path`: the longest mount point that contains it (the last mounted wins a tie). */
-export function findMount(mountsText: string | null, path: string): { mount_point: string; fs_type: string; read_only: boolean } | null {
+export function findMount(
+  mountsText: string | null,
+  path: string,
+): { mount_point: string; fs_type: string; read_only: boolean } | null {
   let best: { mount_point: string; fs_type: string; read_only: boolean } | null = null;
   for (const line of (mountsText ?? '').split('\n')) {
     const f = line.split(' ');

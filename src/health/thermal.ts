@@ -55,9 +55,29 @@ export type Thermal = Section<ThermalReading>;
  * Zone types that are the CPU, best first: Pi and JH7110 `cpu-thermal`, TH1520
  * `cpu-thermal-zone`, CV18xx vendor `soc_thermal_0` (docs/board-health.md#thermal-zones), x86 `x86_pkg_temp`.
  */
-export const CPU_ZONE_TYPES = ['cpu-thermal', 'cpu_thermal', 'cpu-thermal-zone', 'soc_thermal_0', 'soc-thermal', 'soc_thermal', 'cpu0-thermal', 'x86_pkg_temp'];
-/** hwmon chips that measure the CPU when there is no usable zone (docs/board-health.md#hwmon-chips: sfctemp, 120e0000.tmon, pvt). */
-export const CPU_HWMON_NAMES = ['cpu_thermal', 'sfctemp', 'pvt', 'coretemp', 'k10temp', 'cpu_thermal_zone', 'soc_thermal_0'];
+export const CPU_ZONE_TYPES = [
+  'cpu-thermal',
+  'cpu_thermal',
+  'cpu-thermal-zone',
+  'soc_thermal_0',
+  'soc-thermal',
+  'soc_thermal',
+  'cpu0-thermal',
+  'x86_pkg_temp',
+];
+/**
+ * hwmon chips that measure the CPU when there is no usable zone (docs/board-health.md#hwmon-chips: sfctemp,
+ * 120e0000.tmon, pvt).
+ */
+export const CPU_HWMON_NAMES = [
+  'cpu_thermal',
+  'sfctemp',
+  'pvt',
+  'coretemp',
+  'k10temp',
+  'cpu_thermal_zone',
+  'soc_thermal_0',
+];
 
 /** Readings outside this range are firmware glitches (raspberrypi/firmware#133), not temperatures. */
 const MIN_SANE = -40;

@@ -100,7 +100,9 @@ export interface ThrottleOptions {
 /** The rpi_volt alarm: 0/1, or null when no hwmon chip has that name. */
 export function readRpiVoltAlarm(sysRoot: string): { present: boolean; alarm: boolean | null } {
   const dir = join(sysRoot, 'class', 'hwmon');
-  for (const n of listDir(dir).filter((x) => /^hwmon\d+$/.test(x)).sort(byNumberSuffix)) {
+  for (const n of listDir(dir)
+    .filter((x) => /^hwmon\d+$/.test(x))
+    .sort(byNumberSuffix)) {
     if (readString(join(dir, n, 'name')) !== 'rpi_volt') continue;
     const v = readInt(join(dir, n, 'in0_lcrit_alarm'));
     return { present: true, alarm: v === null ? null : v !== 0 };
@@ -120,14 +122,20 @@ export function readPi5Power(procRoot: string, sysRoot: string): Pi5Power | null
     const max = readBeU32(join(dir, 'max_current'));
     const reset = readBeU32(join(dir, 'power_reset'));
     if (max !== null || reset !== null) {
-      return { max_current_amperes: max === null ? null : max / 1000, low_power_reset: reset === null ? null : (reset & 0x02) !== 0 };
+      return {
+        max_current_amperes: max === null ? null : max / 1000,
+        low_power_reset: reset === null ? null : (reset & 0x02) !== 0,
+      };
     }
   }
   return null;
 }
 
 /** The Zero range has no under-voltage detector (power-supplies.adoc). */
-export function underVoltageDetectable(board: ThrottleOptions['board']): { detectable: boolean; reason: string | null } {
+export function underVoltageDetectable(board: ThrottleOptions['board']): {
+  detectable: boolean;
+  reason: string | null;
+} {
   if (board?.model && /Raspberry Pi Zero/i.test(board.model)) {
     return { detectable: false, reason: 'the Raspberry Pi Zero range has no under-voltage detector: 0 proves nothing' };
   }
@@ -142,12 +150,15 @@ export async function readThrottle(opts: ThrottleOptions): Promise<Throttle> {
   let word: number | null = v.state === 'ok' ? v.word : null;
   let source: ThrottleReading['source'] | null = word !== null ? 'vcgencmd' : volt.present ? 'rpi_volt' : null;
   if (source === null) {
-    word = parseLegacyThrottled(readString(join(opts.sysRoot, 'devices', 'platform', 'soc', 'soc:firmware', 'get_throttled')));
+    word = parseLegacyThrottled(
+      readString(join(opts.sysRoot, 'devices', 'platform', 'soc', 'soc:firmware', 'get_throttled')),
+    );
     if (word !== null) source = 'legacy_sysfs';
   }
   const vcg = { state: v.state, error: v.error };
   if (source === null) {
-    const why = v.state === 'not_found' || v.state === 'not_used' ? 'no vcgencmd' : `vcgencmd failed (${v.error ?? v.state})`;
+    const why =
+      v.state === 'not_found' || v.state === 'not_used' ? 'no vcgencmd' : `vcgencmd failed (${v.error ?? v.state})`;
     return noData(`not detectable: ${why}, no rpi_volt hwmon, no firmware throttle word`);
   }
   const decoded = word !== null ? decodeThrottled(word) : null;
@@ -156,7 +167,8 @@ export async function readThrottle(opts: ThrottleOptions): Promise<Throttle> {
   const sinceBoot = source === 'legacy_sysfs' ? null : (decoded?.since_boot ?? null);
 
   const det = underVoltageDetectable(opts.board);
-  const recent = (decoded !== null && (decoded.now.under_voltage || decoded.since_boot.under_voltage)) || volt.alarm === true;
+  const recent =
+    (decoded !== null && (decoded.now.under_voltage || decoded.since_boot.under_voltage)) || volt.alarm === true;
   const latch = updateLatch({
     stateDir: opts.stateDir,
     observed: recent,
@@ -167,7 +179,9 @@ export async function readThrottle(opts: ThrottleOptions): Promise<Throttle> {
   // On a Zero a clear bit is "unknown", a set bit still a fact.
   const orUnknown = (x: boolean | null) => (x === true || det.detectable ? x : null);
   const uvNow = orUnknown(now ? now.under_voltage || volt.alarm === true : volt.alarm);
-  const uvSince = orUnknown(sinceBoot ? sinceBoot.under_voltage || latch.this_boot === true : latch.this_boot === true ? true : null);
+  const uvSince = orUnknown(
+    sinceBoot ? sinceBoot.under_voltage || latch.this_boot === true : latch.this_boot === true ? true : null,
+  );
   if (now) now.under_voltage = orUnknown(now.under_voltage);
   if (sinceBoot) sinceBoot.under_voltage = orUnknown(sinceBoot.under_voltage);
 

@@ -66,23 +66,40 @@ function firstLine(s: string): string {
 
 function spawnOnce(path: string, timeoutMs: number): Promise<VcgencmdResult> {
   return new Promise((resolve) => {
-    execFile(path, ['get_throttled'], { timeout: timeoutMs, encoding: 'utf8', maxBuffer: 64 * 1024, windowsHide: true }, (err, stdout, stderr) => {
-      if (!err) {
-        const word = parseGetThrottled(stdout);
-        resolve(word === null ? { state: 'error', word: null, error: `unexpected output: ${firstLine(stdout) || '(empty)'}` } : { state: 'ok', word, error: null });
-        return;
-      }
-      const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: string | number };
-      if (e.code === 'ENOENT') return resolve({ state: 'not_found', word: null, error: `${path} does not exist` });
-      if (e.code === 'EACCES') return resolve({ state: 'error', word: null, error: `${path} is not executable` });
-      if (e.killed) return resolve({ state: 'timeout', word: null, error: `no answer within ${timeoutMs} ms` });
-      const out = `${stdout}\n${stderr}`;
-      // The firmware device could not be opened (mailbox node mode 0660 root:video).
-      if (/Can't open device file|VCHI initialization failed/.test(out)) {
-        return resolve({ state: 'no_access', word: null, error: `${firstLine(out)} (exit ${String(e.code)}; is this user in the video group?)` });
-      }
-      resolve({ state: 'error', word: null, error: `exit ${String(e.code ?? e.signal)}: ${firstLine(out) || '(no output)'}` });
-    });
+    execFile(
+      path,
+      ['get_throttled'],
+      { timeout: timeoutMs, encoding: 'utf8', maxBuffer: 64 * 1024, windowsHide: true },
+      (err, stdout, stderr) => {
+        if (!err) {
+          const word = parseGetThrottled(stdout);
+          resolve(
+            word === null
+              ? { state: 'error', word: null, error: `unexpected output: ${firstLine(stdout) || '(empty)'}` }
+              : { state: 'ok', word, error: null },
+          );
+          return;
+        }
+        const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: string | number };
+        if (e.code === 'ENOENT') return resolve({ state: 'not_found', word: null, error: `${path} does not exist` });
+        if (e.code === 'EACCES') return resolve({ state: 'error', word: null, error: `${path} is not executable` });
+        if (e.killed) return resolve({ state: 'timeout', word: null, error: `no answer within ${timeoutMs} ms` });
+        const out = `${stdout}\n${stderr}`;
+        // The firmware device could not be opened (mailbox node mode 0660 root:video).
+        if (/Can't open device file|VCHI initialization failed/.test(out)) {
+          return resolve({
+            state: 'no_access',
+            word: null,
+            error: `${firstLine(out)} (exit ${String(e.code)}; is this user in the video group?)`,
+          });
+        }
+        resolve({
+          state: 'error',
+          word: null,
+          error: `exit ${String(e.code ?? e.signal)}: ${firstLine(out) || '(no output)'}`,
+        });
+      },
+    );
   });
 }
 

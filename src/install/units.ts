@@ -55,7 +55,11 @@ export function packageRoot(): string {
   for (;;) {
     if (existsSync(join(d, 'package.json')) && existsSync(join(d, GUARD_UNIT))) return d;
     const up = dirname(d);
-    if (up === d) throw new GuardError(`cannot find the shipped unit files above ${fileURLToPath(import.meta.url)}`, { exitCode: ExitCode.FAILURE, hint: 'reinstall picoclaw-guard (the package ships picoclaw-guard.service at its root)' });
+    if (up === d)
+      throw new GuardError(`cannot find the shipped unit files above ${fileURLToPath(import.meta.url)}`, {
+        exitCode: ExitCode.FAILURE,
+        hint: 'reinstall picoclaw-guard (the package ships picoclaw-guard.service at its root)',
+      });
     d = up;
   }
 }
@@ -74,9 +78,13 @@ export function readTemplates(root = packageRoot()): { guard: string; prestart: 
  * `%` doubled (systemd specifiers) and `$` doubled in command lines.
  */
 export function unitPath(p: string, what: string, inCommand = false): string {
-  if (!p.startsWith('/')) throw new GuardError(`${what} must be an absolute path, not ${p}`, { exitCode: ExitCode.USAGE });
+  if (!p.startsWith('/'))
+    throw new GuardError(`${what} must be an absolute path, not ${p}`, { exitCode: ExitCode.USAGE });
   if (/[\s"'\\]/.test(p)) {
-    throw new GuardError(`${what} (${p}) contains a space, quote or backslash, which the units cannot hold safely`, { exitCode: ExitCode.USAGE, hint: 'move it (or link it) to a path without such characters' });
+    throw new GuardError(`${what} (${p}) contains a space, quote or backslash, which the units cannot hold safely`, {
+      exitCode: ExitCode.USAGE,
+      hint: 'move it (or link it) to a path without such characters',
+    });
   }
   const s = p.replace(/%/g, '%%');
   return inCommand ? s.replace(/\$/g, '$$$$') : s;
@@ -122,17 +130,40 @@ function rewrite(text: string, v: UnitValues): string {
     if (key === 'ExecStart') {
       const parts = /^(\S+)\s+(\S+)(.*)$/.exec(value);
       if (!parts) throw new Error(`unexpected ExecStart= in a shipped unit: ${value}`);
-      out.push(continued('ExecStart', [unitPath(v.node, 'the Node.js binary', true), unitPath(v.cli, 'the picoclaw-guard CLI', true), ...parts[3]!.trim().split(/\s+/).filter(Boolean)]));
+      out.push(
+        continued('ExecStart', [
+          unitPath(v.node, 'the Node.js binary', true),
+          unitPath(v.cli, 'the picoclaw-guard CLI', true),
+          ...parts[3]!.trim().split(/\s+/).filter(Boolean),
+        ]),
+      );
     } else if (key === 'User') out.push(`User=${v.user}`);
     else if (key === 'Group') {
       if (v.group) out.push(`Group=${v.group}`);
-    } else if (key === 'Environment' && value.startsWith('PICOCLAW_HOME=')) out.push(`Environment=PICOCLAW_HOME=${unitPath(v.home, 'the PicoClaw home')}`);
-    else if (key === 'ReadWritePaths') out.push(continued('ReadWritePaths', [v.home, ...v.readWritePaths].map((p) => (p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path')))));
+    } else if (key === 'Environment' && value.startsWith('PICOCLAW_HOME='))
+      out.push(`Environment=PICOCLAW_HOME=${unitPath(v.home, 'the PicoClaw home')}`);
+    else if (key === 'ReadWritePaths')
+      out.push(
+        continued(
+          'ReadWritePaths',
+          [v.home, ...v.readWritePaths].map((p) =>
+            p.startsWith('-') ? '-' + unitPath(p.slice(1), 'a writable path') : unitPath(p, 'a writable path'),
+          ),
+        ),
+      );
     else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
     else if (key === 'DeviceAllow' && !v.devices.includes(value.split(/\s+/)[0]!)) continue;
     else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;
-    else if ((key === 'PartOf' || key === 'After' || key === 'WantedBy') && value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)) {
-      out.push(`${key}=${value.split(/\s+/).map((u) => (u === SHIPPED_GATEWAY_UNIT ? v.gatewayUnit : u)).join(' ')}`);
+    else if (
+      (key === 'PartOf' || key === 'After' || key === 'WantedBy') &&
+      value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)
+    ) {
+      out.push(
+        `${key}=${value
+          .split(/\s+/)
+          .map((u) => (u === SHIPPED_GATEWAY_UNIT ? v.gatewayUnit : u))
+          .join(' ')}`,
+      );
     } else if (line === '#SupplementaryGroups=video') out.push(v.videoGroup ? 'SupplementaryGroups=video' : line);
     else out.push(line);
   }
@@ -140,14 +171,24 @@ function rewrite(text: string, v: UnitValues): string {
 }
 
 export function renderUnits(v: UnitValues, t = readTemplates()): RenderedUnit[] {
-  if (!validUnitName(v.gatewayUnit)) throw new GuardError(`"${v.gatewayUnit}" is not a service unit name`, { exitCode: ExitCode.USAGE, hint: 'e.g. --gateway-unit picoclaw.service' });
-  if (!/^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/.test(v.user) || (v.group !== null && !/^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/.test(v.group))) {
+  if (!validUnitName(v.gatewayUnit))
+    throw new GuardError(`"${v.gatewayUnit}" is not a service unit name`, {
+      exitCode: ExitCode.USAGE,
+      hint: 'e.g. --gateway-unit picoclaw.service',
+    });
+  if (
+    !/^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/.test(v.user) ||
+    (v.group !== null && !/^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/.test(v.group))
+  ) {
     throw new GuardError(`"${v.user}" is not a user name systemd accepts`, { exitCode: ExitCode.USAGE });
   }
   return [
     { file: GUARD_UNIT, text: header(GUARD_UNIT, v) + rewrite(t.guard, v) },
     { file: PRESTART_UNIT, text: header(PRESTART_UNIT, v) + rewrite(t.prestart, v) },
-    { file: `${v.gatewayUnit}.d/${DROPIN_NAME}`, text: header(`${SHIPPED_GATEWAY_UNIT}.d/${DROPIN_NAME}`, v) + rewrite(t.dropin, v) },
+    {
+      file: `${v.gatewayUnit}.d/${DROPIN_NAME}`,
+      text: header(`${SHIPPED_GATEWAY_UNIT}.d/${DROPIN_NAME}`, v) + rewrite(t.dropin, v),
+    },
   ];
 }
 

@@ -10,7 +10,10 @@ import { basename, dirname, join } from 'node:path';
  */
 export interface AtomicOptions {
   mode?: number;
-  /** Temp file name; default `.<name>.tmp-<pid>`. In a sessions folder it must start with `.tmp-` (PicoClaw ignores those). */
+  /**
+   * Temp file name; default `.<name>.tmp-<pid>`. In a sessions folder it must start with `.tmp-` (PicoClaw ignores
+   * those).
+   */
   tmpName?: string;
   /** Refuse (EEXIST) instead of replacing an existing target. */
   noOverwrite?: boolean;
@@ -28,7 +31,11 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, opts: A
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
-    try { unlinkSync(tmp); } catch { /* already gone */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
     throw err;
   }
   closeSync(fd);
@@ -39,7 +46,11 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, opts: A
       unlinkSync(tmp);
     } else renameSync(tmp, path);
   } catch (err) {
-    try { unlinkSync(tmp); } catch { /* already gone */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
     throw err;
   }
   fsyncDir(dir);

@@ -58,8 +58,16 @@ export function tryLock(path: string, command: string): LockResult {
       release() {
         if (released) return;
         released = true;
-        try { unlinkSync(holderPath); } catch { /* gone */ }
-        try { db.exec('ROLLBACK'); } catch { /* already ended */ }
+        try {
+          unlinkSync(holderPath);
+        } catch {
+          /* gone */
+        }
+        try {
+          db.exec('ROLLBACK');
+        } catch {
+          /* already ended */
+        }
         db.close();
       },
     },
@@ -75,7 +83,11 @@ function openLock(path: string): Database {
   try {
     return new Database(path, { timeout: 0 });
   } catch (err) {
-    throw lockError(path, `cannot be opened (${errnoCode(err) ?? errorMessage(err)})`, 'it must be a file this user can write; delete whatever is there (a lock holds no data)');
+    throw lockError(
+      path,
+      `cannot be opened (${errnoCode(err) ?? errorMessage(err)})`,
+      'it must be a file this user can write; delete whatever is there (a lock holds no data)',
+    );
   }
 }
 
@@ -86,9 +98,14 @@ function begin(db: Database): 'held' | 'busy' | 'not_a_lock' {
   } catch (err) {
     const code = errnoCode(err) ?? '';
     if (code === 'SQLITE_BUSY' || /locked|busy/i.test(String(err))) return 'busy';
-    if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT') || /not a database|malformed/i.test(String(err))) return 'not_a_lock';
+    if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT') || /not a database|malformed/i.test(String(err)))
+      return 'not_a_lock';
     db.close();
-    throw lockError(db.name, `cannot be locked (${code || errorMessage(err)})`, 'check the folder it is in; delete the file if it is in the way (a lock holds no data)');
+    throw lockError(
+      db.name,
+      `cannot be locked (${code || errorMessage(err)})`,
+      'check the folder it is in; delete the file if it is in the way (a lock holds no data)',
+    );
   }
 }
 
@@ -106,14 +123,24 @@ function resetGarbageLock(path: string): void {
   try {
     fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
-    throw lockError(path, `is not a lock and cannot be replaced (${errnoCode(err) ?? errorMessage(err)})`, 'delete it (a lock holds no data) and run again');
+    throw lockError(
+      path,
+      `is not a lock and cannot be replaced (${errnoCode(err) ?? errorMessage(err)})`,
+      'delete it (a lock holds no data) and run again',
+    );
   }
   try {
-    if (!fstatSync(fd).isFile()) throw lockError(path, 'is not a regular file', 'delete it (a lock holds no data) and run again');
+    if (!fstatSync(fd).isFile())
+      throw lockError(path, 'is not a regular file', 'delete it (a lock holds no data) and run again');
     const head = Buffer.alloc(SQLITE_MAGIC.length);
     const n = readSync(fd, head, 0, head.length, 0);
     // A real SQLite database that will not lock is someone's data: never emptied.
-    if (n === head.length && head.equals(SQLITE_MAGIC)) throw lockError(path, 'is a damaged SQLite database', 'it is not the guard\'s lock if it holds data; move it away and run again');
+    if (n === head.length && head.equals(SQLITE_MAGIC))
+      throw lockError(
+        path,
+        'is a damaged SQLite database',
+        "it is not the guard's lock if it holds data; move it away and run again",
+      );
     ftruncateSync(fd, 0);
   } finally {
     closeSync(fd);

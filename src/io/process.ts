@@ -28,7 +28,12 @@ export function processProgramNames(pid: number, procRoot = '/proc'): string[] |
     // argv[0] and argv[1] are at the start; a long command line is not read further.
     const buf = Buffer.alloc(4096);
     const n = readSync(fd, buf, 0, buf.length, 0);
-    argv = buf.subarray(0, n).toString('utf8').split('\0').filter((a) => a !== '').slice(0, 2);
+    argv = buf
+      .subarray(0, n)
+      .toString('utf8')
+      .split('\0')
+      .filter((a) => a !== '')
+      .slice(0, 2);
   } catch {
     return null;
   } finally {

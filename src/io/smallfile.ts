@@ -63,12 +63,18 @@ export interface SmallFileOptions {
 
 function fileType(mode: number): string {
   switch (mode & constants.S_IFMT) {
-    case constants.S_IFDIR: return 'a directory';
-    case constants.S_IFIFO: return 'a FIFO';
-    case constants.S_IFCHR: return 'a character device';
-    case constants.S_IFBLK: return 'a block device';
-    case constants.S_IFSOCK: return 'a socket';
-    default: return 'not a regular file';
+    case constants.S_IFDIR:
+      return 'a directory';
+    case constants.S_IFIFO:
+      return 'a FIFO';
+    case constants.S_IFCHR:
+      return 'a character device';
+    case constants.S_IFBLK:
+      return 'a block device';
+    case constants.S_IFSOCK:
+      return 'a socket';
+    default:
+      return 'not a regular file';
   }
 }
 
@@ -80,8 +86,10 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (opts.noFollow ? constants.O_NOFOLLOW : 0));
   } catch (err) {
     const code = errnoCode(err) ?? 'error';
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new SmallFileError(path, 'absent', code, `${path} does not exist`);
-    if (code === 'ELOOP' && opts.noFollow) throw new SmallFileError(path, 'symlink', code, `${path} is a symlink (not followed)`);
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new SmallFileError(path, 'absent', code, `${path} does not exist`);
+    if (code === 'ELOOP' && opts.noFollow)
+      throw new SmallFileError(path, 'symlink', code, `${path} is a symlink (not followed)`);
     throw new SmallFileError(path, 'unreadable', code, `cannot read ${path}: ${code}`);
   }
   try {
@@ -90,7 +98,13 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
       const type = fileType(st.mode);
       throw new SmallFileError(path, 'not_regular', type, `${path} is ${type}, not a regular file`);
     }
-    if (st.size > max) throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${formatBytes(max, CAP)} (${st.size} bytes)`);
+    if (st.size > max)
+      throw new SmallFileError(
+        path,
+        'too_large',
+        'EFBIG',
+        `${path} is larger than ${formatBytes(max, CAP)} (${st.size} bytes)`,
+      );
     // Read until EOF, not to st.size: a file that grows while it is read is still capped.
     const chunks: Buffer[] = [];
     let total = 0;
@@ -109,7 +123,8 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
       }
       if (n === 0) break;
       total += n;
-      if (total > max) throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${formatBytes(max, CAP)}`);
+      if (total > max)
+        throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${formatBytes(max, CAP)}`);
       chunks.push(chunk.subarray(0, n));
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);

@@ -19,7 +19,10 @@ export class TextfileWriter {
   readonly path: string;
   private readonly tmp: string;
 
-  constructor(readonly dir: string, name = TEXTFILE_NAME) {
+  constructor(
+    readonly dir: string,
+    name = TEXTFILE_NAME,
+  ) {
     this.path = join(dir, name);
     this.tmp = join(dir, `${name}.${process.pid}.tmp`);
   }
@@ -31,7 +34,11 @@ export class TextfileWriter {
       writeFileSync(this.tmp, text, { mode: 0o644 });
       renameSync(this.tmp, this.path);
     } catch (err) {
-      try { unlinkSync(this.tmp); } catch { /* never written */ }
+      try {
+        unlinkSync(this.tmp);
+      } catch {
+        /* never written */
+      }
       throw err;
     }
     this.last = text;

@@ -57,7 +57,13 @@ export const PROBE_BODY_CAP = 64 * 1024;
  * `timeoutMs` (a socket timeout alone only fires on an idle socket, and a body trickled a
  * byte at a time is never idle). A body over PROBE_BODY_CAP ends the read.
  */
-export function httpProbe(host: string, port: number, path: string, timeoutMs: number, signal?: AbortSignal): Promise<ProbeResult> {
+export function httpProbe(
+  host: string,
+  port: number,
+  path: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<ProbeResult> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     let done = false;
@@ -69,22 +75,27 @@ export function httpProbe(host: string, port: number, path: string, timeoutMs: n
       resolve({ ...r, durationMs: performance.now() - t0 });
     };
     const hostname = host === 'localhost' ? '127.0.0.1' : host.replace(/^\[|\]$/g, '');
-    const req = request({ host: hostname, port, path, method: 'GET', timeout: timeoutMs, agent: false, headers: { connection: 'close' } }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size <= PROBE_BODY_CAP) {
-          chunks.push(c);
-          return;
-        }
-        finish({ status: res.statusCode ?? null, error: 'body_too_large', body: null });
-        req.destroy();
-      });
-      res.on('end', () => finish({ status: res.statusCode ?? null, error: null, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
-      res.on('aborted', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
-    });
+    const req = request(
+      { host: hostname, port, path, method: 'GET', timeout: timeoutMs, agent: false, headers: { connection: 'close' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size <= PROBE_BODY_CAP) {
+            chunks.push(c);
+            return;
+          }
+          finish({ status: res.statusCode ?? null, error: 'body_too_large', body: null });
+          req.destroy();
+        });
+        res.on('end', () =>
+          finish({ status: res.statusCode ?? null, error: null, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
+        res.on('aborted', () => finish({ status: res.statusCode ?? null, error: 'reset', body: null }));
+      },
+    );
     const deadline = setTimeout(() => {
       finish({ status: null, error: 'timeout', body: null });
       req.destroy();
@@ -99,7 +110,9 @@ export function httpProbe(host: string, port: number, path: string, timeoutMs: n
     };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
-    req.on('error', (err: NodeJS.ErrnoException) => finish({ status: null, error: err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? 'error'), body: null }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      finish({ status: null, error: err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? 'error'), body: null }),
+    );
     req.end();
   });
 }
@@ -136,10 +149,21 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
   const port = pid?.port ?? home.gateway.port;
   const base = { pid, pidFile: pf.state, host, port, ready: null, health: null, healthPidMatches: null } as const;
   if (!pid) {
-    return { ...base, state: 'down', alive: false, reason: pf.state === 'invalid' ? `PID file unusable (${pf.reason})` : 'no PID file' };
+    return {
+      ...base,
+      state: 'down',
+      alive: false,
+      reason: pf.state === 'invalid' ? `PID file unusable (${pf.reason})` : 'no PID file',
+    };
   }
   const alive = processAlive(pid.pid);
-  if (!alive) return { ...base, state: 'down', alive, reason: `PID ${pid.pid} from the PID file is not running (stale PID file)` };
+  if (!alive)
+    return {
+      ...base,
+      state: 'down',
+      alive,
+      reason: `PID ${pid.pid} from the PID file is not running (stale PID file)`,
+    };
   const ready = await httpProbe(host, port, '/ready', timeoutMs, opts.signal);
   let health: ProbeResult | null = null;
   let healthPidMatches: boolean | null = null;
@@ -158,12 +182,25 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
   if (ready.status !== null) return { ...out, state: 'hung', reason: `/ready answered HTTP ${ready.status}` };
   const other = notTheGateway(pid.pid, pid.writtenAtMs);
   if (other !== null) {
-    return { ...out, state: 'down', reason: `PID ${pid.pid} from the PID file is now another program (${other}) and nothing answers on ${host}:${port} (stale PID file)` };
+    return {
+      ...out,
+      state: 'down',
+      reason: `PID ${pid.pid} from the PID file is now another program (${other}) and nothing answers on ${host}:${port} (stale PID file)`,
+    };
   }
-  if (ready.error === 'refused') return { ...out, state: 'hung', reason: `process ${pid.pid} is alive but ${host}:${port} refuses connections` };
+  if (ready.error === 'refused')
+    return { ...out, state: 'hung', reason: `process ${pid.pid} is alive but ${host}:${port} refuses connections` };
   const age = now() - pid.writtenAtMs;
   if (age <= hungAfterMs) {
-    return { ...out, state: 'starting', reason: `no answer within ${timeoutMs} ms, PID file written ${Math.round(age / 1000)} s ago: bootstrap running` };
+    return {
+      ...out,
+      state: 'starting',
+      reason: `no answer within ${timeoutMs} ms, PID file written ${Math.round(age / 1000)} s ago: bootstrap running`,
+    };
   }
-  return { ...out, state: 'hung', reason: `no answer within ${timeoutMs} ms and the PID file is ${Math.round(age / 60000)} min old` };
+  return {
+    ...out,
+    state: 'hung',
+    reason: `no answer within ${timeoutMs} ms and the PID file is ${Math.round(age / 60000)} min old`,
+  };
 }

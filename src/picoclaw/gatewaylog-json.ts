@@ -24,7 +24,12 @@ function rawValue(buf: Buffer, v: number, end: number): string | null {
  * shape; the caller then parses it in full.
  */
 export function parseJsonLight(
-  buf: Buffer, s: number, e: number, msgStart: number, level: LevelValue, kind: MarkerValue,
+  buf: Buffer,
+  s: number,
+  e: number,
+  msgStart: number,
+  level: LevelValue,
+  kind: MarkerValue,
 ): ParsedLine | null {
   const ti = buf.lastIndexOf(TIME_KEY_BYTES, msgStart);
   if (ti < s) return null;

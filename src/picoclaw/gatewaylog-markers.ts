@@ -169,15 +169,33 @@ export function matchMarkerBytes(buf: Uint8Array, msgStart: number, e: number): 
  * duration_ms, errors) are parsed in full.
  */
 export const LIGHT_MARKERS: ReadonlySet<MarkerValue> = new Set<MarkerValue>([
-  Marker.LOG_LEVEL_SET, Marker.LEVEL_CHANGING, Marker.FOUND_PID, Marker.PID_NOT_RUNNING, Marker.WROTE_PID,
-  Marker.CORE_TOOL, Marker.AGENT_REGISTERED, Marker.INGEST, Marker.BOOTSTRAP_INFO, Marker.AGENT_INITIALIZED,
-  Marker.HTTP_LISTENING, Marker.CHANNELS_STARTED, Marker.SHUTTING_DOWN, Marker.GATEWAY_STOPPED, Marker.REMOVE_PID,
-  Marker.RELOAD, Marker.MANUAL_RELOAD,
+  Marker.LOG_LEVEL_SET,
+  Marker.LEVEL_CHANGING,
+  Marker.FOUND_PID,
+  Marker.PID_NOT_RUNNING,
+  Marker.WROTE_PID,
+  Marker.CORE_TOOL,
+  Marker.AGENT_REGISTERED,
+  Marker.INGEST,
+  Marker.BOOTSTRAP_INFO,
+  Marker.AGENT_INITIALIZED,
+  Marker.HTTP_LISTENING,
+  Marker.CHANNELS_STARTED,
+  Marker.SHUTTING_DOWN,
+  Marker.GATEWAY_STOPPED,
+  Marker.REMOVE_PID,
+  Marker.RELOAD,
+  Marker.MANUAL_RELOAD,
 ]);
 
 /** zerolog's level names, as the JSON file writes them (`trace` counts as debug, `panic` as fatal). */
 export const JSON_LEVELS: Record<string, LevelValue> = {
-  debug: Level.DEBUG, info: Level.INFO, warn: Level.WARN, error: Level.ERROR, fatal: Level.FATAL, panic: Level.FATAL,
+  debug: Level.DEBUG,
+  info: Level.INFO,
+  warn: Level.WARN,
+  error: Level.ERROR,
+  fatal: Level.FATAL,
+  panic: Level.FATAL,
   trace: Level.DEBUG,
 };
 

@@ -33,7 +33,12 @@ export interface LineScan {
 
 export function newLineScan(): LineScan {
   return {
-    format: LineFormat.EMPTY, level: Level.UNKNOWN, marker: Marker.NONE, body: 0, torn: false, nulPrefix: false,
+    format: LineFormat.EMPTY,
+    level: Level.UNKNOWN,
+    marker: Marker.NONE,
+    body: 0,
+    torn: false,
+    nulPrefix: false,
   };
 }
 
@@ -42,27 +47,42 @@ const MESSAGE_KEY = '"message":"';
 
 function jsonLevel(c: number): LevelValue {
   switch (c) {
-    case 100: return Level.DEBUG; // d
-    case 105: return Level.INFO; // i
-    case 119: return Level.WARN; // w
-    case 101: return Level.ERROR; // e
-    case 102: return Level.FATAL; // f
-    case 112: return Level.FATAL; // p(anic)
-    default: return Level.UNKNOWN;
+    case 100:
+      return Level.DEBUG; // d
+    case 105:
+      return Level.INFO; // i
+    case 119:
+      return Level.WARN; // w
+    case 101:
+      return Level.ERROR; // e
+    case 102:
+      return Level.FATAL; // f
+    case 112:
+      return Level.FATAL; // p(anic)
+    default:
+      return Level.UNKNOWN;
   }
 }
 
 /** The console's three-letter level at i (`TRC` counts as debug, `PNC` as fatal). */
 export function consoleLevel(str: string, i: number): LevelValue {
   switch (str.charCodeAt(i)) {
-    case 68: return str.startsWith('DBG', i) ? Level.DEBUG : Level.UNKNOWN;
-    case 73: return str.startsWith('INF', i) ? Level.INFO : Level.UNKNOWN;
-    case 87: return str.startsWith('WRN', i) ? Level.WARN : Level.UNKNOWN;
-    case 69: return str.startsWith('ERR', i) ? Level.ERROR : Level.UNKNOWN;
-    case 70: return str.startsWith('FTL', i) ? Level.FATAL : Level.UNKNOWN;
-    case 80: return str.startsWith('PNC', i) ? Level.FATAL : Level.UNKNOWN;
-    case 84: return str.startsWith('TRC', i) ? Level.DEBUG : Level.UNKNOWN;
-    default: return Level.UNKNOWN;
+    case 68:
+      return str.startsWith('DBG', i) ? Level.DEBUG : Level.UNKNOWN;
+    case 73:
+      return str.startsWith('INF', i) ? Level.INFO : Level.UNKNOWN;
+    case 87:
+      return str.startsWith('WRN', i) ? Level.WARN : Level.UNKNOWN;
+    case 69:
+      return str.startsWith('ERR', i) ? Level.ERROR : Level.UNKNOWN;
+    case 70:
+      return str.startsWith('FTL', i) ? Level.FATAL : Level.UNKNOWN;
+    case 80:
+      return str.startsWith('PNC', i) ? Level.FATAL : Level.UNKNOWN;
+    case 84:
+      return str.startsWith('TRC', i) ? Level.DEBUG : Level.UNKNOWN;
+    default:
+      return Level.UNKNOWN;
   }
 }
 
@@ -72,9 +92,15 @@ const isDigit = (c: number) => c >= 48 && c <= 57;
 export function isConsoleAt(str: string, i: number, e: number): boolean {
   return (
     e - i >= 13 &&
-    isDigit(str.charCodeAt(i)) && isDigit(str.charCodeAt(i + 1)) && str.charCodeAt(i + 2) === 58 &&
-    isDigit(str.charCodeAt(i + 3)) && isDigit(str.charCodeAt(i + 4)) && str.charCodeAt(i + 5) === 58 &&
-    isDigit(str.charCodeAt(i + 6)) && isDigit(str.charCodeAt(i + 7)) && str.charCodeAt(i + 8) === 32 &&
+    isDigit(str.charCodeAt(i)) &&
+    isDigit(str.charCodeAt(i + 1)) &&
+    str.charCodeAt(i + 2) === 58 &&
+    isDigit(str.charCodeAt(i + 3)) &&
+    isDigit(str.charCodeAt(i + 4)) &&
+    str.charCodeAt(i + 5) === 58 &&
+    isDigit(str.charCodeAt(i + 6)) &&
+    isDigit(str.charCodeAt(i + 7)) &&
+    str.charCodeAt(i + 8) === 32 &&
     str.charCodeAt(i + 12) === 32
   );
 }

@@ -31,7 +31,12 @@
 
 import { parseInstant } from './gatewaylog-clock.js';
 import {
-  JSON_LEVELS, Level, LineFormat, type LineFormatValue, type LineTime, type ParsedLine,
+  JSON_LEVELS,
+  Level,
+  LineFormat,
+  type LineFormatValue,
+  type LineTime,
+  type ParsedLine,
 } from './gatewaylog-markers.js';
 import { consoleLevel, isConsoleAt, JOURNALD_ISO, JOURNALD_SHORT } from './gatewaylog-scan.js';
 
@@ -49,7 +54,12 @@ export {
   type ParsedLine,
 } from './gatewaylog-markers.js';
 export {
-  isJsonLineAt, jsonLevelByte, jsonMessageStart, newLineScan, scanLine, type LineScan,
+  isJsonLineAt,
+  jsonLevelByte,
+  jsonMessageStart,
+  newLineScan,
+  scanLine,
+  type LineScan,
 } from './gatewaylog-scan.js';
 export { parseJsonLight } from './gatewaylog-json.js';
 export { ConsoleClock, formatInstant, MAX_STEP_BACK_MS, parseInstant } from './gatewaylog-clock.js';
@@ -105,7 +115,7 @@ export function splitConsoleMessage(rest: string): { message: string; fields: Re
     if (eq < 0) break;
     const key = rest.slice(i, eq);
     if (!/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(key)) break;
-    let j = eq + 1;
+    const j = eq + 1;
     if (rest[j] === '"') {
       const q = readQuoted(rest, j);
       fields[key] = q.value;
@@ -143,9 +153,7 @@ export function splitConsoleMessage(rest: string): { message: string; fields: Re
   return { message, fields };
 }
 
-function parseConsoleText(
-  text: string, format: LineFormatValue, journald: ParsedLine['journald'],
-): ParsedLine | null {
+function parseConsoleText(text: string, format: LineFormatValue, journald: ParsedLine['journald']): ParsedLine | null {
   if (!isConsoleAt(text, 0, text.length)) return null;
   const level = consoleLevel(text, 9);
   const secondOfDay = Number(text.slice(0, 2)) * 3600 + Number(text.slice(3, 5)) * 60 + Number(text.slice(6, 8));

@@ -71,7 +71,10 @@ export function expandHome(p: string, env: NodeJS.ProcessEnv): string {
 /** pkg/routing/agent_id.go: lowercase, [a-z0-9_-], at most 64 characters, empty → main. */
 export function normalizeAgentId(id: unknown): string {
   const s = typeof id === 'string' ? id.trim().toLowerCase() : '';
-  const cleaned = s.replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64);
+  const cleaned = s
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64);
   return cleaned === '' ? 'main' : cleaned;
 }
 
@@ -95,11 +98,14 @@ export function readConfigJson(path: string): Record<string, unknown> | null {
     text = readSmallText(path, 'config');
   } catch (err) {
     if (err instanceof SmallFileError && err.problem === 'absent') return null;
-    throw new GuardError(`cannot read PicoClaw's config: ${err instanceof SmallFileError ? err.message : String(err)}`, {
-      exitCode: ExitCode.USAGE,
-      path,
-      hint: 'config.json must be a readable regular file; check it, or point --home / PICOCLAW_CONFIG elsewhere',
-    });
+    throw new GuardError(
+      `cannot read PicoClaw's config: ${err instanceof SmallFileError ? err.message : String(err)}`,
+      {
+        exitCode: ExitCode.USAGE,
+        path,
+        hint: 'config.json must be a readable regular file; check it, or point --home / PICOCLAW_CONFIG elsewhere',
+      },
+    );
   }
   let parsed: unknown;
   try {
@@ -133,11 +139,22 @@ export function notAPicoClawHome(h: PicoClawHome): string | null {
 
 /** Throw the usage error for a missing home or a folder that is not one. */
 export function assertPicoClawHome(h: PicoClawHome): void {
-  const how = h.homeSource === 'flag' ? '--home' : h.homeSource === 'env' ? '$PICOCLAW_HOME' : 'the default ~/.picoclaw';
+  const how =
+    h.homeSource === 'flag' ? '--home' : h.homeSource === 'env' ? '$PICOCLAW_HOME' : 'the default ~/.picoclaw';
   const hint = 'pass --home <dir> or set PICOCLAW_HOME to the folder that holds config.json and workspace/';
-  if (!existsSync(h.home)) throw new GuardError(`no PicoClaw home at ${h.home} (from ${how})`, { exitCode: ExitCode.USAGE, path: h.home, hint });
+  if (!existsSync(h.home))
+    throw new GuardError(`no PicoClaw home at ${h.home} (from ${how})`, {
+      exitCode: ExitCode.USAGE,
+      path: h.home,
+      hint,
+    });
   const why = notAPicoClawHome(h);
-  if (why) throw new GuardError(`${why} (from ${how}); nothing was read or written`, { exitCode: ExitCode.USAGE, path: h.home, hint });
+  if (why)
+    throw new GuardError(`${why} (from ${how}); nothing was read or written`, {
+      exitCode: ExitCode.USAGE,
+      path: h.home,
+      hint,
+    });
 }
 
 export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
@@ -165,11 +182,15 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   const sessionRaw = isObject(raw?.session) ? raw.session : {};
   const sessionPrune = isObject(sessionRaw.prune) ? { ...sessionRaw.prune } : null;
 
-  let defaultWorkspace = typeof defaults.workspace === 'string' && defaults.workspace !== '' ? defaults.workspace : join(home, 'workspace');
+  let defaultWorkspace =
+    typeof defaults.workspace === 'string' && defaults.workspace !== '' ? defaults.workspace : join(home, 'workspace');
   if (env.PICOCLAW_AGENTS_DEFAULTS_WORKSPACE) defaultWorkspace = env.PICOCLAW_AGENTS_DEFAULTS_WORKSPACE;
   defaultWorkspace = expandHome(defaultWorkspace, env);
 
-  let contextManager = typeof defaults.context_manager === 'string' && defaults.context_manager !== '' ? defaults.context_manager : 'legacy';
+  let contextManager =
+    typeof defaults.context_manager === 'string' && defaults.context_manager !== ''
+      ? defaults.context_manager
+      : 'legacy';
   if (env.PICOCLAW_AGENTS_DEFAULTS_CONTEXT_MANAGER) contextManager = env.PICOCLAW_AGENTS_DEFAULTS_CONTEXT_MANAGER;
 
   const agents: AgentInfo[] = [];
@@ -189,7 +210,8 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   }
   // pkg/agent/discovery.go defaultAgentIDLocked: main, else the first default:true, else the first.
   const flagged = entries.map((a, i) => ({ a, i })).find(({ a }) => a.default === true);
-  const defaultAgent = agents.find((a) => a.id === 'main')?.id ?? (flagged ? normalizeAgentId(flagged.a.id) : agents[0]!.id);
+  const defaultAgent =
+    agents.find((a) => a.id === 'main')?.id ?? (flagged ? normalizeAgentId(flagged.a.id) : agents[0]!.id);
   for (const a of agents) a.isDefault = a.id === defaultAgent;
 
   // One entry per folder on disk, not per path: an agent whose workspace is a symlink to another
@@ -208,7 +230,8 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   if (env.PICOCLAW_GATEWAY_HOST) host = env.PICOCLAW_GATEWAY_HOST;
   let port = typeof gatewayRaw.port === 'number' && Number.isInteger(gatewayRaw.port) ? gatewayRaw.port : DEFAULT_PORT;
   if (env.PICOCLAW_GATEWAY_PORT && /^\d+$/.test(env.PICOCLAW_GATEWAY_PORT)) port = Number(env.PICOCLAW_GATEWAY_PORT);
-  let logLevel = typeof gatewayRaw.log_level === 'string' && gatewayRaw.log_level !== '' ? gatewayRaw.log_level : DEFAULT_LOG_LEVEL;
+  let logLevel =
+    typeof gatewayRaw.log_level === 'string' && gatewayRaw.log_level !== '' ? gatewayRaw.log_level : DEFAULT_LOG_LEVEL;
   if (env.PICOCLAW_LOG_LEVEL) logLevel = env.PICOCLAW_LOG_LEVEL;
 
   return {

@@ -1,7 +1,21 @@
 import { join } from 'node:path';
 import type { PicoClawHome } from './home.js';
-import { dbFileBytes, isMainAlias, openSeahorseRead, readConversations, type ConversationStat, type DbFileBytes } from './seahorse.js';
-import { scanStore, storeTimes, type FileFacts, type IgnoredEntry, type Issue, type StoredSession } from './sessions.js';
+import {
+  dbFileBytes,
+  isMainAlias,
+  openSeahorseRead,
+  readConversations,
+  type ConversationStat,
+  type DbFileBytes,
+} from './seahorse.js';
+import {
+  scanStore,
+  storeTimes,
+  type FileFacts,
+  type IgnoredEntry,
+  type Issue,
+  type StoredSession,
+} from './sessions.js';
 import { parseSqliteTime, usable } from './time.js';
 
 /**
@@ -95,7 +109,12 @@ class StoredRecord implements SessionRecord {
   }
 
   get times(): SessionTimes {
-    return { meta_updated_at: this.metaUpdatedAt, meta_created_at: this.metaCreatedAt, jsonl_last_line: this.jsonlLastLine, seahorse_last_message: this.seahorseLast };
+    return {
+      meta_updated_at: this.metaUpdatedAt,
+      meta_created_at: this.metaCreatedAt,
+      jsonl_last_line: this.jsonlLastLine,
+      seahorse_last_message: this.seahorseLast,
+    };
   }
 
   get id(): string {
@@ -104,8 +123,24 @@ class StoredRecord implements SessionRecord {
 
   get files(): { jsonl: FileFacts | null; meta: FileFacts | null } {
     return {
-      jsonl: this.present & 1 ? { path: join(this.dir, `${this.base}.jsonl`), bytes: this.jsonlBytes, mtimeMs: this.jsonlMtimeMs, ino: this.jsonlIno } : null,
-      meta: this.present & 2 ? { path: join(this.dir, `${this.base}.meta.json`), bytes: this.metaBytes, mtimeMs: this.metaMtimeMs, ino: this.metaIno } : null,
+      jsonl:
+        this.present & 1
+          ? {
+              path: join(this.dir, `${this.base}.jsonl`),
+              bytes: this.jsonlBytes,
+              mtimeMs: this.jsonlMtimeMs,
+              ino: this.jsonlIno,
+            }
+          : null,
+      meta:
+        this.present & 2
+          ? {
+              path: join(this.dir, `${this.base}.meta.json`),
+              bytes: this.metaBytes,
+              mtimeMs: this.metaMtimeMs,
+              ino: this.metaIno,
+            }
+          : null,
     };
   }
 
@@ -114,7 +149,8 @@ class StoredRecord implements SessionRecord {
     if (c.key === this.key && this.key !== null) c.key = this.key;
     if (this.conversations === NO_CONVERSATIONS) this.conversations = [c];
     else this.conversations.push(c);
-    if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast)) this.seahorseLast = c.lastMessageAt;
+    if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast))
+      this.seahorseLast = c.lastMessageAt;
     this.lastActivityMs = newest(this.lastActivityMs, lastMs);
   }
 }
@@ -183,7 +219,15 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
   }
 
   const bytes = dbFileBytes(home.seahorsePath);
-  const seahorse: SeahorseSummary = { path: home.seahorsePath, state: 'absent', error: null, errorKind: null, bytes, conversations: 0, messages: 0 };
+  const seahorse: SeahorseSummary = {
+    path: home.seahorsePath,
+    state: 'absent',
+    error: null,
+    errorKind: null,
+    bytes,
+    conversations: 0,
+    messages: 0,
+  };
   const orphanConversations: OrphanConversation[] = [];
   if (!opts.skipSeahorse) {
     const opened = openSeahorseRead(home.seahorsePath);
@@ -216,7 +260,10 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
           // A bare row (no message, no summary) is what an interrupted delete leaves behind, or a
           // turn that never stored anything: its insert time is the only activity it has.
           const bare = c.messages === 0 && c.summaries === 0;
-          orphanConversations.push({ ...c, lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null) });
+          orphanConversations.push({
+            ...c,
+            lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null),
+          });
           continue;
         }
         for (const s of owners) {

@@ -16,9 +16,7 @@ export interface PidInfo {
 }
 
 export type PidFileRead =
-  | { state: 'absent' }
-  | { state: 'invalid'; reason: string }
-  | { state: 'present'; info: PidInfo };
+  { state: 'absent' } | { state: 'invalid'; reason: string } | { state: 'present'; info: PidInfo };
 
 export function readPidFile(path: string): PidFileRead {
   let text: string;

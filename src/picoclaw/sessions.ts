@@ -149,7 +149,10 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
   for (const name of names) {
     const kind = classifyEntry(name);
     if (kind === 'other') continue;
-    if (kind === 'temp') { scan.ignored.push({ name, why: 'temp_file' }); continue; }
+    if (kind === 'temp') {
+      scan.ignored.push({ name, why: 'temp_file' });
+      continue;
+    }
     const path = join(dir, name);
     let st: Stats;
     try {
@@ -157,15 +160,38 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
     } catch {
       continue; // vanished between readdir and lstat
     }
-    if (st.isSymbolicLink()) { scan.ignored.push({ name, why: 'symlink' }); if (kind === 'jsonl') jsonls.set(name.slice(0, -JSONL_SUFFIX.length), 'bad'); continue; }
-    if (st.isDirectory()) { scan.ignored.push({ name, why: 'directory' }); if (kind === 'jsonl') jsonls.set(name.slice(0, -JSONL_SUFFIX.length), 'bad'); continue; }
-    if (!st.isFile()) { scan.ignored.push({ name, why: 'not_a_regular_file' }); continue; }
-    if (kind === 'legacy') { scan.ignored.push({ name, why: 'legacy_json' }); continue; }
+    if (st.isSymbolicLink()) {
+      scan.ignored.push({ name, why: 'symlink' });
+      if (kind === 'jsonl') jsonls.set(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      continue;
+    }
+    if (st.isDirectory()) {
+      scan.ignored.push({ name, why: 'directory' });
+      if (kind === 'jsonl') jsonls.set(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      continue;
+    }
+    if (!st.isFile()) {
+      scan.ignored.push({ name, why: 'not_a_regular_file' });
+      continue;
+    }
+    if (kind === 'legacy') {
+      scan.ignored.push({ name, why: 'legacy_json' });
+      continue;
+    }
     if (kind === 'meta') metas.set(name.slice(0, -META_SUFFIX.length), facts(path, st));
     else jsonls.set(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
   }
   for (const [base, meta] of metas) {
-    const s: StoredSession = { key: null, base, dir, meta, jsonl: null, parsedMeta: null, lastLineCreatedAt: null, issues: [] };
+    const s: StoredSession = {
+      key: null,
+      base,
+      dir,
+      meta,
+      jsonl: null,
+      parsedMeta: null,
+      lastLineCreatedAt: null,
+      issues: [],
+    };
     try {
       const { meta: m, issue } = parseMeta(readSmallFile(meta.path, 'meta', { noFollow: true }));
       if (issue) s.issues.push(issue);
@@ -195,7 +221,11 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
 }
 
 /** The newest usable time among the JSONL store's own signals, in epoch ms. */
-export function storeTimes(s: StoredSession): { updatedAt: number | null; createdAt: number | null; lastLine: number | null } {
+export function storeTimes(s: StoredSession): {
+  updatedAt: number | null;
+  createdAt: number | null;
+  lastLine: number | null;
+} {
   return {
     updatedAt: usable(parseGoTime(s.parsedMeta?.updatedAt)),
     createdAt: usable(parseGoTime(s.parsedMeta?.createdAt)),

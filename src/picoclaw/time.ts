@@ -30,7 +30,16 @@ function daysInMonth(y: number, mo: number): number {
   return MONTH_DAYS[mo - 1]!;
 }
 
-function build(y: number, mo: number, d: number, h: number, mi: number, s: number, frac: string | undefined, offsetMin: number): number | null {
+function build(
+  y: number,
+  mo: number,
+  d: number,
+  h: number,
+  mi: number,
+  s: number,
+  frac: string | undefined,
+  offsetMin: number,
+): number | null {
   // Second 60 (a leap second) reads as the next minute's first.
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 60) return null;
   const ms = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;

@@ -39,13 +39,24 @@ export function deleteOrphans(run: ApplyRun): void {
         c.conversationId,
         d.complete
           ? { action: 'delete', reason: 'max_age_days', archive: orphanArchive?.paths[0] }
-          : { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages (and its summaries) were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) },
+          : {
+              action: 'keep',
+              reason: 'changed_since_plan',
+              detail: d.touched
+                ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages (and its summaries) were deleted, the rest kept`
+                : 'a new message arrived since planning',
+              ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}),
+            },
       );
       if (!d.complete) archiver?.kept(orphanArchive);
     } catch (err) {
       archiver?.kept(orphanArchive);
       run.noteLocked(err);
-      res.orphans.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: errorMessage(err) });
+      res.orphans.set(c.conversationId, {
+        action: 'keep',
+        reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed',
+        detail: errorMessage(err),
+      });
     }
     o.onProgress?.(run.done, run.total, c.key);
   }
@@ -58,7 +69,11 @@ export function deleteShared(run: ApplyRun): void {
     const c = sh.conversation;
     if (!sh.groupIds.every((id) => res.groups.get(id)!.action === 'delete')) continue;
     if (!deleter || res.interrupted || run.stop()) {
-      res.shared.set(c.conversationId, { action: 'keep', reason: 'interrupted', detail: 'not reached: the pass was stopped; the next pass deletes it' });
+      res.shared.set(c.conversationId, {
+        action: 'keep',
+        reason: 'interrupted',
+        detail: 'not reached: the pass was stopped; the next pass deletes it',
+      });
       continue;
     }
     let shArchive: Pending | null = null;
@@ -76,16 +91,32 @@ export function deleteShared(run: ApplyRun): void {
         : { complete: true, touched: false, deletedMessages: 0 };
       if (d.complete) {
         res.deletedConversations++;
-        res.shared.set(c.conversationId, { action: 'delete', reason: 'max_age_days', detail: `every session that claimed it was deleted`, archive: shArchive?.paths[0] });
+        res.shared.set(c.conversationId, {
+          action: 'delete',
+          reason: 'max_age_days',
+          detail: `every session that claimed it was deleted`,
+          archive: shArchive?.paths[0],
+        });
       } else {
         archiver?.kept(shArchive);
-        res.shared.set(c.conversationId, { action: 'keep', reason: 'changed_since_plan', detail: d.touched ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages were deleted, the rest kept` : 'a new message arrived since planning', ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}) });
+        res.shared.set(c.conversationId, {
+          action: 'keep',
+          reason: 'changed_since_plan',
+          detail: d.touched
+            ? `a new message arrived part-way: ${d.deletedMessages} of ${c.messages} messages were deleted, the rest kept`
+            : 'a new message arrived since planning',
+          ...(d.touched ? { partial: `${d.deletedMessages} of ${c.messages} messages` } : {}),
+        });
       }
     } catch (err) {
       archiver?.kept(shArchive);
       const code = errnoCode(err);
       run.noteLocked(err);
-      res.shared.set(c.conversationId, { action: 'keep', reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed', detail: `${code ?? ''} ${errorMessage(err)}`.trim() });
+      res.shared.set(c.conversationId, {
+        action: 'keep',
+        reason: err instanceof GatewayBusy ? 'interrupted' : 'delete_failed',
+        detail: `${code ?? ''} ${errorMessage(err)}`.trim(),
+      });
     }
   }
 }

@@ -25,7 +25,8 @@ function sameFile(f: FileFacts | null, what: string): void {
     throw err;
   }
   if (!st.isFile()) throw new Changed(`${what} is no longer a regular file`);
-  if (st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs) throw new Changed(`${what} changed since planning (new message or rewrite)`);
+  if (st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs)
+    throw new Changed(`${what} changed since planning (new message or rewrite)`);
 }
 
 function checkWritable(f: FileFacts | null): void {
@@ -94,7 +95,8 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
   };
   const leftOf = (): string => {
     const left: string[] = [];
-    for (const m of g.members) for (const f of [m.files.jsonl, m.files.meta]) if (f && !unlinked.has(f.path)) left.push(basename(f.path));
+    for (const m of g.members)
+      for (const f of [m.files.jsonl, m.files.meta]) if (f && !unlinked.has(f.path)) left.push(basename(f.path));
     for (const c of g.ownConversations) {
       if (convDone.has(c.conversationId)) continue;
       const gone = convGone.get(c.conversationId) ?? 0;
@@ -104,7 +106,12 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
   };
   const keep = (r: Reason, detail: string): false => {
     if (deletedParts.length > 0) {
-      res.groups.set(g.id, { action: 'keep', reason: r, detail: `${detail}; stopped part-way: deleted ${deletedParts.join(', ')}; left: ${leftOf()}`, partial: deletedParts.join(', ') });
+      res.groups.set(g.id, {
+        action: 'keep',
+        reason: r,
+        detail: `${detail}; stopped part-way: deleted ${deletedParts.join(', ')}; left: ${leftOf()}`,
+        partial: deletedParts.join(', '),
+      });
     } else res.groups.set(g.id, { action: 'keep', reason: r, detail });
     return false;
   };
@@ -117,14 +124,20 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
         checkWritable(m.files.jsonl);
         accessSync(m.dir, constants.W_OK);
       } catch (err) {
-        return keep('not_writable', `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions`);
+        return keep(
+          'not_writable',
+          `${m.files.meta?.path ?? m.dir}: ${errnoCode(err) ?? errorMessage(err)}: fix its owner or permissions`,
+        );
       }
     }
     checkGroup();
     // Archived at the moment of deletion, after every re-check; removed again if the group is kept whole.
     if (archiver) {
       try {
-        archived.pending = archiver.group(g.members, g.ownConversations.map((c) => c.conversationId));
+        archived.pending = archiver.group(
+          g.members,
+          g.ownConversations.map((c) => c.conversationId),
+        );
       } catch (err) {
         return keep('archive_failed', errorMessage(err));
       }
@@ -149,7 +162,8 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
       });
       if (d.deletedMessages > 0 || d.touched) convGone.set(c.conversationId, d.deletedMessages);
       if (!d.complete) {
-        if (d.touched) deletedParts.push(`${d.deletedMessages} of ${c.messages} seahorse messages of ${c.key} (its summaries too)`);
+        if (d.touched)
+          deletedParts.push(`${d.deletedMessages} of ${c.messages} seahorse messages of ${c.key} (its summaries too)`);
         throw new Changed(why ?? `seahorse conversation ${c.key} changed since planning`);
       }
       convDone.add(c.conversationId);
@@ -157,7 +171,10 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
       res.deletedConversations++;
     }
     for (const m of g.members) {
-      for (const [step, f] of [['jsonl', m.files.jsonl], ['meta', m.files.meta]] as const) {
+      for (const [step, f] of [
+        ['jsonl', m.files.jsonl],
+        ['meta', m.files.meta],
+      ] as const) {
         o.onStep?.(step, m);
         if (!f) continue;
         checkGroup();

@@ -15,8 +15,24 @@ export function vacuumAndOwed(run: ApplyRun, size: { vacuumed: boolean; vacuumMs
   if (db && deletedAny && !vacuumedBySize && run.stop()) {
     // Stopped (SIGTERM, a deadline, a lock): no long VACUUM now; the next pass decides again.
     const b = dbFileBytes(o.dbPath).total;
-    res.vacuum = { ran: false, reason: 'skipped: the pass was stopped before its end; the next pass decides again', estimatedReclaimBytes: null, bytesBefore: b, bytesAfter: b, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
-    if (plan.policy.vacuum) res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'a pass that deleted rows was stopped before its VACUUM' };
+    res.vacuum = {
+      ran: false,
+      reason: 'skipped: the pass was stopped before its end; the next pass decides again',
+      estimatedReclaimBytes: null,
+      bytesBefore: b,
+      bytesAfter: b,
+      reclaimedBytes: null,
+      durationMs: 0,
+      walCheckpoint: 'none',
+    };
+    if (plan.policy.vacuum)
+      res.owed ??= {
+        db: o.dbPath,
+        since: new Date(o.nowMs).toISOString(),
+        estimated_bytes_after: null,
+        content_bytes: null,
+        reason: 'a pass that deleted rows was stopped before its VACUUM',
+      };
   } else if (db && (deletedAny || (o.vacuumOwed && offline && plan.policy.vacuum)) && !vacuumedBySize) {
     // What the deletions should give back, from each deleted session's estimated share (when known).
     // An owed VACUUM was counted on by earlier online passes: measured after the FTS merge, not pre-estimated.
@@ -24,13 +40,28 @@ export function vacuumAndOwed(run: ApplyRun, size: { vacuumed: boolean; vacuumMs
     if (plan.size.method && !o.vacuumOwed) {
       estimatedFreed = 0;
       for (const g of plan.groups) if (res.groups.get(g.id)!.action === 'delete') estimatedFreed += g.estimatedDbBytes;
-      for (const x of plan.orphans) if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
+      for (const x of plan.orphans)
+        if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
     }
-    res.vacuum = vacuumAfterPass(db, { path: o.dbPath, online: o.online, forceVacuum: o.forceVacuum, vacuumAllowed: plan.policy.vacuum, freeSpace: o.freeSpace, estimatedFreedBytes: estimatedFreed });
-    if (o.vacuumOwed && offline) res.vacuum.reason = `owed since ${o.vacuumOwed.since} (${o.vacuumOwed.reason}): ${res.vacuum.reason}`;
+    res.vacuum = vacuumAfterPass(db, {
+      path: o.dbPath,
+      online: o.online,
+      forceVacuum: o.forceVacuum,
+      vacuumAllowed: plan.policy.vacuum,
+      freeSpace: o.freeSpace,
+      estimatedFreedBytes: estimatedFreed,
+    });
+    if (o.vacuumOwed && offline)
+      res.vacuum.reason = `owed since ${o.vacuumOwed.since} (${o.vacuumOwed.reason}): ${res.vacuum.reason}`;
     if (plan.policy.vacuum && !offline) {
       // Deferred: remembered, so that the next offline pass runs it even if it deletes nothing.
-      res.owed ??= { db: o.dbPath, since: new Date(o.nowMs).toISOString(), estimated_bytes_after: null, content_bytes: null, reason: 'rows deleted while the gateway ran' };
+      res.owed ??= {
+        db: o.dbPath,
+        since: new Date(o.nowMs).toISOString(),
+        estimated_bytes_after: null,
+        content_bytes: null,
+        reason: 'rows deleted while the gateway ran',
+      };
     } else if (offline && !res.vacuum.reason.includes('skipped:')) res.owed = null;
   } else if (db && vacuumedBySize) {
     const b = dbFileBytes(o.dbPath).total;

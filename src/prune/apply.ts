@@ -136,9 +136,16 @@ export class ApplyRun {
     };
     this.res = res;
     for (const g of plan.groups) res.groups.set(g.id, { action: g.action, reason: g.reason });
-    for (const or of plan.orphans) res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
+    for (const or of plan.orphans)
+      res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });
 
-    const deleter = db ? new SeahorseDeleter(db, { targetTxnMs: o.online ? 50 : 500, quietMs: o.online ? (o.quietMs ?? ONLINE_QUIET_MS) : 0, onTxn: o.onTxn ? () => o.onTxn!() : undefined }) : null;
+    const deleter = db
+      ? new SeahorseDeleter(db, {
+          targetTxnMs: o.online ? 50 : 500,
+          quietMs: o.online ? (o.quietMs ?? ONLINE_QUIET_MS) : 0,
+          onTxn: o.onTxn ? () => o.onTxn!() : undefined,
+        })
+      : null;
     this.deleter = deleter;
     if (deleter) res.seahorse = deleter.stats;
     const stat = `SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(message_id) AS lastId FROM messages`;
@@ -148,11 +155,14 @@ export class ApplyRun {
     this.ageCount = plan.groups.filter((g) => g.action === 'delete' && g.reason !== 'max_db_size_mb');
     const sizePlanned = plan.groups.filter((g) => g.action === 'delete' && g.reason === 'max_db_size_mb');
     // The size step re-decides from measurements; until it runs, its planned victims are kept.
-    for (const g of sizePlanned) res.groups.set(g.id, { action: 'keep', reason: 'size_limit_reached', detail: 'not needed once measured' });
+    for (const g of sizePlanned)
+      res.groups.set(g.id, { action: 'keep', reason: 'size_limit_reached', detail: 'not needed once measured' });
 
     if (deleter) {
       const ids = [
-        ...plan.groups.flatMap((g) => (g.action === 'delete' || g.sizeEligible ? g.ownConversations.map((c) => c.conversationId) : [])),
+        ...plan.groups.flatMap((g) =>
+          g.action === 'delete' || g.sizeEligible ? g.ownConversations.map((c) => c.conversationId) : [],
+        ),
         ...plan.orphans.filter((x) => x.action === 'delete').map((x) => x.conversation.conversationId),
         ...plan.shared.map((x) => x.conversation.conversationId),
       ];
@@ -177,7 +187,9 @@ export class ApplyRun {
     if (busy) this.locked = errorMessage(err);
   }
 
-  /** Whether conversation c still holds exactly what the plan saw, less the `gone` oldest messages this pass deleted. */
+  /**
+   * Whether conversation c still holds exactly what the plan saw, less the `gone` oldest messages this pass deleted.
+   */
   convUnchanged(c: ConversationStat, gone: number): boolean {
     const now = this.convStat!.get(c.conversationId) as { n: number; last: string | null; lastId: number | null };
     if (now.n !== c.messages - gone) return false;

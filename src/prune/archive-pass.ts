@@ -33,7 +33,8 @@ function realPathOf(p: string): string {
   }
 }
 
-const inside = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
+const inside = (child: string, parent: string) =>
+  child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
 
 /**
  * Refuse an archive folder in (or under) a sessions folder: PicoClaw scans those, and a
@@ -58,7 +59,10 @@ export function refuseArchiveInSessions(dir: string, home: PicoClawHome): void {
  * is a writable folder, and holds the planned sessions uncompressed (an upper bound).
  * Returns what is wrong, or null.
  */
-export function archiveDirProblem(dir: string, o: { apply: boolean; freeSpace: FreeSpaceReader; plan: Plan }): string | null {
+export function archiveDirProblem(
+  dir: string,
+  o: { apply: boolean; freeSpace: FreeSpaceReader; plan: Plan },
+): string | null {
   const abs = resolve(dir);
   let existing = abs;
   try {
@@ -71,12 +75,14 @@ export function archiveDirProblem(dir: string, o: { apply: boolean; freeSpace: F
     return `the archive folder ${abs} cannot be ${o.apply ? 'created or written' : 'written'} (${errnoCode(err) ?? errorMessage(err)})`;
   }
   let need = 1 << 20;
-  for (const g of o.plan.groups) if (g.action === 'delete') for (const m of g.members) need += m.jsonlBytes + m.metaBytes;
+  for (const g of o.plan.groups)
+    if (g.action === 'delete') for (const m of g.members) need += m.jsonlBytes + m.metaBytes;
   for (const g of o.plan.groups) if (g.action === 'delete') need += g.estimatedDbBytes;
   for (const x of o.plan.orphans) if (x.action === 'delete') need += x.estimatedDbBytes;
   try {
     const free = o.freeSpace(existing).availableBytes;
-    if (free < need) return `the archive folder ${abs} has ${formatBytes(free, ARCHIVE_BYTES)} free; the planned sessions need up to ${formatBytes(need, ARCHIVE_BYTES)}`;
+    if (free < need)
+      return `the archive folder ${abs} has ${formatBytes(free, ARCHIVE_BYTES)} free; the planned sessions need up to ${formatBytes(need, ARCHIVE_BYTES)}`;
   } catch (err) {
     return `the free space of ${abs} cannot be read (${errnoCode(err) ?? errorMessage(err)})`;
   }
@@ -106,7 +112,13 @@ export class PassArchiver {
   private readonly ctx: ArchiveContext;
 
   /** rowsDeleted: the deleter's running count of deleted rows (messages, parts, summaries). */
-  constructor(dir: string, homeReal: string, db: Database | null, nowMs: number, private readonly rowsDeleted: () => number) {
+  constructor(
+    dir: string,
+    homeReal: string,
+    db: Database | null,
+    nowMs: number,
+    private readonly rowsDeleted: () => number,
+  ) {
     this.ctx = { dir: resolve(dir), homeReal: resolve(homeReal), db, nowMs };
   }
 
@@ -121,7 +133,11 @@ export class PassArchiver {
 
   /** Archive each member of a group (each conversation once); on failure nothing of it stays and it throws. */
   group(members: SessionRecord[], ownConversationIds: number[]): Pending {
-    const p: Pending = { paths: [], rowsBefore: this.rowsDeleted(), files: members.flatMap((m) => [m.files.jsonl?.path, m.files.meta?.path].filter((x): x is string => !!x)) };
+    const p: Pending = {
+      paths: [],
+      rowsBefore: this.rowsDeleted(),
+      files: members.flatMap((m) => [m.files.jsonl?.path, m.files.meta?.path].filter((x): x is string => !!x)),
+    };
     const own = new Set(ownConversationIds);
     try {
       for (const m of members) {

@@ -78,10 +78,20 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
  * replaced), so control characters and a leading dot are legal there: refusing them would make a
  * deleted session impossible to restore. A path separator, NUL, `.`/`..` or an over-long name never is.
  */
-function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; name?: 'agent' | 'base' } = {}): string | null {
+function str(
+  path: string,
+  o: Obj,
+  field: string,
+  opts: { nullable?: boolean; name?: 'agent' | 'base' } = {},
+): string | null {
   const v = o[field.replace(/^.*\./, '')];
   if (v === null && opts.nullable) return null;
-  if (typeof v !== 'string') throw new ArchiveInvalid(path, field, `must be a string, not ${v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 40)}`);
+  if (typeof v !== 'string')
+    throw new ArchiveInvalid(
+      path,
+      field,
+      `must be a string, not ${v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 40)}`,
+    );
   if (v.length === 0 || v.includes('\0')) throw new ArchiveInvalid(path, field, 'is empty or holds a NUL byte');
   const unsafe =
     opts.name === 'agent'
@@ -90,29 +100,41 @@ function str(path: string, o: Obj, field: string, opts: { nullable?: boolean; na
         ? v.includes('/') || v === '.' || v === '..' || Buffer.byteLength(v) > 245
         : false;
   if (unsafe) {
-    throw new ArchiveInvalid(path, field, `${JSON.stringify(v)} is not a safe file or folder name (a path separator, ${opts.name === 'agent' ? 'a leading dot, a control character, ' : '"." or "..", '}or too long)`);
+    throw new ArchiveInvalid(
+      path,
+      field,
+      `${JSON.stringify(v)} is not a safe file or folder name (a path separator, ${opts.name === 'agent' ? 'a leading dot, a control character, ' : '"." or "..", '}or too long)`,
+    );
   }
   return v;
 }
 
 function stamp(path: string, o: Obj, field: string): string {
   const v = str(path, o, field)!;
-  if (!Number.isFinite(instantMs(v))) throw new ArchiveInvalid(path, field, `is not a date (${JSON.stringify(v).slice(0, 40)})`);
+  if (!Number.isFinite(instantMs(v)))
+    throw new ArchiveInvalid(path, field, `is not a date (${JSON.stringify(v).slice(0, 40)})`);
   return v;
 }
 
 function aliasesOf(path: string, o: Obj): string[] {
   const v = o.aliases ?? [];
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ArchiveInvalid(path, 'aliases', 'must be a list of strings');
-  return v as string[];
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+    throw new ArchiveInvalid(path, 'aliases', 'must be a list of strings');
+  return v;
 }
 
 /** Validate a version-2 manifest. */
 export function validateManifest(path: string, m: unknown): ArchiveInfo {
   if (!isObj(m)) throw new ArchiveInvalid(path, MANIFEST_NAME, 'is not a JSON object');
   if (m.format !== ARCHIVE_FORMAT) throw new ArchiveInvalid(path, 'format', `is not "${ARCHIVE_FORMAT}"`);
-  if (m.version !== 2) throw new ArchiveInvalid(path, 'version', `${JSON.stringify(m.version)} is not a version this release reads (1 or 2)`);
-  if (m.kind !== 'session' && m.kind !== 'conversation') throw new ArchiveInvalid(path, 'kind', 'must be "session" or "conversation"');
+  if (m.version !== 2)
+    throw new ArchiveInvalid(
+      path,
+      'version',
+      `${JSON.stringify(m.version)} is not a version this release reads (1 or 2)`,
+    );
+  if (m.kind !== 'session' && m.kind !== 'conversation')
+    throw new ArchiveInvalid(path, 'kind', 'must be "session" or "conversation"');
   const home = str(path, m, 'home')!;
   if (!isAbsolute(home)) throw new ArchiveInvalid(path, 'home', 'must be an absolute path');
   const session = m.kind === 'session';
@@ -133,27 +155,44 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
   m.files.forEach((f, i) => {
     const field = `files[${i}]`;
     if (!isObj(f)) throw new ArchiveInvalid(path, field, 'must be an object');
-    if (f.role !== 'jsonl' && f.role !== 'meta') throw new ArchiveInvalid(path, `${field}.role`, 'must be "jsonl" or "meta"');
+    if (f.role !== 'jsonl' && f.role !== 'meta')
+      throw new ArchiveInvalid(path, `${field}.role`, 'must be "jsonl" or "meta"');
     const want = `${SESSION_PREFIX}${info.base}${f.role === 'jsonl' ? '.jsonl' : '.meta.json'}`;
     if (f.name !== want) throw new ArchiveInvalid(path, `${field}.name`, `must be ${JSON.stringify(want)}`);
-    if (!Number.isSafeInteger(f.bytes) || (f.bytes as number) < 0) throw new ArchiveInvalid(path, `${field}.bytes`, 'must be a whole number');
-    if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
-    if (info.files.some((x) => x.role === f.role)) throw new ArchiveInvalid(path, `${field}.role`, `"${f.role}" is listed twice`);
-    if (f.mode !== undefined && (!Number.isInteger(f.mode) || (f.mode as number) < 0 || (f.mode as number) > 0o777)) throw new ArchiveInvalid(path, `${field}.mode`, 'must be permission bits (0 to 0777)');
+    if (!Number.isSafeInteger(f.bytes) || (f.bytes as number) < 0)
+      throw new ArchiveInvalid(path, `${field}.bytes`, 'must be a whole number');
+    if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256))
+      throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
+    if (info.files.some((x) => x.role === f.role))
+      throw new ArchiveInvalid(path, `${field}.role`, `"${f.role}" is listed twice`);
+    if (f.mode !== undefined && (!Number.isInteger(f.mode) || (f.mode as number) < 0 || (f.mode as number) > 0o777))
+      throw new ArchiveInvalid(path, `${field}.mode`, 'must be permission bits (0 to 0777)');
     // Never more than read-write for the owner and read for others, whatever the archive says.
     const mode = f.mode === undefined ? 0o644 : ((f.mode as number) & 0o644) | 0o600;
     info.files.push({ role: f.role, name: want, bytes: f.bytes as number, sha256: f.sha256, mode });
   });
-  if (session && !info.files.some((f) => f.role === 'meta')) throw new ArchiveInvalid(path, 'files', 'has no meta file');
+  if (session && !info.files.some((f) => f.role === 'meta'))
+    throw new ArchiveInvalid(path, 'files', 'has no meta file');
   if (!session && info.files.length > 0) throw new ArchiveInvalid(path, 'files', 'must be empty for a conversation');
   if (m.seahorse !== null && m.seahorse !== undefined) {
     const s = m.seahorse;
-    if (!isObj(s) || s.name !== ROWS_NAME || !Number.isSafeInteger(s.bytes) || typeof s.sha256 !== 'string' || !HEX64.test(s.sha256)) {
+    if (
+      !isObj(s) ||
+      s.name !== ROWS_NAME ||
+      !Number.isSafeInteger(s.bytes) ||
+      typeof s.sha256 !== 'string' ||
+      !HEX64.test(s.sha256)
+    ) {
       throw new ArchiveInvalid(path, 'seahorse', `must name ${ROWS_NAME} with its bytes and sha256`);
     }
   }
   const total = info.files.reduce((n, f) => n + f.bytes, 0) + (isObj(m.seahorse) ? (m.seahorse.bytes as number) : 0);
-  if (total > TAR_MAX_BYTES) throw new ArchiveInvalid(path, 'files', `declare ${formatBytes(total, ARCHIVE_BYTES)}: too large to restore (limit ${formatBytes(TAR_MAX_BYTES, ARCHIVE_BYTES)})`);
+  if (total > TAR_MAX_BYTES)
+    throw new ArchiveInvalid(
+      path,
+      'files',
+      `declare ${formatBytes(total, ARCHIVE_BYTES)}: too large to restore (limit ${formatBytes(TAR_MAX_BYTES, ARCHIVE_BYTES)})`,
+    );
   return info;
 }
 
@@ -184,13 +223,26 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
     if (f === null && role === 'jsonl') continue;
     if (!isObj(f)) throw new ArchiveInvalid(path, field, 'must be an object');
     const suffix = role === 'jsonl' ? '.jsonl' : '.meta.json';
-    if (f.name !== `${base}${suffix}`) throw new ArchiveInvalid(path, `${field}.name`, `must be ${JSON.stringify(base + suffix)}`);
-    if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
+    if (f.name !== `${base}${suffix}`)
+      throw new ArchiveInvalid(path, `${field}.name`, `must be ${JSON.stringify(base + suffix)}`);
+    if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256))
+      throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
     if (typeof f.data_base64 !== 'string') throw new ArchiveInvalid(path, `${field}.data_base64`, 'must be a string');
     const b = Buffer.from(f.data_base64, 'base64');
-    if (createHash('sha256').update(b).digest('hex') !== f.sha256) throw new ArchiveInvalid(path, `${field}.sha256`, 'does not match the data (the archive is damaged or was altered)');
+    if (createHash('sha256').update(b).digest('hex') !== f.sha256)
+      throw new ArchiveInvalid(
+        path,
+        `${field}.sha256`,
+        'does not match the data (the archive is damaged or was altered)',
+      );
     data.set(role, b);
-    info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes: b.length, sha256: f.sha256, mode: 0o644 });
+    info.files.push({
+      role,
+      name: `${SESSION_PREFIX}${base}${suffix}`,
+      bytes: b.length,
+      sha256: f.sha256,
+      mode: 0o644,
+    });
   }
   return { info, data };
 }
@@ -201,7 +253,14 @@ function gunzipCapped(path: string, cap: number): Readable {
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       n += chunk.length;
-      if (n > cap) cb(new ArchiveInvalid(path, 'the archive', `decompresses to more than ${formatBytes(cap, ARCHIVE_BYTES)}: too large (a damaged or hostile archive?); nothing was restored from it`));
+      if (n > cap)
+        cb(
+          new ArchiveInvalid(
+            path,
+            'the archive',
+            `decompresses to more than ${formatBytes(cap, ARCHIVE_BYTES)}: too large (a damaged or hostile archive?); nothing was restored from it`,
+          ),
+        );
       else cb(null, chunk);
     },
   });
@@ -240,8 +299,14 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
     const handle = async () => {
       const name = header.name;
       if (info === null) {
-        if (name !== MANIFEST_NAME) throw new ArchiveInvalid(path, MANIFEST_NAME, `must be the first entry (found ${JSON.stringify(name).slice(0, 60)})`);
-        if ((header.size ?? 0) > MANIFEST_MAX_BYTES) throw new ArchiveInvalid(path, MANIFEST_NAME, 'is larger than 1 MiB');
+        if (name !== MANIFEST_NAME)
+          throw new ArchiveInvalid(
+            path,
+            MANIFEST_NAME,
+            `must be the first entry (found ${JSON.stringify(name).slice(0, 60)})`,
+          );
+        if ((header.size ?? 0) > MANIFEST_MAX_BYTES)
+          throw new ArchiveInvalid(path, MANIFEST_NAME, 'is larger than 1 MiB');
         let m: unknown;
         try {
           m = JSON.parse((await collect(stream)).toString('utf8'));
@@ -254,13 +319,19 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
         rows = isObj(s) ? { bytes: s.bytes as number, sha256: s.sha256 as string } : null;
         return;
       }
-      if (header.type !== 'file') throw new ArchiveInvalid(path, JSON.stringify(name), `is a ${header.type}, not a file`);
+      if (header.type !== 'file')
+        throw new ArchiveInvalid(path, JSON.stringify(name), `is a ${header.type}, not a file`);
       if (seen.has(name)) throw new ArchiveInvalid(path, JSON.stringify(name), 'appears twice');
       seen.add(name);
       const file = info.files.find((f) => f.name === name);
       const want = file ?? (name === ROWS_NAME && rows ? { role: null, name, ...rows } : null);
       if (!want) throw new ArchiveInvalid(path, JSON.stringify(name), 'is not listed in the manifest');
-      if (header.size !== want.bytes) throw new ArchiveInvalid(path, JSON.stringify(name), `holds ${header.size} bytes, the manifest says ${want.bytes}`);
+      if (header.size !== want.bytes)
+        throw new ArchiveInvalid(
+          path,
+          JSON.stringify(name),
+          `holds ${header.size} bytes, the manifest says ${want.bytes}`,
+        );
       const h = createHash('sha256');
       // Listen for the end before anyone reads: tar-stream's entry streams have no readableEnded.
       const ended = new Promise<void>((res, rej) => stream.once('end', res).once('error', rej));
@@ -273,7 +344,12 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
         }
       } else stream.resume();
       await ended;
-      if (h.digest('hex') !== want.sha256) throw new ArchiveInvalid(path, JSON.stringify(name), 'does not match its SHA-256 in the manifest (the archive is damaged or was altered)');
+      if (h.digest('hex') !== want.sha256)
+        throw new ArchiveInvalid(
+          path,
+          JSON.stringify(name),
+          'does not match its SHA-256 in the manifest (the archive is damaged or was altered)',
+        );
     };
     handle().then(
       () => next(),
@@ -288,12 +364,19 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
   } catch (err) {
     if (err instanceof ArchiveInvalid) throw err;
     if (err instanceof SinkFailed) throw err.cause;
-    throw new ArchiveInvalid(path, 'the archive', `is not a readable .tar.gz (${err instanceof Error ? err.message : String(err)})`);
+    throw new ArchiveInvalid(
+      path,
+      'the archive',
+      `is not a readable .tar.gz (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
   if (!info) throw new ArchiveInvalid(path, MANIFEST_NAME, 'is missing');
   const done: ArchiveInfo = info;
-  for (const f of done.files) if (!seen.has(f.name)) throw new ArchiveInvalid(path, JSON.stringify(f.name), 'is listed in the manifest but missing');
-  if (rows && !seen.has(ROWS_NAME)) throw new ArchiveInvalid(path, JSON.stringify(ROWS_NAME), 'is listed in the manifest but missing');
+  for (const f of done.files)
+    if (!seen.has(f.name))
+      throw new ArchiveInvalid(path, JSON.stringify(f.name), 'is listed in the manifest but missing');
+  if (rows && !seen.has(ROWS_NAME))
+    throw new ArchiveInvalid(path, JSON.stringify(ROWS_NAME), 'is listed in the manifest but missing');
   return done;
 }
 
@@ -303,7 +386,11 @@ async function readLegacy(path: string) {
     doc = JSON.parse((await collect(gunzipCapped(path, LEGACY_MAX_BYTES))).toString('utf8'));
   } catch (err) {
     if (err instanceof ArchiveInvalid) throw err;
-    throw new ArchiveInvalid(path, 'the archive', `is not a readable gzip JSON archive (${err instanceof Error ? err.message : String(err)})`);
+    throw new ArchiveInvalid(
+      path,
+      'the archive',
+      `is not a readable gzip JSON archive (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
   return validateLegacy(path, doc);
 }

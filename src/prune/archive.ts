@@ -1,5 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  realpathSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { encode as encodeTarHeader, encodePax } from 'tar-stream/headers.js';
@@ -57,7 +69,13 @@ export interface ArchiveManifest {
   key: string;
   aliases: string[];
   files: ManifestFile[];
-  seahorse: { name: string; bytes: number; sha256: string; conversations: number[]; rows: Record<string, number> } | null;
+  seahorse: {
+    name: string;
+    bytes: number;
+    sha256: string;
+    conversations: number[];
+    rows: Record<string, number>;
+  } | null;
 }
 
 export interface ArchiveContext {
@@ -164,7 +182,8 @@ function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string): Op
   const fd = openSync(f.path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs) throw new Error(`${f.path} changed since planning`);
+    if (!st.isFile() || st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs)
+      throw new Error(`${f.path} changed since planning`);
     return { fd, name, role, bytes: st.size, sha256: hashFd(fd, st.size), mtime: st.mtime, mode: st.mode & 0o777 };
   } catch (err) {
     closeSync(fd);
@@ -175,10 +194,22 @@ function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string): Op
 const ROW_QUERIES: [table: string, sql: string, params: number][] = [
   ['conversations', `SELECT * FROM conversations WHERE conversation_id = ?`, 1],
   ['messages', `SELECT * FROM messages WHERE conversation_id = ? ORDER BY message_id`, 1],
-  ['message_parts', `SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?) ORDER BY part_id`, 1],
+  [
+    'message_parts',
+    `SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?) ORDER BY part_id`,
+    1,
+  ],
   ['summaries', `SELECT * FROM summaries WHERE conversation_id = ?`, 1],
-  ['summary_parents', `SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`, 2],
-  ['summary_messages', `SELECT * FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`, 1],
+  [
+    'summary_parents',
+    `SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    2,
+  ],
+  [
+    'summary_messages',
+    `SELECT * FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    1,
+  ],
   ['context_items', `SELECT * FROM context_items WHERE conversation_id = ? ORDER BY ordinal`, 1],
 ];
 
@@ -208,7 +239,8 @@ function writeRows(db: Database, conversationIds: number[], tmpPath: string) {
       const stmt = db.prepare(sql);
       for (const C of conversationIds) {
         for (const row of stmt.iterate(...Array<number>(n).fill(C)) as Iterable<Record<string, unknown>>) {
-          for (const k of Object.keys(row)) if (Buffer.isBuffer(row[k])) row[k] = { $base64: (row[k] as Buffer).toString('base64') };
+          for (const k of Object.keys(row))
+            if (Buffer.isBuffer(row[k])) row[k] = { $base64: row[k].toString('base64') };
           const line = JSON.stringify({ table, row }) + '\n';
           pending.push(line);
           pendingLen += line.length;
@@ -247,7 +279,13 @@ function unlinkQuiet(p: string): void {
 }
 
 /** Write one archive: manifest, files, rows; sync; read back; link under a name no other archive has. */
-function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<ArchiveManifest, 'files' | 'seahorse'>, files: OpenFile[], conversationIds: number[]): string {
+function writeArchive(
+  ctx: ArchiveContext,
+  visibleName: string,
+  manifest: Omit<ArchiveManifest, 'files' | 'seahorse'>,
+  files: OpenFile[],
+  conversationIds: number[],
+): string {
   mkdirSync(ctx.dir, { recursive: true, mode: 0o700 });
   const nonce = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const rowsTmp = join(ctx.dir, `.rows-${nonce}.tmp`);
@@ -259,7 +297,9 @@ function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<A
     const full: ArchiveManifest = {
       ...manifest,
       files: files.map((f) => ({ role: f.role, name: f.name, bytes: f.bytes, sha256: f.sha256, mode: f.mode })),
-      seahorse: rows ? { name: ROWS_NAME, bytes: rows.bytes, sha256: rows.sha256, conversations: conversationIds, rows: rows.rows } : null,
+      seahorse: rows
+        ? { name: ROWS_NAME, bytes: rows.bytes, sha256: rows.sha256, conversations: conversationIds, rows: rows.rows }
+        : null,
     };
     const mtime = new Date(ctx.nowMs);
     fd = openSync(tarTmp, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
@@ -270,18 +310,21 @@ function writeArchive(ctx: ArchiveContext, visibleName: string, manifest: Omit<A
     w.pad(mbuf.length);
     for (const f of files) {
       w.header(f.name, f.bytes, f.mtime, f.mode);
-      if (hashFd(f.fd, f.bytes, (c) => w.write(c)) !== f.sha256) throw new Error(`${f.name} changed while it was being archived`);
+      if (hashFd(f.fd, f.bytes, (c) => w.write(c)) !== f.sha256)
+        throw new Error(`${f.name} changed while it was being archived`);
       w.pad(f.bytes);
     }
     if (rows) {
       w.header(ROWS_NAME, rows.bytes, mtime);
-      if (hashFd(rows.fd, rows.bytes, (c) => w.write(c)) !== rows.sha256) throw new Error('the seahorse rows changed on the way into the archive');
+      if (hashFd(rows.fd, rows.bytes, (c) => w.write(c)) !== rows.sha256)
+        throw new Error('the seahorse rows changed on the way into the archive');
       w.pad(rows.bytes);
     }
     w.end();
     fsyncSync(fd);
     // Read back what the disk holds and compare it with the bytes that were written.
-    if (hashFd(fd, w.bytesWritten) !== w.gzHash.digest('hex')) throw new Error('the archive read back differs from what was written');
+    if (hashFd(fd, w.bytesWritten) !== w.gzHash.digest('hex'))
+      throw new Error('the archive read back differs from what was written');
     closeSync(fd);
     fd = null;
     const base = `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_${visibleName}`;
@@ -313,7 +356,8 @@ function failed(what: string, dir: string, err: unknown): GuardError {
 
 /** Archive one session; throws GuardError (the caller keeps the session). */
 export function archiveSession(ctx: ArchiveContext, s: SessionRecord, conversationIds: number[]): string {
-  if (!s.files.meta || s.key === null) throw new GuardError(`cannot archive ${s.id}: its meta is unreadable`, { exitCode: ExitCode.PARTIAL });
+  if (!s.files.meta || s.key === null)
+    throw new GuardError(`cannot archive ${s.id}: its meta is unreadable`, { exitCode: ExitCode.PARTIAL });
   const files: OpenFile[] = [];
   try {
     files.push(openPlanned(s.files.meta, 'meta', `${SESSION_PREFIX}${s.base}.meta.json`));
@@ -340,7 +384,10 @@ export function archiveSession(ctx: ArchiveContext, s: SessionRecord, conversati
 
 /** Archive the rows of a seahorse conversation deleted on its own (an orphan, or shared by deleted sessions). */
 export function archiveOrphan(ctx: ArchiveContext, c: { conversationId: number; key: string }): string {
-  if (!ctx.db) throw new GuardError(`cannot archive conversation ${c.conversationId}: seahorse.db is not open`, { exitCode: ExitCode.PARTIAL });
+  if (!ctx.db)
+    throw new GuardError(`cannot archive conversation ${c.conversationId}: seahorse.db is not open`, {
+      exitCode: ExitCode.PARTIAL,
+    });
   const manifest = {
     format: ARCHIVE_FORMAT,
     version: 2,

@@ -1,5 +1,12 @@
 import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
-import { CAP_MARGIN, predictGap, predictionError, sessionsForBudget, type BootstrapModel, type Trust } from '../startup-model/fit.js';
+import {
+  CAP_MARGIN,
+  predictGap,
+  predictionError,
+  sessionsForBudget,
+  type BootstrapModel,
+  type Trust,
+} from '../startup-model/fit.js';
 import type { PlanGroup } from './plan.js';
 
 /**
@@ -44,7 +51,11 @@ export function describeVolume(v: { sessions: number; jsonl_bytes: number }): st
   return `${v.sessions} sessions / ${formatBytes(v.jsonl_bytes, WHOLE_MIB)}`;
 }
 
-export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], input: BootstrapInput | null): BootstrapPlan | null {
+export function applyBootstrapCap(
+  groups: PlanGroup[],
+  deletable: boolean[],
+  input: BootstrapInput | null,
+): BootstrapPlan | null {
   if (!input || input.budgetSeconds <= 0) return null;
   const inDir = (g: PlanGroup) => g.members.filter((m) => m.dir === input.dir);
   let sessions = 0;
@@ -57,22 +68,52 @@ export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], inp
     }
   }
   const m = input.model;
-  const vol = (s: number, b: number): BootstrapVolume => ({ sessions: s, jsonl_bytes: b, predicted_seconds: m ? r1(predictGap(m, s, b)) : null, error_seconds: m ? r1(predictionError(m, s, b)) : null });
+  const vol = (s: number, b: number): BootstrapVolume => ({
+    sessions: s,
+    jsonl_bytes: b,
+    predicted_seconds: m ? r1(predictGap(m, s, b)) : null,
+    error_seconds: m ? r1(predictionError(m, s, b)) : null,
+  });
   const said = (v: BootstrapVolume) => `${v.predicted_seconds} s ± ${v.error_seconds} s for ${describeVolume(v)}`;
   const before = vol(sessions, bytes);
   const cap = m ? sessionsForBudget(m, input.budgetSeconds, sessions > 0 ? bytes / sessions : 0) : null;
-  const base = { budget_seconds: input.budgetSeconds, model: m, trust: input.trust, before, cap_sessions: cap === Infinity ? null : cap, deleted_groups: 0 };
+  const base = {
+    budget_seconds: input.budgetSeconds,
+    model: m,
+    trust: input.trust,
+    before,
+    cap_sessions: cap === Infinity ? null : cap,
+    deleted_groups: 0,
+  };
   if (!m || !input.trust.trusted) {
-    const more = input.trust.more_restarts ? `; it needs ${input.trust.more_restarts} more restart(s) with a measured gap` : '';
-    return { ...base, state: 'untrusted', after: before, message: `nothing deleted for max_bootstrap_seconds: the startup model is not trustworthy yet (${input.trust.why})${more}` };
+    const more = input.trust.more_restarts
+      ? `; it needs ${input.trust.more_restarts} more restart(s) with a measured gap`
+      : '';
+    return {
+      ...base,
+      state: 'untrusted',
+      after: before,
+      message: `nothing deleted for max_bootstrap_seconds: the startup model is not trustworthy yet (${input.trust.why})${more}`,
+    };
   }
-  const fits = (s: number, b: number) => predictGap(m, s, b) + CAP_MARGIN * predictionError(m, s, b) <= input.budgetSeconds;
+  const fits = (s: number, b: number) =>
+    predictGap(m, s, b) + CAP_MARGIN * predictionError(m, s, b) <= input.budgetSeconds;
   if (fits(sessions, bytes)) {
-    return { ...base, state: 'within_budget', after: before, message: `next restart predicted ${said(before)}: within the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room)` };
+    return {
+      ...base,
+      state: 'within_budget',
+      after: before,
+      message: `next restart predicted ${said(before)}: within the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room)`,
+    };
   }
   if (cap === null) {
     // Deleting every session would not reach it: deleting some would cost history for nothing.
-    return { ...base, state: 'unreachable', after: before, message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s, ${CAP_MARGIN} × ± ${r1(predictionError(m, 0, 0))} s of room) exceeds the ${input.budgetSeconds} s budget, whatever is deleted` };
+    return {
+      ...base,
+      state: 'unreachable',
+      after: before,
+      message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s, ${CAP_MARGIN} × ± ${r1(predictionError(m, 0, 0))} s of room) exceeds the ${input.budgetSeconds} s budget, whatever is deleted`,
+    };
   }
   const detail = `next restart predicted ${said(before)}; the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room) allows about ${cap} sessions`;
   let deleted = 0;
@@ -89,7 +130,19 @@ export function applyBootstrapCap(groups: PlanGroup[], deletable: boolean[], inp
   }
   const after = vol(sessions, bytes);
   if (!fits(sessions, bytes)) {
-    return { ...base, state: 'unreachable', after, deleted_groups: deleted, message: `the ${input.budgetSeconds} s budget cannot be reached: only protected sessions (newest, undated or unreadable) are left; ${deleted} group(s) deleted, next restart predicted ${said(after)}` };
+    return {
+      ...base,
+      state: 'unreachable',
+      after,
+      deleted_groups: deleted,
+      message: `the ${input.budgetSeconds} s budget cannot be reached: only protected sessions (newest, undated or unreadable) are left; ${deleted} group(s) deleted, next restart predicted ${said(after)}`,
+    };
   }
-  return { ...base, state: 'applied', after, deleted_groups: deleted, message: `${deleted} group(s) of the default agent deleted: next restart predicted ${said(after)} (was ${said(before)}; budget ${input.budgetSeconds} s, kept with ${CAP_MARGIN} × ± of room)` };
+  return {
+    ...base,
+    state: 'applied',
+    after,
+    deleted_groups: deleted,
+    message: `${deleted} group(s) of the default agent deleted: next restart predicted ${said(after)} (was ${said(before)}; budget ${input.budgetSeconds} s, kept with ${CAP_MARGIN} × ± of room)`,
+  };
 }

@@ -9,12 +9,24 @@ import type { BootstrapInput } from './bootstrap-cap.js';
  * dry-run writes nothing. Without a state folder there are no samples: nothing is deleted
  * for this key, and the plan says so.
  */
-export async function bootstrapInput(home: PicoClawHome, stateDir: string | null, budgetSeconds: number, nowMs: number, write: boolean, warnings: string[]): Promise<BootstrapInput> {
+export async function bootstrapInput(
+  home: PicoClawHome,
+  stateDir: string | null,
+  budgetSeconds: number,
+  nowMs: number,
+  write: boolean,
+  warnings: string[],
+): Promise<BootstrapInput> {
   if (!stateDir) {
-    const fit = { model: null, why: 'no state folder to keep the restarts\' samples in' } as const;
+    const fit = { model: null, why: "no state folder to keep the restarts' samples in" } as const;
     return { budgetSeconds, dir: bootstrapDir(home), model: null, trust: trustFor(fit, 0, budgetSeconds) };
   }
   const l = await learn(home, stateDir, { nowMs, write });
   warnings.push(...l.warnings);
-  return { budgetSeconds, dir: bootstrapDir(home), model: l.fit.model, trust: trustFor(l.fit, l.measured, budgetSeconds) };
+  return {
+    budgetSeconds,
+    dir: bootstrapDir(home),
+    model: l.fit.model,
+    trust: trustFor(l.fit, l.measured, budgetSeconds),
+  };
 }

@@ -103,7 +103,13 @@ export function applyCronAgeToOrphans(orphans: PlanOrphan[], policy: Policy, now
   const cutoff = now - policy.cron_max_age_days * DAY_MS;
   for (const o of orphans) {
     const t = o.conversation.lastActivityMs;
-    if (o.action === 'keep' && o.reason === 'within_policy' && t !== null && t < cutoff && cronJobId(o.conversation.key) !== null) {
+    if (
+      o.action === 'keep' &&
+      o.reason === 'within_policy' &&
+      t !== null &&
+      t < cutoff &&
+      cronJobId(o.conversation.key) !== null
+    ) {
       o.action = 'delete';
       o.reason = 'cron_max_age_days';
     }
@@ -121,7 +127,15 @@ export interface CronJobRuns {
 }
 
 /** Cron runs grouped by job, newest job first (for `sessions`). */
-export function cronJobsOf(sessions: readonly { key: string | null; agent: string; lastActivityMs: number | null; jsonlBytes: number; metaBytes: number }[]): CronJobRuns[] {
+export function cronJobsOf(
+  sessions: readonly {
+    key: string | null;
+    agent: string;
+    lastActivityMs: number | null;
+    jsonlBytes: number;
+    metaBytes: number;
+  }[],
+): CronJobRuns[] {
   const by = new Map<string, { runs: number; newest: number | null; bytes: number; agents: Set<string> }>();
   for (const s of sessions) {
     const job = cronJobId(s.key);
@@ -135,5 +149,11 @@ export function cronJobsOf(sessions: readonly { key: string | null; agent: strin
   }
   return [...by.entries()]
     .sort(([ja, a], [jb, b]) => (b.newest ?? -Infinity) - (a.newest ?? -Infinity) || (ja < jb ? -1 : ja > jb ? 1 : 0))
-    .map(([job, j]) => ({ job, runs: j.runs, newest: j.newest === null ? null : new Date(j.newest).toISOString(), bytes: j.bytes, agents: [...j.agents].sort() }));
+    .map(([job, j]) => ({
+      job,
+      runs: j.runs,
+      newest: j.newest === null ? null : new Date(j.newest).toISOString(),
+      bytes: j.bytes,
+      agents: [...j.agents].sort(),
+    }));
 }

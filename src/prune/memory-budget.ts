@@ -27,7 +27,10 @@ export interface MemoryBudget {
  * some environments leave at 0 (qemu-user emulates that file with most fields zero); a budget
  * that reads 0 would never trip, so VmRSS from /proc/self/status is read instead when it does.
  */
-export function residentBytes(fromStat: () => number = () => process.memoryUsage.rss(), status: () => string = () => readFileSync('/proc/self/status', 'utf8')): number {
+export function residentBytes(
+  fromStat: () => number = () => process.memoryUsage.rss(),
+  status: () => string = () => readFileSync('/proc/self/status', 'utf8'),
+): number {
   const r = fromStat();
   if (r > 0) return r;
   try {

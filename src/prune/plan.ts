@@ -13,7 +13,8 @@ import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, groupCr
  * exactly what --apply executes, and its invariants are property-tested.
  */
 
-export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
+export type DeleteReason =
+  'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
 export type KeepReason =
   | 'newest'
   | 'undated'
@@ -149,7 +150,7 @@ const UNSAFE_ISSUES: Record<string, KeepReason> = {
 const UNSAFE_REASONS = new Set<Reason>(Object.values(UNSAFE_ISSUES));
 
 function unsafeReason(s: SessionRecord): KeepReason | null {
-  for (const i of s.issues) if (UNSAFE_ISSUES[i]) return UNSAFE_ISSUES[i]!;
+  for (const i of s.issues) if (UNSAFE_ISSUES[i]) return UNSAFE_ISSUES[i];
   return s.key === null ? 'unreadable_meta' : null;
 }
 
@@ -182,7 +183,10 @@ export function groupSessions(sessions: SessionRecord[], agentIds: string[]): Se
   return [...groups.values()];
 }
 
-function compareGroups(a: { lastActivityMs: number | null; key: string; tie: string }, b: { lastActivityMs: number | null; key: string; tie: string }): number {
+function compareGroups(
+  a: { lastActivityMs: number | null; key: string; tie: string },
+  b: { lastActivityMs: number | null; key: string; tie: string },
+): number {
   const x = a.lastActivityMs;
   const y = b.lastActivityMs;
   if (x !== y) {
@@ -194,12 +198,20 @@ function compareGroups(a: { lastActivityMs: number | null; key: string; tie: str
 }
 
 /** Which kept sessions hold most of seahorse.db (their estimated share), largest first: why a limit cannot be met. */
-export function sizeHolders(plan: Pick<Plan, 'groups'>, outcome: { groups: Map<number, { action: string; reason: Reason }> } | null): string {
+export function sizeHolders(
+  plan: Pick<Plan, 'groups'>,
+  outcome: { groups: Map<number, { action: string; reason: Reason }> } | null,
+): string {
   const kept = plan.groups
     .filter((g) => (outcome?.groups.get(g.id)?.action ?? g.action) === 'keep' && g.estimatedDbBytes > 0)
     .sort((a, b) => b.estimatedDbBytes - a.estimatedDbBytes);
   if (kept.length === 0) return 'no session holds a measurable share';
-  const top = kept.slice(0, 3).map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${formatBytes(g.estimatedDbBytes)}`);
+  const top = kept
+    .slice(0, 3)
+    .map(
+      (g) =>
+        `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${formatBytes(g.estimatedDbBytes)}`,
+    );
   return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
 }
 
@@ -207,7 +219,8 @@ export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
   const raw = groupSessions(input.sessions, input.agentIds).map((members) => {
     let last: number | null = null;
-    for (const m of members) if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
+    for (const m of members)
+      if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
     const keys = members.map((m) => m.key ?? `\uffff${m.id}`).sort();
     const ids = members.map((m) => m.id).sort();
     return { members, lastActivityMs: last, key: keys[0]!, tie: ids[0]! };
@@ -247,8 +260,7 @@ export function planPrune(input: PlanInput): Plan {
     else if (hold) {
       g.reason = 'restored_hold';
       g.hold = hold;
-    }
-    else if (g.lastActivityMs === null) g.reason = 'undated';
+    } else if (g.lastActivityMs === null) g.reason = 'undated';
     else if (protectedTimes.has(g.lastActivityMs)) g.reason = 'newest';
     deletable[g.id] = g.reason === 'within_policy';
   }
@@ -293,7 +305,8 @@ export function planPrune(input: PlanInput): Plan {
     const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id] && counts(g)).length;
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
-    displacedByUndated = over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
+    displacedByUndated =
+      over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -308,27 +321,32 @@ export function planPrune(input: PlanInput): Plan {
 
   // Conversations go with a group only if no kept session elsewhere also claims them.
   const claimants = new Map<number, Set<number>>();
-  for (const g of groups) for (const m of g.members) for (const c of m.conversations) {
-    const set = claimants.get(c.conversationId) ?? new Set<number>();
-    set.add(g.id);
-    claimants.set(c.conversationId, set);
-  }
+  for (const g of groups)
+    for (const m of g.members)
+      for (const c of m.conversations) {
+        const set = claimants.get(c.conversationId) ?? new Set<number>();
+        set.add(g.id);
+        claimants.set(c.conversationId, set);
+      }
   const shared = new Map<number, { conversation: ConversationStat; groupIds: number[] }>();
   for (const g of groups) {
     const seen = new Set<number>();
-    for (const m of g.members) for (const c of m.conversations) {
-      if (seen.has(c.conversationId)) continue;
-      seen.add(c.conversationId);
-      const who = claimants.get(c.conversationId)!;
-      if (who.size === 1) g.ownConversations.push(c);
-      else if (!shared.has(c.conversationId)) shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
-    }
+    for (const m of g.members)
+      for (const c of m.conversations) {
+        if (seen.has(c.conversationId)) continue;
+        seen.add(c.conversationId);
+        const who = claimants.get(c.conversationId)!;
+        if (who.size === 1) g.ownConversations.push(c);
+        else if (!shared.has(c.conversationId))
+          shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
+      }
   }
 
   // Orphan conversations: the age check alone.
   const orphans: PlanOrphan[] = input.orphanConversations.map((c) => {
     if (c.lastActivityMs === null) return { conversation: c, action: 'keep', reason: 'undated', estimatedDbBytes: 0 };
-    if (ageCheck === 'applied' && c.lastActivityMs < cutoff) return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
+    if (ageCheck === 'applied' && c.lastActivityMs < cutoff)
+      return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
     return { conversation: c, action: 'keep', reason: 'within_policy', estimatedDbBytes: 0 };
   });
 
@@ -336,14 +354,24 @@ export function planPrune(input: PlanInput): Plan {
 
   // 3. Size: estimate each group's share of the used bytes from its share of the content.
   const limit = policy.max_db_size_mb * 1024 * 1024;
-  const size: SizePlan = { checked: false, limitBytes: limit, fileBytes: input.db.fileBytes, projectedBytesBeforeSize: input.db.usedBytes, projectedBytesAfter: input.db.usedBytes, method: '', shortfall: null };
+  const size: SizePlan = {
+    checked: false,
+    limitBytes: limit,
+    fileBytes: input.db.fileBytes,
+    projectedBytesBeforeSize: input.db.usedBytes,
+    projectedBytesAfter: input.db.usedBytes,
+    method: '',
+    shortfall: null,
+  };
   const content = input.db.contentBytes;
   if (input.db.present && content) {
     let totalContent = 0;
     for (const b of content.values()) totalContent += b;
     const basis = input.db.owedEstimateBytes ?? input.db.usedBytes;
     const share = (convs: { conversationId: number }[]) =>
-      totalContent === 0 ? 0 : Math.round((basis * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
+      totalContent === 0
+        ? 0
+        : Math.round((basis * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
     for (const g of groups) g.estimatedDbBytes = share(g.ownConversations);
     for (const o of orphans) o.estimatedDbBytes = share([o.conversation]);
     let projected = basis;
@@ -353,7 +381,9 @@ export function planPrune(input: PlanInput): Plan {
     size.method =
       "each session's share of seahorse.db's used pages ((page_count - freelist_count) x page_size) in proportion to its share of the stored message, part and summary text; " +
       'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.' +
-      (input.db.owedEstimateBytes != null ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.' : '');
+      (input.db.owedEstimateBytes != null
+        ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.'
+        : '');
     for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
       size.checked = true;
@@ -364,7 +394,8 @@ export function planPrune(input: PlanInput): Plan {
         g.reason = 'max_db_size_mb';
         projected -= g.estimatedDbBytes;
       }
-      if (projected > limit) size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
+      if (projected > limit)
+        size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
   } else if (input.db.present && policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
@@ -372,5 +403,18 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, everyDatedOld, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated }, cron, bootstrap };
+  return {
+    now,
+    policy,
+    ageCheck,
+    everyDatedOld,
+    newestMs,
+    groups,
+    orphans,
+    shared: [...shared.values()],
+    size,
+    undated: { groups: undatedGroups, displaced: displacedByUndated },
+    cron,
+    bootstrap,
+  };
 }

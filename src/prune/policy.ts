@@ -19,7 +19,9 @@ export interface Policy {
   check_interval_minutes: number;
   vacuum: boolean;
   archive_dir: string | null;
-  /** The guard's own keys beyond PicoClaw's (src/prune/cron.ts, src/startup-model/): 0 / true = PicoClaw's behaviour. */
+  /**
+   * The guard's own keys beyond PicoClaw's (src/prune/cron.ts, src/startup-model/): 0 / true = PicoClaw's behaviour.
+   */
   cron_keep_runs: number;
   cron_max_age_days: number;
   max_sessions_counts_cron: boolean;
@@ -42,7 +44,12 @@ export const POLICY_KEYS: PolicyKey[] = [
 ];
 
 /** Keys PicoClaw's policy does not have: at their defaults they change nothing, and the text report leaves them out. */
-export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set(['cron_keep_runs', 'cron_max_age_days', 'max_sessions_counts_cron', 'max_bootstrap_seconds']);
+export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set([
+  'cron_keep_runs',
+  'cron_max_age_days',
+  'max_sessions_counts_cron',
+  'max_bootstrap_seconds',
+]);
 
 export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
   enabled: false,
@@ -92,7 +99,14 @@ const KIND: Record<PolicyKey, Kind> = {
 };
 
 /** PicoClaw's session.prune has no archive_dir; the guard config and flags do. */
-const PICOCLAW_KEYS = new Set<PolicyKey>(['enabled', 'max_age_days', 'max_sessions', 'max_db_size_mb', 'check_interval_minutes', 'vacuum']);
+const PICOCLAW_KEYS = new Set<PolicyKey>([
+  'enabled',
+  'max_age_days',
+  'max_sessions',
+  'max_db_size_mb',
+  'check_interval_minutes',
+  'vacuum',
+]);
 
 export function envName(key: PolicyKey): string {
   return `PICOCLAW_SESSION_PRUNE_${key.toUpperCase()}`;

@@ -49,7 +49,11 @@ export function modelReport(m: BootstrapModel | null): ModelReport | null {
     intercept_seconds: round(m.a),
     seconds_per_session: round(m.b),
     seconds_per_mib: round(m.c),
-    standard_errors: { intercept: round(m.se.a), per_session: m.se.b === null ? null : round(m.se.b), per_mib: m.se.c === null ? null : round(m.se.c) },
+    standard_errors: {
+      intercept: round(m.se.a),
+      per_session: m.se.b === null ? null : round(m.se.b),
+      per_mib: m.se.c === null ? null : round(m.se.c),
+    },
     rmse_seconds: round(m.rmse_seconds, 3),
     sigma_seconds: round(m.sigma_seconds, 3),
     samples: m.samples,
@@ -58,7 +62,10 @@ export function modelReport(m: BootstrapModel | null): ModelReport | null {
   };
 }
 
-export function cronReport(plan: Plan, sessions: { cron_job: string | null; action: string; last_activity: string | null; bytes: number }[]): CronReport | null {
+export function cronReport(
+  plan: Plan,
+  sessions: { cron_job: string | null; action: string; last_activity: string | null; bytes: number }[],
+): CronReport | null {
   const p = plan.policy;
   const by = new Map<string, CronReport['jobs'][number]>();
   for (const s of sessions) {
@@ -72,8 +79,16 @@ export function cronReport(plan: Plan, sessions: { cron_job: string | null; acti
     by.set(s.cron_job, j);
   }
   if (by.size === 0 && p.cron_keep_runs === 0 && p.cron_max_age_days === 0 && p.max_sessions_counts_cron) return null;
-  const jobs = [...by.values()].sort((a, b) => (b.newest ?? '').localeCompare(a.newest ?? '') || a.job.localeCompare(b.job));
-  return { age_check: plan.cron.ageCheck, keep_runs: p.cron_keep_runs, max_age_days: p.cron_max_age_days, counts_toward_max_sessions: p.max_sessions_counts_cron, jobs };
+  const jobs = [...by.values()].sort(
+    (a, b) => (b.newest ?? '').localeCompare(a.newest ?? '') || a.job.localeCompare(b.job),
+  );
+  return {
+    age_check: plan.cron.ageCheck,
+    keep_runs: p.cron_keep_runs,
+    max_age_days: p.cron_max_age_days,
+    counts_toward_max_sessions: p.max_sessions_counts_cron,
+    jobs,
+  };
 }
 
 export function bootstrapReport(b: BootstrapPlan): BootstrapReport {

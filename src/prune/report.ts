@@ -42,12 +42,32 @@ export interface PruneReport {
   gateway: { state: string; reason: string } | null;
   policy: Record<string, { value: unknown; source: string; from: string | null }>;
   age_check: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | null;
-  /** Sessions with no usable timestamp: never deleted, yet counted toward max_sessions; `displaced`: dated sessions they push out. */
+  /**
+   * Sessions with no usable timestamp: never deleted, yet counted toward max_sessions; `displaced`: dated sessions they
+   * push out.
+   */
   undated: { sessions: number; displaced: number } | null;
   sessions: PruneSessionEntry[];
-  orphans: { key: string; conversation_id: number; messages: number; last_activity: string | null; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
+  orphans: {
+    key: string;
+    conversation_id: number;
+    messages: number;
+    last_activity: string | null;
+    action: 'keep' | 'delete';
+    reason: string;
+    detail: string | null;
+    partly_deleted: string | null;
+  }[];
   /** Conversations claimed by sessions of several groups, once every claimant was deleted (apply only). */
-  shared_conversations: { key: string; conversation_id: number; messages: number; action: 'keep' | 'delete'; reason: string; detail: string | null; partly_deleted: string | null }[];
+  shared_conversations: {
+    key: string;
+    conversation_id: number;
+    messages: number;
+    action: 'keep' | 'delete';
+    reason: string;
+    detail: string | null;
+    partly_deleted: string | null;
+  }[];
   orphan_jsonl: { path: string; bytes: number; action: 'keep'; reason: string }[];
   database: {
     path: string;
@@ -68,7 +88,14 @@ export interface PruneReport {
     };
     /** A VACUUM deferred while the gateway ran, owed to the next offline pass (after this pass). */
     vacuum_owed: { since: string; estimated_bytes_after: number | null; reason: string } | null;
-    vacuum: { ran: boolean; reason: string; estimated_reclaim_bytes: number | null; reclaimed_bytes: number | null; duration_ms: number; wal_checkpoint: string } | null;
+    vacuum: {
+      ran: boolean;
+      reason: string;
+      estimated_reclaim_bytes: number | null;
+      reclaimed_bytes: number | null;
+      duration_ms: number;
+      wal_checkpoint: string;
+    } | null;
     longest_write_ms: number | null;
     transactions: number | null;
   };
@@ -128,7 +155,11 @@ function ageWords(ms: number): string {
  * A kept member of an alias group that is older than the group: it stays because a newer
  * member does (the group is kept or deleted together), which its own date does not show.
  */
-function groupDetail(g: Plan['groups'][number], m: Plan['groups'][number]['members'][number], nowMs: number): string | null {
+function groupDetail(
+  g: Plan['groups'][number],
+  m: Plan['groups'][number]['members'][number],
+  nowMs: number,
+): string | null {
   if (g.members.length < 2 || g.lastActivityMs === null || m.lastActivityMs === g.lastActivityMs) return null;
   const newest = g.members.find((x) => x.lastActivityMs === g.lastActivityMs);
   if (!newest) return null;
@@ -137,7 +168,8 @@ function groupDetail(g: Plan['groups'][number], m: Plan['groups'][number]['membe
 
 export function buildReport(r: ReportInput): PruneReport {
   const policy: PruneReport['policy'] = {};
-  for (const k of POLICY_KEYS) policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
+  for (const k of POLICY_KEYS)
+    policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
   const sessions: PruneSessionEntry[] = [];
   const orphans: PruneReport['orphans'] = [];
   const shared: PruneReport['shared_conversations'] = [];
@@ -200,7 +232,15 @@ export function buildReport(r: ReportInput): PruneReport {
     for (const sh of r.plan.shared) {
       const outcome = r.result?.shared.get(sh.conversation.conversationId);
       if (!outcome) continue;
-      shared.push({ key: sh.conversation.key, conversation_id: sh.conversation.conversationId, messages: sh.conversation.messages, action: outcome.action, reason: outcome.reason, detail: outcome.detail ?? null, partly_deleted: outcome.partial ?? null });
+      shared.push({
+        key: sh.conversation.key,
+        conversation_id: sh.conversation.conversationId,
+        messages: sh.conversation.messages,
+        action: outcome.action,
+        reason: outcome.reason,
+        detail: outcome.detail ?? null,
+        partly_deleted: outcome.partial ?? null,
+      });
     }
   }
   const inv = r.inventory;
@@ -220,7 +260,12 @@ export function buildReport(r: ReportInput): PruneReport {
     sessions,
     orphans,
     shared_conversations: shared,
-    orphan_jsonl: (inv?.orphanJsonl ?? []).map((o) => ({ path: o.file.path, bytes: o.file.bytes, action: 'keep' as const, reason: 'no .meta.json: not a session PicoClaw lists; kept' })),
+    orphan_jsonl: (inv?.orphanJsonl ?? []).map((o) => ({
+      path: o.file.path,
+      bytes: o.file.bytes,
+      action: 'keep' as const,
+      reason: 'no .meta.json: not a session PicoClaw lists; kept',
+    })),
     database: {
       path: r.home.seahorsePath,
       present: inv?.seahorse.state === 'open',
@@ -232,13 +277,40 @@ export function buildReport(r: ReportInput): PruneReport {
         limit_bytes: sizePlan?.limitBytes ?? 0,
         estimated: r.mode === 'dry-run',
         projected_bytes_after: sizePlan?.checked ? sizePlan.projectedBytesAfter : null,
-        method: sizePlan?.checked ? (r.mode === 'dry-run' ? `dry-run estimate: ${sizePlan.method}` : sizePlan.method) : null,
+        method: sizePlan?.checked
+          ? r.mode === 'dry-run'
+            ? `dry-run estimate: ${sizePlan.method}`
+            : sizePlan.method
+          : null,
         shortfall: r.result ? r.result.size.stoppedBecause : (sizePlan?.shortfall ?? null),
-        limit_unmet: r.result ? r.result.size.unmet : sizePlan?.shortfall?.startsWith('the limit cannot be met') ? sizePlan.shortfall : null,
-        steps: (r.result?.size.steps ?? []).map((s) => ({ deleted: s.deleted, bytes_after: s.bytesAfter, vacuumed: s.vacuumed })),
+        limit_unmet: r.result
+          ? r.result.size.unmet
+          : sizePlan?.shortfall?.startsWith('the limit cannot be met')
+            ? sizePlan.shortfall
+            : null,
+        steps: (r.result?.size.steps ?? []).map((s) => ({
+          deleted: s.deleted,
+          bytes_after: s.bytesAfter,
+          vacuumed: s.vacuumed,
+        })),
       },
-      vacuum_owed: r.result?.owed ? { since: r.result.owed.since, estimated_bytes_after: r.result.owed.estimated_bytes_after, reason: r.result.owed.reason } : null,
-      vacuum: v ? { ran: v.ran, reason: v.reason, estimated_reclaim_bytes: v.estimatedReclaimBytes, reclaimed_bytes: v.reclaimedBytes, duration_ms: Math.round(v.durationMs), wal_checkpoint: v.walCheckpoint } : null,
+      vacuum_owed: r.result?.owed
+        ? {
+            since: r.result.owed.since,
+            estimated_bytes_after: r.result.owed.estimated_bytes_after,
+            reason: r.result.owed.reason,
+          }
+        : null,
+      vacuum: v
+        ? {
+            ran: v.ran,
+            reason: v.reason,
+            estimated_reclaim_bytes: v.estimatedReclaimBytes,
+            reclaimed_bytes: v.reclaimedBytes,
+            duration_ms: Math.round(v.durationMs),
+            wal_checkpoint: v.walCheckpoint,
+          }
+        : null,
       longest_write_ms: r.result?.seahorse ? Math.round(r.result.seahorse.longestTxnMs * 10) / 10 : null,
       transactions: r.result?.seahorse?.transactions ?? null,
     },

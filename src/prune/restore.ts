@@ -1,5 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  createWriteStream,
+  fchmodSync,
+  fchownSync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  realpathSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
@@ -50,10 +65,20 @@ function listArchives(path: string): { files: string[]; single: boolean } {
   try {
     st = statSync(abs);
   } catch (err) {
-    throw new GuardError(`cannot read ${path}: ${errnoCode(err) ?? errorMessage(err)}`, { exitCode: ExitCode.USAGE, path, hint: 'give an archive file or the folder passed to prune --archive' });
+    throw new GuardError(`cannot read ${path}: ${errnoCode(err) ?? errorMessage(err)}`, {
+      exitCode: ExitCode.USAGE,
+      path,
+      hint: 'give an archive file or the folder passed to prune --archive',
+    });
   }
   if (!st.isDirectory()) return { files: [abs], single: true };
-  return { files: readdirSync(abs).filter(isArchiveName).sort().map((n) => join(abs, n)), single: false };
+  return {
+    files: readdirSync(abs)
+      .filter(isArchiveName)
+      .sort()
+      .map((n) => join(abs, n)),
+    single: false,
+  };
 }
 
 /** A key as typed: the full key, a unique prefix, or the shortened form restore --list prints (head…tail). */
@@ -74,12 +99,20 @@ export function resolveKey(typed: string, keys: Iterable<string>, where: string)
   const m = keyMatcher(typed);
   const hits = all.filter(m).sort();
   if (hits.length === 1) return hits[0]!;
-  if (hits.length === 0) throw new GuardError(`no session key starts with ${JSON.stringify(typed)} in ${where}`, { exitCode: ExitCode.USAGE, path: where, hint: 'run restore --list to see the keys' });
-  throw new GuardError(`${JSON.stringify(typed)} matches ${hits.length} keys: ${hits.slice(0, 8).join(', ')}${hits.length > 8 ? ', ...' : ''}`, {
-    exitCode: ExitCode.USAGE,
-    path: where,
-    hint: 'give more of the key',
-  });
+  if (hits.length === 0)
+    throw new GuardError(`no session key starts with ${JSON.stringify(typed)} in ${where}`, {
+      exitCode: ExitCode.USAGE,
+      path: where,
+      hint: 'run restore --list to see the keys',
+    });
+  throw new GuardError(
+    `${JSON.stringify(typed)} matches ${hits.length} keys: ${hits.slice(0, 8).join(', ')}${hits.length > 8 ? ', ...' : ''}`,
+    {
+      exitCode: ExitCode.USAGE,
+      path: where,
+      hint: 'give more of the key',
+    },
+  );
 }
 
 function realOrSelf(p: string): string {
@@ -148,7 +181,8 @@ async function restoreOne(info: ArchiveInfo, dir: string): Promise<string[]> {
     } catch {
       throw new ArchiveInvalid(info.path, 'the meta file', 'is not valid JSON: PicoClaw would not list the session');
     }
-    if (typeof meta !== 'object' || meta === null || (meta as { key?: unknown }).key !== info.key) throw new ArchiveInvalid(info.path, 'the meta file', `does not hold the key ${JSON.stringify(info.key)}`);
+    if (typeof meta !== 'object' || meta === null || (meta as { key?: unknown }).key !== info.key)
+      throw new ArchiveInvalid(info.path, 'the meta file', `does not hold the key ${JSON.stringify(info.key)}`);
     const linked: string[] = [];
     try {
       for (const role of ['jsonl', 'meta'] as const) {
@@ -188,8 +222,21 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
       valid.push(await inspectArchive(f));
     } catch (err) {
       const msg = err instanceof ArchiveInvalid ? err.message : `${f}: ${errnoCode(err) ?? errorMessage(err)}`;
-      if (single) throw new GuardError(msg, { exitCode: ExitCode.DATA, path: f, hint: 'nothing was restored from it; it is not an archive this tool wrote, or it is damaged' });
-      entries.push({ archive: f, key: null, agent: null, archived_at: null, action: 'invalid', reason: msg.startsWith(f) ? msg.slice(f.length + 2) : msg, files: [] });
+      if (single)
+        throw new GuardError(msg, {
+          exitCode: ExitCode.DATA,
+          path: f,
+          hint: 'nothing was restored from it; it is not an archive this tool wrote, or it is damaged',
+        });
+      entries.push({
+        archive: f,
+        key: null,
+        agent: null,
+        archived_at: null,
+        action: 'invalid',
+        reason: msg.startsWith(f) ? msg.slice(f.length + 2) : msg,
+        files: [],
+      });
     }
   }
 
@@ -203,11 +250,19 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
     otherHomes = valid.length - mine.length;
     if (single && mine.length === 0 && valid.length === 1) {
       const i = valid[0]!;
-      throw new GuardError(`${i.path} was taken from ${i.home ?? i.sessionsDir}, not from ${home.home}`, { exitCode: ExitCode.USAGE, path: i.path, hint: 'pass the --home it was taken from' });
+      throw new GuardError(`${i.path} was taken from ${i.home ?? i.sessionsDir}, not from ${home.home}`, {
+        exitCode: ExitCode.USAGE,
+        path: i.path,
+        hint: 'pass the --home it was taken from',
+      });
     }
   }
   if (o.key !== undefined) {
-    const key = resolveKey(o.key, mine.map((i) => i.key), path);
+    const key = resolveKey(
+      o.key,
+      mine.map((i) => i.key),
+      path,
+    );
     mine = mine.filter((i) => i.key === key);
   }
 
@@ -215,14 +270,23 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
   const newest = new Map<string, ArchiveInfo>();
   // With a home, every archive left is from it (old ones name only its sessions folder).
   const ident = (i: ArchiveInfo) => `${home ? '' : (i.home ?? i.sessionsDir)}\0${i.kind}\0${i.agent}\0${i.key}`;
-  const later = (a: ArchiveInfo, b: ArchiveInfo) => instantMs(a.archivedAt) - instantMs(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
+  const later = (a: ArchiveInfo, b: ArchiveInfo) =>
+    instantMs(a.archivedAt) - instantMs(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
   for (const i of mine) {
     const cur = newest.get(ident(i));
     if (!cur || later(i, cur) > 0) newest.set(ident(i), i);
   }
   const work: { info: ArchiveInfo; entry: RestoreEntry }[] = [];
   for (const i of mine) {
-    const entry: RestoreEntry = { archive: i.path, key: i.key, agent: i.agent, archived_at: i.archivedAt, action: 'listed', reason: null, files: [] };
+    const entry: RestoreEntry = {
+      archive: i.path,
+      key: i.key,
+      agent: i.agent,
+      archived_at: i.archivedAt,
+      action: 'listed',
+      reason: null,
+      files: [],
+    };
     entries.push(entry);
     const top = newest.get(ident(i))!;
     if (top !== i) {
@@ -259,7 +323,10 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
         entry.reason = err.message.slice(info.path.length + 2);
       } else {
         entry.action = 'skipped';
-        entry.reason = errnoCode(err) === 'EEXIST' ? `${names.join(' or ')} appeared while restoring; left as it is` : `${errnoCode(err) ?? errorMessage(err)}: nothing of it was restored`;
+        entry.reason =
+          errnoCode(err) === 'EEXIST'
+            ? `${names.join(' or ')} appeared while restoring; left as it is`
+            : `${errnoCode(err) ?? errorMessage(err)}: nothing of it was restored`;
       }
     }
   }

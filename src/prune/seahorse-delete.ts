@@ -63,8 +63,11 @@ interface TriggerSql {
 function ftsRowids(db: Database, table: 'messages_fts' | 'summaries_fts', wanted: Set<string>): Map<string, number[]> {
   const out = new Map<string, number[]>();
   if (wanted.size === 0) return out;
-  const hasContent = db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !== undefined;
-  const sql = hasContent ? `SELECT id AS rowid, c0 AS k FROM ${table}_content` : `SELECT rowid, ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table}`;
+  const hasContent =
+    db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !== undefined;
+  const sql = hasContent
+    ? `SELECT id AS rowid, c0 AS k FROM ${table}_content`
+    : `SELECT rowid, ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table}`;
   for (const r of db.prepare(sql).iterate() as Iterable<{ rowid: number; k: unknown }>) {
     const k = String(r.k);
     if (wanted.has(k)) {
@@ -81,11 +84,24 @@ export class SeahorseDeleter {
   private readonly opts: Required<Omit<DeleterOptions, 'onTxn'>> & Pick<DeleterOptions, 'onTxn'>;
   private chunk: number;
   private readonly lock: WriteLock;
-  readonly stats: DeleteStats = { messages: 0, summaries: 0, parts: 0, transactions: 0, longestTxnMs: 0, totalTxnMs: 0 };
+  readonly stats: DeleteStats = {
+    messages: 0,
+    summaries: 0,
+    parts: 0,
+    transactions: 0,
+    longestTxnMs: 0,
+    totalTxnMs: 0,
+  };
 
   constructor(db: Database, opts: DeleterOptions = {}) {
     this.db = db;
-    this.opts = { chunk: opts.chunk ?? 2000, targetTxnMs: opts.targetTxnMs ?? 100, quietMs: opts.quietMs ?? 0, maxQuietWaitMs: opts.maxQuietWaitMs ?? 60_000, onTxn: opts.onTxn };
+    this.opts = {
+      chunk: opts.chunk ?? 2000,
+      targetTxnMs: opts.targetTxnMs ?? 100,
+      quietMs: opts.quietMs ?? 0,
+      maxQuietWaitMs: opts.maxQuietWaitMs ?? 60_000,
+      onTxn: opts.onTxn,
+    };
     this.chunk = this.opts.chunk;
     this.lock = new WriteLock(db, { quietMs: this.opts.quietMs, maxWaitMs: this.opts.maxQuietWaitMs });
   }
@@ -110,14 +126,22 @@ export class SeahorseDeleter {
       db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_${t}_rowids (k, fts_rowid INTEGER)`);
       db.exec(`DELETE FROM temp.guard_${t}_rowids`);
       // One scan of the FTS content table for all victims (the IN list becomes an index).
-      const from = this.hasContent(t) ? `SELECT c0, id FROM ${t}_content WHERE c0 IN` : `SELECT ${idCol}, rowid FROM ${t} WHERE ${idCol} IN`;
-      db.exec(`INSERT INTO temp.guard_${t}_rowids (k, fts_rowid) ${from} (SELECT ${idCol} FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`);
+      const from = this.hasContent(t)
+        ? `SELECT c0, id FROM ${t}_content WHERE c0 IN`
+        : `SELECT ${idCol}, rowid FROM ${t} WHERE ${idCol} IN`;
+      db.exec(
+        `INSERT INTO temp.guard_${t}_rowids (k, fts_rowid) ${from} (SELECT ${idCol} FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`,
+      );
       db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_${t}_rowids_k ON guard_${t}_rowids (k)`);
     }
     // message_parts has no index on message_id (PicoClaw's schema): find the victims' parts once.
-    db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_victim_parts (part_id INTEGER PRIMARY KEY, message_id INTEGER NOT NULL)`);
+    db.exec(
+      `CREATE TEMP TABLE IF NOT EXISTS guard_victim_parts (part_id INTEGER PRIMARY KEY, message_id INTEGER NOT NULL)`,
+    );
     db.exec(`DELETE FROM temp.guard_victim_parts`);
-    db.exec(`INSERT INTO temp.guard_victim_parts SELECT part_id, message_id FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`);
+    db.exec(
+      `INSERT INTO temp.guard_victim_parts SELECT part_id, message_id FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`,
+    );
     db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_victim_parts_msg ON guard_victim_parts (message_id)`);
     this.prepared = true;
   }
@@ -128,21 +152,33 @@ export class SeahorseDeleter {
   private hasContent(table: string): boolean {
     let v = this.contentTables.get(table);
     if (v === undefined) {
-      v = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !== undefined;
+      v =
+        this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !==
+        undefined;
       this.contentTables.set(table, v);
     }
     return v;
   }
 
   private captureTriggers(): TriggerSql[] {
-    return this.db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('messages_ad', 'summaries_ad') ORDER BY name`).all() as TriggerSql[];
+    return this.db
+      .prepare(
+        `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('messages_ad', 'summaries_ad') ORDER BY name`,
+      )
+      .all() as TriggerSql[];
   }
 
   /** FTS rowids for ids, from prepare()'s map, each re-checked; a scan for any that moved or were not mapped. */
   private rowidsFor(table: 'messages_fts' | 'summaries_fts', ids: string[]): number[] {
     if (ids.length === 0) return [];
-    const check = this.hasContent(table) ? this.db.prepare(`SELECT c0 AS k FROM ${table}_content WHERE id = ?`) : this.db.prepare(`SELECT ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table} WHERE rowid = ?`);
-    const mapped = this.prepared ? this.db.prepare(`SELECT fts_rowid AS r FROM temp.guard_${table}_rowids WHERE k = ?`) : null;
+    const check = this.hasContent(table)
+      ? this.db.prepare(`SELECT c0 AS k FROM ${table}_content WHERE id = ?`)
+      : this.db.prepare(
+          `SELECT ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table} WHERE rowid = ?`,
+        );
+    const mapped = this.prepared
+      ? this.db.prepare(`SELECT fts_rowid AS r FROM temp.guard_${table}_rowids WHERE k = ?`)
+      : null;
     const out: number[] = [];
     const missing = new Set<string>();
     for (const id of ids) {
@@ -207,7 +243,8 @@ export class SeahorseDeleter {
   deleteConversation(conversationId: number, guard?: (deletedSoFar: number) => boolean): ConversationDelete {
     const db = this.db;
     const C = conversationId;
-    const count = (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number }).n;
+    const count = (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number })
+      .n;
     const out: ConversationDelete = { complete: false, touched: false, deletedMessages: 0 };
     let aborted = false;
     const checked = (work: () => void) => () => {
@@ -224,7 +261,7 @@ export class SeahorseDeleter {
       this.txn(
         checked(() => {
           this.deleteSummaries(C);
-          for (let k; (k = this.deleteMessageChunk(C, this.chunk)) > 0; ) n += k;
+          for (let k; (k = this.deleteMessageChunk(C, this.chunk)) > 0;) n += k;
           this.deleteConversationRow(C);
         }),
       );
@@ -260,10 +297,16 @@ export class SeahorseDeleter {
   /** Delete order steps 1-4: context items, summary links and parents, summaries with their FTS rows. */
   private deleteSummaries(C: number): void {
     const db = this.db;
-    const sumIds = (db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]).map((r) => String(r.id));
+    const sumIds = (
+      db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]
+    ).map((r) => String(r.id));
     db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-    db.prepare(`DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C);
-    db.prepare(`DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C, C);
+    db.prepare(
+      `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    ).run(C);
+    db.prepare(
+      `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    ).run(C, C);
     this.deleteByRowids('summaries_fts', this.rowidsFor('summaries_fts', sumIds));
     this.stats.summaries += db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
   }
@@ -271,7 +314,11 @@ export class SeahorseDeleter {
   /** Delete order steps 5-6 for the oldest `limit` messages: parts, links, FTS rows, messages. Returns how many. */
   private deleteMessageChunk(C: number, limit: number): number {
     const db = this.db;
-    const ids = (db.prepare(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`).all(C, limit) as { id: number }[]).map((r) => r.id);
+    const ids = (
+      db
+        .prepare(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`)
+        .all(C, limit) as { id: number }[]
+    ).map((r) => r.id);
     if (ids.length === 0) return 0;
     const lo = ids[0]!;
     const hi = ids[ids.length - 1]!;
@@ -279,12 +326,24 @@ export class SeahorseDeleter {
     // delete scans the whole table per chunk. Parts only ever come with a new message, which
     // the conversation's re-check (count, newest time) catches before anything is deleted.
     this.stats.parts += this.prepared
-      ? db.prepare(`DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(lo, hi, C, lo, hi).changes
-      : db.prepare(`DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(C, lo, hi).changes;
-    db.prepare(`DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`).run(C, lo, hi);
+      ? db
+          .prepare(
+            `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+          )
+          .run(lo, hi, C, lo, hi).changes
+      : db
+          .prepare(
+            `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+          )
+          .run(C, lo, hi).changes;
+    db.prepare(
+      `DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+    ).run(C, lo, hi);
     db.prepare(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
     this.deleteByRowids('messages_fts', this.rowidsFor('messages_fts', ids.map(String)));
-    const n = db.prepare(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi).changes;
+    const n = db
+      .prepare(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`)
+      .run(C, lo, hi).changes;
     this.stats.messages += n;
     return n;
   }
@@ -301,10 +360,16 @@ export function deleteConversationWithTriggers(db: Database, conversationId: num
   const C = conversationId;
   db.transaction(() => {
     db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-    db.prepare(`DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C);
-    db.prepare(`DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C, C);
+    db.prepare(
+      `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    ).run(C);
+    db.prepare(
+      `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    ).run(C, C);
     db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C);
-    db.prepare(`DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?)`).run(C);
+    db.prepare(
+      `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?)`,
+    ).run(C);
     db.prepare(`DELETE FROM messages WHERE conversation_id = ?`).run(C);
     db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
   })();

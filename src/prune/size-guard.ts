@@ -48,7 +48,11 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
   const p0 = readPages(db);
   const free0 = p0.freelistCount * p0.pageSize;
   const fileBytes0 = dbFileBytes(o.dbPath).total;
-  let deletedSinceVacuum = res.deletedConversations > 0 || o.vacuumOwed != null || (free0 >= MIN_RECLAIM_BYTES && (free0 >= p0.pageCount * p0.pageSize * MIN_RECLAIM_RATIO || fileBytes0 - free0 <= limit));
+  let deletedSinceVacuum =
+    res.deletedConversations > 0 ||
+    o.vacuumOwed != null ||
+    (free0 >= MIN_RECLAIM_BYTES &&
+      (free0 >= p0.pageCount * p0.pageSize * MIN_RECLAIM_RATIO || fileBytes0 - free0 <= limit));
   for (;;) {
     if (stop()) {
       res.interrupted = true;
@@ -84,10 +88,18 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
     const owed = res.owed;
     if (deferred) {
       if (owed && owed.estimated_bytes_after !== null) {
-        basis = owed.content_bytes ? Math.round((owed.estimated_bytes_after * totalContent) / owed.content_bytes) : owed.estimated_bytes_after;
+        basis = owed.content_bytes
+          ? Math.round((owed.estimated_bytes_after * totalContent) / owed.content_bytes)
+          : owed.estimated_bytes_after;
       }
       if (basis <= limit) {
-        res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: basis, content_bytes: totalContent, reason: 'the size guard deleted while the gateway ran' };
+        res.owed = {
+          db: o.dbPath,
+          since: owed?.since ?? new Date(o.nowMs).toISOString(),
+          estimated_bytes_after: basis,
+          content_bytes: totalContent,
+          reason: 'the size guard deleted while the gateway ran',
+        };
         res.size.stoppedBecause = `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}: the estimated size after it, ${formatBytes(basis)}, fits the limit; nothing more is deleted for this excess; it runs at the next pass while the gateway is stopped (the pre-start pass)`;
         break;
       }
@@ -144,10 +156,17 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
     }
     if (deferred) {
       step.bytesAfter = dbFileBytes(o.dbPath).total;
-      res.owed = { db: o.dbPath, since: owed?.since ?? new Date(o.nowMs).toISOString(), estimated_bytes_after: Math.max(0, Math.round(basis - covered)), content_bytes: totalContent - coveredContent, reason: 'the size guard deleted while the gateway ran' };
-      res.size.stoppedBecause = covered >= need
-        ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${formatBytes(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
-        : 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass';
+      res.owed = {
+        db: o.dbPath,
+        since: owed?.since ?? new Date(o.nowMs).toISOString(),
+        estimated_bytes_after: Math.max(0, Math.round(basis - covered)),
+        content_bytes: totalContent - coveredContent,
+        reason: 'the size guard deleted while the gateway ran',
+      };
+      res.size.stoppedBecause =
+        covered >= need
+          ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${formatBytes(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
+          : 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass';
       break;
     }
     if (!canVacuum) {

@@ -56,7 +56,12 @@ export interface Room {
 }
 
 /** Whether VACUUM of a database of `dbBytes` fits in both file systems. */
-export function roomForVacuum(dbPath: string, dbBytes: number, freeSpace: FreeSpaceReader, env: NodeJS.ProcessEnv = process.env): Room {
+export function roomForVacuum(
+  dbPath: string,
+  dbBytes: number,
+  freeSpace: FreeSpaceReader,
+  env: NodeJS.ProcessEnv = process.env,
+): Room {
   const dbDir = dirname(dbPath);
   const tmp = sqliteTempDir(env);
   const margin = 1.1;
@@ -70,14 +75,30 @@ export function roomForVacuum(dbPath: string, dbBytes: number, freeSpace: FreeSp
   if (sameFs) {
     const need = Math.ceil(dbBytes * 2 * margin);
     const tmpFree = freeSpace(tmp).availableBytes;
-    if (dbFree < need) return { ok: false, reason: `VACUUM needs about ${formatBytes(need)} free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${formatBytes(dbFree)} are free` };
-    if (tmpFree < need) return { ok: false, reason: `VACUUM needs about ${formatBytes(need)} free in the temp folder ${tmp} (same file system as the database); ${formatBytes(tmpFree)} are free` };
+    if (dbFree < need)
+      return {
+        ok: false,
+        reason: `VACUUM needs about ${formatBytes(need)} free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${formatBytes(dbFree)} are free`,
+      };
+    if (tmpFree < need)
+      return {
+        ok: false,
+        reason: `VACUUM needs about ${formatBytes(need)} free in the temp folder ${tmp} (same file system as the database); ${formatBytes(tmpFree)} are free`,
+      };
     return { ok: true, reason: `${formatBytes(dbFree)} free in ${dbDir} (needs ${formatBytes(need)})` };
   }
   const needDb = Math.ceil(dbBytes * margin);
-  if (dbFree < needDb) return { ok: false, reason: `VACUUM needs about ${formatBytes(needDb)} free in ${dbDir} for the WAL; ${formatBytes(dbFree)} are free` };
+  if (dbFree < needDb)
+    return {
+      ok: false,
+      reason: `VACUUM needs about ${formatBytes(needDb)} free in ${dbDir} for the WAL; ${formatBytes(dbFree)} are free`,
+    };
   const tmpFree = freeSpace(tmp).availableBytes;
-  if (tmpFree < needDb) return { ok: false, reason: `VACUUM needs about ${formatBytes(needDb)} free in the temp folder ${tmp}; ${formatBytes(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)` };
+  if (tmpFree < needDb)
+    return {
+      ok: false,
+      reason: `VACUUM needs about ${formatBytes(needDb)} free in the temp folder ${tmp}; ${formatBytes(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)`,
+    };
   return { ok: true, reason: `${formatBytes(dbFree)} free in ${dbDir} and ${formatBytes(tmpFree)} in ${tmp}` };
 }
 
@@ -124,13 +145,31 @@ export interface AfterPassOptions {
 /** After a pass that deleted something: VACUUM if it is worth it and fits, else truncate the WAL. */
 export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport {
   const before = dbFileBytes(o.path).total;
-  const base: VacuumReport = { ran: false, reason: '', estimatedReclaimBytes: null, bytesBefore: before, bytesAfter: before, reclaimedBytes: null, durationMs: 0, walCheckpoint: 'none' };
+  const base: VacuumReport = {
+    ran: false,
+    reason: '',
+    estimatedReclaimBytes: null,
+    bytesBefore: before,
+    bytesAfter: before,
+    reclaimedBytes: null,
+    durationMs: 0,
+    walCheckpoint: 'none',
+  };
   const finish = (r: VacuumReport): VacuumReport => ({ ...r, bytesAfter: dbFileBytes(o.path).total });
   if (!o.vacuumAllowed) {
-    return finish({ ...base, reason: 'vacuum is off in the policy; WAL checkpointed', walCheckpoint: checkpoint(db, o.online) });
+    return finish({
+      ...base,
+      reason: 'vacuum is off in the policy; WAL checkpointed',
+      walCheckpoint: checkpoint(db, o.online),
+    });
   }
   if (o.online && !o.forceVacuum) {
-    return finish({ ...base, reason: 'deferred: the gateway is running (VACUUM would block its writes); it runs at the next pass while the gateway is stopped, or with --force-vacuum', walCheckpoint: checkpoint(db, true) });
+    return finish({
+      ...base,
+      reason:
+        'deferred: the gateway is running (VACUUM would block its writes); it runs at the next pass while the gateway is stopped, or with --force-vacuum',
+      walCheckpoint: checkpoint(db, true),
+    });
   }
   const t0 = performance.now();
   if (o.estimatedFreedBytes !== undefined && o.estimatedFreedBytes !== null) {
@@ -138,7 +177,13 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
     const fileBytes0 = p0.pageCount * p0.pageSize;
     const pre = p0.freelistCount * p0.pageSize + o.estimatedFreedBytes;
     if (pre < MIN_RECLAIM_BYTES || pre < fileBytes0 * MIN_RECLAIM_RATIO) {
-      return finish({ ...base, estimatedReclaimBytes: pre, reason: `not worth it: the deleted sessions' share plus free pages is about ${formatBytes(pre)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+      return finish({
+        ...base,
+        estimatedReclaimBytes: pre,
+        reason: `not worth it: the deleted sessions' share plus free pages is about ${formatBytes(pre)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`,
+        walCheckpoint: checkpoint(db, o.online),
+        durationMs: performance.now() - t0,
+      });
     }
   }
   foldFtsTombstones(db);
@@ -147,13 +192,31 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   const est = p.freelistCount * p.pageSize;
   base.estimatedReclaimBytes = est;
   if (est < MIN_RECLAIM_BYTES || est < fileBytes * MIN_RECLAIM_RATIO) {
-    return finish({ ...base, reason: `not worth it: would give back ${formatBytes(est)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes)} file); WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+    return finish({
+      ...base,
+      reason: `not worth it: would give back ${formatBytes(est)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes)} file); WAL truncated`,
+      walCheckpoint: checkpoint(db, o.online),
+      durationMs: performance.now() - t0,
+    });
   }
   const room = roomForVacuum(o.path, fileBytes, o.freeSpace);
   if (!room.ok) {
-    return finish({ ...base, reason: `skipped: ${room.reason}; WAL truncated`, walCheckpoint: checkpoint(db, o.online), durationMs: performance.now() - t0 });
+    return finish({
+      ...base,
+      reason: `skipped: ${room.reason}; WAL truncated`,
+      walCheckpoint: checkpoint(db, o.online),
+      durationMs: performance.now() - t0,
+    });
   }
   const v = runVacuum(db);
   const after = dbFileBytes(o.path).total;
-  return { ...base, ran: true, reason: `worth it: about ${formatBytes(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`, bytesAfter: after, reclaimedBytes: before - after, durationMs: performance.now() - t0, walCheckpoint: v.checkpoint };
+  return {
+    ...base,
+    ran: true,
+    reason: `worth it: about ${formatBytes(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`,
+    bytesAfter: after,
+    reclaimedBytes: before - after,
+    durationMs: performance.now() - t0,
+    walCheckpoint: v.checkpoint,
+  };
 }

@@ -94,7 +94,12 @@ function correlation(x: number[], y: number[]): number {
   return sxx === 0 || syy === 0 ? 1 : sxy / Math.sqrt(sxx * syy);
 }
 
-function fitWith(points: VolumePoint[], kind: BootstrapModel['kind'], distinct: number, note: string | null): BootstrapModel | null {
+function fitWith(
+  points: VolumePoint[],
+  kind: BootstrapModel['kind'],
+  distinct: number,
+  note: string | null,
+): BootstrapModel | null {
   const cols = (p: VolumePoint): number[] => {
     const mib = p.jsonlBytes / MIB;
     return kind === 'sessions+mib' ? [1, p.sessions, mib] : kind === 'sessions' ? [1, p.sessions] : [1, mib];
@@ -115,7 +120,11 @@ function fitWith(points: VolumePoint[], kind: BootstrapModel['kind'], distinct: 
     a: a!,
     b: kind === 'mib' ? 0 : x1!,
     c: kind === 'sessions+mib' ? x2! : kind === 'mib' ? x1! : 0,
-    se: { a: se[0]!, b: kind === 'mib' ? null : se[1]!, c: kind === 'sessions+mib' ? se[2]! : kind === 'mib' ? se[1]! : null },
+    se: {
+      a: se[0]!,
+      b: kind === 'mib' ? null : se[1]!,
+      c: kind === 'sessions+mib' ? se[2]! : kind === 'mib' ? se[1]! : null,
+    },
     rmse_seconds: Math.sqrt(ssr / n),
     sigma_seconds: Math.sqrt(s2),
     cov,
@@ -135,19 +144,30 @@ export const MIN_SAMPLES_TO_FIT = 3;
  * samples that all have one volume.
  */
 export function fitBootstrapModel(points: VolumePoint[]): FitResult {
-  const pts = points.filter((p) => Number.isFinite(p.gapSeconds) && p.gapSeconds >= 0 && p.sessions >= 0 && p.jsonlBytes >= 0);
+  const pts = points.filter(
+    (p) => Number.isFinite(p.gapSeconds) && p.gapSeconds >= 0 && p.sessions >= 0 && p.jsonlBytes >= 0,
+  );
   const distinct = new Set(pts.map((p) => `${p.sessions}:${p.jsonlBytes}`)).size;
-  if (pts.length < MIN_SAMPLES_TO_FIT) return { model: null, why: `${pts.length} restart(s) with a measured gap; the model needs at least ${MIN_SAMPLES_TO_FIT}` };
+  if (pts.length < MIN_SAMPLES_TO_FIT)
+    return {
+      model: null,
+      why: `${pts.length} restart(s) with a measured gap; the model needs at least ${MIN_SAMPLES_TO_FIT}`,
+    };
   const sessions = pts.map((p) => p.sessions);
   const mib = pts.map((p) => p.jsonlBytes);
   const sVaries = new Set(sessions).size > 1;
   const mVaries = new Set(mib).size > 1;
-  if (!sVaries && !mVaries) return { model: null, why: `all ${pts.length} restarts saw the same volume (${sessions[0]} sessions); the model needs restarts at two different volumes (e.g. one after a prune)` };
+  if (!sVaries && !mVaries)
+    return {
+      model: null,
+      why: `all ${pts.length} restarts saw the same volume (${sessions[0]} sessions); the model needs restarts at two different volumes (e.g. one after a prune)`,
+    };
   let note: string | null = null;
   if (sVaries && mVaries) {
     const r = correlation(sessions, mib);
     if (pts.length < 4) note = 'too few samples for two variables';
-    else if (Math.abs(r) > COLLINEAR_R) note = `sessions and MiB moved together (correlation ${r.toFixed(3)}): one variable stands for both`;
+    else if (Math.abs(r) > COLLINEAR_R)
+      note = `sessions and MiB moved together (correlation ${r.toFixed(3)}): one variable stands for both`;
     else {
       const full = fitWith(pts, 'sessions+mib', distinct, null);
       if (full && full.b >= 0 && full.c >= 0) return { model: full, why: null };
@@ -205,10 +225,20 @@ export function trustFor(fit: FitResult, samples: number, budgetSeconds: number)
   }
   const m = fit.model;
   if (m.samples < MIN_SAMPLES_TO_KEEP) {
-    return { trusted: false, why: `${m.samples} restarts measured; deleting by the model needs at least ${MIN_SAMPLES_TO_KEEP}`, more_restarts: MIN_SAMPLES_TO_KEEP - m.samples, rmse_bound_seconds: bound };
+    return {
+      trusted: false,
+      why: `${m.samples} restarts measured; deleting by the model needs at least ${MIN_SAMPLES_TO_KEEP}`,
+      more_restarts: MIN_SAMPLES_TO_KEEP - m.samples,
+      rmse_bound_seconds: bound,
+    };
   }
   if (m.b <= 0 && m.c <= 0) {
-    return { trusted: false, why: 'in the samples the gap does not grow with the sessions or their bytes, so deleting sessions is not shown to shorten it', more_restarts: null, rmse_bound_seconds: bound };
+    return {
+      trusted: false,
+      why: 'in the samples the gap does not grow with the sessions or their bytes, so deleting sessions is not shown to shorten it',
+      more_restarts: null,
+      rmse_bound_seconds: bound,
+    };
   }
   if (m.sigma_seconds > bound) {
     return {
@@ -233,7 +263,8 @@ export const CAP_MARGIN = 2;
  * would not; Infinity when the model's gap does not grow with sessions.
  */
 export function sessionsForBudget(m: BootstrapModel, budgetSeconds: number, bytesPerSession: number): number | null {
-  const fits = (n: number) => predictGap(m, n, n * bytesPerSession) + CAP_MARGIN * predictionError(m, n, n * bytesPerSession) <= budgetSeconds;
+  const fits = (n: number) =>
+    predictGap(m, n, n * bytesPerSession) + CAP_MARGIN * predictionError(m, n, n * bytesPerSession) <= budgetSeconds;
   if (!fits(0)) return null;
   const perSession = m.b + m.c * (bytesPerSession / MIB);
   if (perSession <= 0) return Infinity;

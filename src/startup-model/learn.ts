@@ -4,7 +4,16 @@ import { analyzeStartupLog, type StartupReport } from '../startup/index.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
 import { readSamples, writeSamples, type BootstrapSample } from '../state/bootstrap-samples.js';
-import { fitBootstrapModel, predictGap, predictionError, sessionsForBudget, trustFor, type BootstrapModel, type FitResult, type Trust } from './fit.js';
+import {
+  fitBootstrapModel,
+  predictGap,
+  predictionError,
+  sessionsForBudget,
+  trustFor,
+  type BootstrapModel,
+  type FitResult,
+  type Trust,
+} from './fit.js';
 import { daemonSample, pairSamples, points } from './samples.js';
 
 /**
@@ -31,7 +40,14 @@ export function measureVolume(home: PicoClawHome): Volume {
 
 /** The pre-start pass: the volume just before the gateway starts, paired with its restart later. */
 export function recordPreStart(home: PicoClawHome, stateDir: string, nowMs: number): BootstrapSample {
-  const s: BootstrapSample = { home: home.home, recorded_at: new Date(nowMs).toISOString(), source: 'pre-start', ...measureVolume(home), restart_started_at: null, gap_seconds: null };
+  const s: BootstrapSample = {
+    home: home.home,
+    recorded_at: new Date(nowMs).toISOString(),
+    source: 'pre-start',
+    ...measureVolume(home),
+    restart_started_at: null,
+    gap_seconds: null,
+  };
   writeSamples(stateDir, home.home, [...readSamples(stateDir, home.home), s]);
   return s;
 }
@@ -49,13 +65,18 @@ export interface Learned {
  * else it is read here), add the daemon's sample for a new restart when `observe` is given,
  * write back what changed when `write`, and fit.
  */
-export async function learn(home: PicoClawHome, stateDir: string, o: { nowMs: number; write: boolean; report?: StartupReport | null; observe?: Volume }): Promise<Learned> {
+export async function learn(
+  home: PicoClawHome,
+  stateDir: string,
+  o: { nowMs: number; write: boolean; report?: StartupReport | null; observe?: Volume },
+): Promise<Learned> {
   const warnings: string[] = [];
   let samples = readSamples(stateDir, home.home);
   let report = o.report ?? null;
   if (report === undefined || report === null) {
     report = await analyzeStartupLog({ path: home.logPath }, { maxRestarts: 200 });
-    if (report.source.state === 'unreadable') warnings.push(`${home.logPath}: ${report.source.error}: restarts cannot be paired with their volume`);
+    if (report.source.state === 'unreadable')
+      warnings.push(`${home.logPath}: ${report.source.error}: restarts cannot be paired with their volume`);
   }
   const restarts = report.source.state === 'ok' ? report.restarts : [];
   const paired = pairSamples(samples, restarts, o.nowMs);
@@ -85,7 +106,9 @@ export interface StartupPrediction {
   /** Why there is no prediction yet, and what it needs. */
   why: string | null;
   predicted_seconds: number | null;
-  /** ± for this prediction: the restarts' scatter and the coefficients' uncertainty at this volume (predictionError). */
+  /**
+   * ± for this prediction: the restarts' scatter and the coefficients' uncertainty at this volume (predictionError).
+   */
   error_seconds: number | null;
   /** The fit's RMSE on its own samples. */
   rmse_seconds: number | null;
@@ -105,8 +128,24 @@ export const DEFAULT_TARGET_SECONDS = 30;
 
 export function predictionFor(l: Learned, volume: Volume, targetSeconds: number): StartupPrediction {
   const trust = trustFor(l.fit, l.measured, targetSeconds);
-  const base = { volume, target_seconds: targetSeconds, samples: l.samples.length, measured_samples: l.measured, trust };
-  if (!l.fit.model) return { ...base, state: 'no_model', why: l.fit.why, predicted_seconds: null, error_seconds: null, rmse_seconds: null, sessions_for_target: null, model: null };
+  const base = {
+    volume,
+    target_seconds: targetSeconds,
+    samples: l.samples.length,
+    measured_samples: l.measured,
+    trust,
+  };
+  if (!l.fit.model)
+    return {
+      ...base,
+      state: 'no_model',
+      why: l.fit.why,
+      predicted_seconds: null,
+      error_seconds: null,
+      rmse_seconds: null,
+      sessions_for_target: null,
+      model: null,
+    };
   const m = l.fit.model;
   const forTarget = sessionsForBudget(m, targetSeconds, volume.sessions > 0 ? volume.jsonl_bytes / volume.sessions : 0);
   return {

@@ -16,7 +16,9 @@ export const PAIR_BEFORE_MS = 5_000;
 export const PAIR_AFTER_MS = 15 * 60_000;
 /** The daemon records a restart only this soon after it started (the volume then is still the volume at the start). */
 export const DAEMON_WINDOW_MS = 10 * 60_000;
-/** A sample still without a gap after this long never gets one (no restart followed, or it crashed in the bootstrap). */
+/**
+ * A sample still without a gap after this long never gets one (no restart followed, or it crashed in the bootstrap).
+ */
 export const STALE_MS = 2 * 86_400_000;
 
 const ms = (iso: string | null) => (iso === null ? NaN : instantMs(iso));
@@ -41,7 +43,13 @@ export function pairSamples(input: BootstrapSample[], restarts: RestartEntry[], 
   const claimed = new Set(samples.filter((s) => s.restart_started_at !== null).map((s) => ms(s.restart_started_at)));
   for (const { r, at } of starts) {
     if (claimed.has(at)) continue;
-    const pending = samples.filter((s) => s.source === 'pre-start' && s.restart_started_at === null && ms(s.recorded_at) - PAIR_BEFORE_MS <= at && at <= ms(s.recorded_at) + PAIR_AFTER_MS);
+    const pending = samples.filter(
+      (s) =>
+        s.source === 'pre-start' &&
+        s.restart_started_at === null &&
+        ms(s.recorded_at) - PAIR_BEFORE_MS <= at &&
+        at <= ms(s.recorded_at) + PAIR_AFTER_MS,
+    );
     if (pending.length === 0) continue;
     const s = pending.reduce((a, b) => (ms(b.recorded_at) > ms(a.recorded_at) ? b : a));
     s.restart_started_at = r.started_at;
@@ -64,15 +72,30 @@ export function pairSamples(input: BootstrapSample[], restarts: RestartEntry[], 
 }
 
 /** The daemon's sample for the latest restart, when it is new (recent and not yet paired). */
-export function daemonSample(samples: BootstrapSample[], restarts: RestartEntry[], volume: Omit<BootstrapSample, 'home' | 'recorded_at' | 'source' | 'restart_started_at' | 'gap_seconds'>, home: string, nowMs: number): BootstrapSample | null {
+export function daemonSample(
+  samples: BootstrapSample[],
+  restarts: RestartEntry[],
+  volume: Omit<BootstrapSample, 'home' | 'recorded_at' | 'source' | 'restart_started_at' | 'gap_seconds'>,
+  home: string,
+  nowMs: number,
+): BootstrapSample | null {
   const latest = [...restarts].reverse().find(usable);
   if (!latest) return null;
   const at = ms(latest.started_at);
   if (!(nowMs - at <= DAEMON_WINDOW_MS && nowMs >= at - PAIR_BEFORE_MS)) return null;
   if (samples.some((s) => s.restart_started_at !== null && ms(s.restart_started_at) === at)) return null;
-  return { home, recorded_at: new Date(nowMs).toISOString(), source: 'daemon', ...volume, restart_started_at: latest.started_at, gap_seconds: completeGap(latest) };
+  return {
+    home,
+    recorded_at: new Date(nowMs).toISOString(),
+    source: 'daemon',
+    ...volume,
+    restart_started_at: latest.started_at,
+    gap_seconds: completeGap(latest),
+  };
 }
 
 export function points(samples: BootstrapSample[]): VolumePoint[] {
-  return samples.filter((s) => s.gap_seconds !== null).map((s) => ({ sessions: s.sessions, jsonlBytes: s.jsonl_bytes, gapSeconds: s.gap_seconds! }));
+  return samples
+    .filter((s) => s.gap_seconds !== null)
+    .map((s) => ({ sessions: s.sessions, jsonlBytes: s.jsonl_bytes, gapSeconds: s.gap_seconds! }));
 }

@@ -69,7 +69,10 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
 
   const restarts = tracker.restarts;
   const lastFloating = (): T | undefined =>
-    [...restarts].reverse().flatMap((r) => [r.lastT, r.endT, r.start]).find((t): t is T => t !== null && t.floating);
+    [...restarts]
+      .reverse()
+      .flatMap((r) => [r.lastT, r.endT, r.start])
+      .find((t): t is T => t !== null && t.floating);
   const shift = times.onlyFloating ? await anchorShift(opts.dateAnchor, path, lastFloating()) : null;
   const entries = restarts.map((r) => toEntry(r, anchored(shift)));
 

@@ -30,7 +30,13 @@ export interface LineSink {
    * line's message starts, -1 when it was not located (not JSON, or torn).
    */
   line(
-    buf: Buffer, s: number, e: number, format: LineFormatValue, level: LevelValue, kind: MarkerValue, msgStart: number,
+    buf: Buffer,
+    s: number,
+    e: number,
+    format: LineFormatValue,
+    level: LevelValue,
+    kind: MarkerValue,
+    msgStart: number,
   ): void;
   /** Whether runtime `ingest` lines are worth matching as markers (a bootstrap is running). */
   inBootstrap(): boolean;
@@ -43,7 +49,10 @@ export class LineFramer {
   private dropping = false;
   private readonly scan = newLineScan();
 
-  constructor(private readonly lines: LineCounts, private readonly sink: LineSink) {}
+  constructor(
+    private readonly lines: LineCounts,
+    private readonly sink: LineSink,
+  ) {}
 
   /** The complete lines of a chunk; the unfinished last one waits for the next chunk. */
   feed(b: Buffer): void {
@@ -123,12 +132,24 @@ export class LineFramer {
     const text = buf.toString('latin1', s, e);
     scanLine(text, 0, text.length, scan);
     switch (scan.format) {
-      case LineFormat.JSON: lines.json++; break;
-      case LineFormat.CONSOLE: lines.console++; break;
-      case LineFormat.JOURNALD: lines.journald++; break;
-      case LineFormat.TEXT: lines.text++; break;
-      case LineFormat.BINARY: lines.binary++; break;
-      default: lines.empty++; break;
+      case LineFormat.JSON:
+        lines.json++;
+        break;
+      case LineFormat.CONSOLE:
+        lines.console++;
+        break;
+      case LineFormat.JOURNALD:
+        lines.journald++;
+        break;
+      case LineFormat.TEXT:
+        lines.text++;
+        break;
+      case LineFormat.BINARY:
+        lines.binary++;
+        break;
+      default:
+        lines.empty++;
+        break;
     }
     if (scan.torn) lines.torn++;
     this.sink.line(buf, s, e, scan.format, scan.level, scan.marker, -1);

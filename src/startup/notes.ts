@@ -6,7 +6,7 @@ import type { Advice, LineCounts, StartupReport } from './types.js';
 /** The exact settings that make the report possible (docs/picoclaw.md#the-startup-bootstrap). */
 export const SETTINGS = {
   logLevelConfig: '"gateway": { "log_level": "info" }   (in config.json)',
-  logLevelEnv: 'PICOCLAW_LOG_LEVEL=info   (in the gateway\'s environment, e.g. Environment= in its systemd unit)',
+  logLevelEnv: "PICOCLAW_LOG_LEVEL=info   (in the gateway's environment, e.g. Environment= in its systemd unit)",
   events: '"events": { "logging": { "include": ["agent.*", "gateway.*"] } }   (in config.json)',
 };
 
@@ -79,11 +79,9 @@ export function adviceFor(r: StartupReport, configLevel: string | null): Advice[
     out.push({
       kind: 'enable_info',
       message:
-        (r.content_level === 'none'
-          ? 'gateway.log has no log lines.'
-          : 'gateway.log holds only warnings and errors.') +
+        (r.content_level === 'none' ? 'gateway.log has no log lines.' : 'gateway.log holds only warnings and errors.') +
         ' PicoClaw logs at "warn" by default, and every startup, bootstrap, readiness and shutdown message is ' +
-        'INFO or DEBUG: only crashes and failed starts show. Set the gateway\'s log level to info and restart it; ' +
+        "INFO or DEBUG: only crashes and failed starts show. Set the gateway's log level to info and restart it; " +
         'the next restarts will be measured.',
       settings: [SETTINGS.logLevelConfig, SETTINGS.logLevelEnv, SETTINGS.events],
     });

@@ -28,7 +28,10 @@ export class DuplicatePairer {
   private lastJson: { key: string; line: number } | null = null;
 
   /** `lines`: read for the line number and whether console lines were seen; counts the duplicates. */
-  constructor(private readonly lines: LineCounts, private readonly handle: Handle) {}
+  constructor(
+    private readonly lines: LineCounts,
+    private readonly handle: Handle,
+  ) {}
 
   /** A console event is held back, waiting for its JSON twin. */
   get holding(): boolean {

@@ -80,7 +80,12 @@ export function newRestart(n: number): RestartState {
     channelsT: null,
     shutdownT: null,
     gap: {
-      ingest_lines: 0, bootstrap_lines: 0, warnings: 0, bootstrap_failures: 0, database_locked: 0, warning_messages: [],
+      ingest_lines: 0,
+      bootstrap_lines: 0,
+      warnings: 0,
+      bootstrap_failures: 0,
+      database_locked: 0,
+      warning_messages: [],
     },
     warnTexts: null,
     reloads: 0,
@@ -97,11 +102,17 @@ export function loggedInDetail(r: RestartState): boolean {
 /** A label for a start marker line, e.g. `Log level set to "info"`, `found pid file`. */
 export function startLabel(kind: MarkerValue, p: ParsedLine): string {
   switch (kind) {
-    case Marker.LOG_LEVEL_SET: return p.message;
-    case Marker.FOUND_PID: return 'found pid file';
-    case Marker.PID_NOT_RUNNING: return 'not running (PID file stale)';
-    case Marker.WROTE_PID: return 'wrote pid file';
-    case Marker.WRITE_PID_FAILED: return 'write pid file failed';
-    default: return p.message;
+    case Marker.LOG_LEVEL_SET:
+      return p.message;
+    case Marker.FOUND_PID:
+      return 'found pid file';
+    case Marker.PID_NOT_RUNNING:
+      return 'not running (PID file stale)';
+    case Marker.WROTE_PID:
+      return 'wrote pid file';
+    case Marker.WRITE_PID_FAILED:
+      return 'write pid file failed';
+    default:
+      return p.message;
   }
 }

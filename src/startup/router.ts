@@ -35,7 +35,13 @@ export class LineRouter implements LineSink {
   }
 
   line(
-    buf: Buffer, s: number, e: number, format: LineFormatValue, level: LevelValue, kind: MarkerValue, msgStart: number,
+    buf: Buffer,
+    s: number,
+    e: number,
+    format: LineFormatValue,
+    level: LevelValue,
+    kind: MarkerValue,
+    msgStart: number,
   ): void {
     const lines = this.lines;
     // A held console event is settled before anything that is not its JSON twin looks at the state.
@@ -60,9 +66,10 @@ export class LineRouter implements LineSink {
       return;
     }
     // Most marker lines need only their time and message: read from the bytes; the rest are parsed.
-    const light = msgStart >= 0 && level < Level.WARN && LIGHT_MARKERS.has(kind)
-      ? parseJsonLight(buf, s, e, msgStart, level, kind)
-      : null;
+    const light =
+      msgStart >= 0 && level < Level.WARN && LIGHT_MARKERS.has(kind)
+        ? parseJsonLight(buf, s, e, msgStart, level, kind)
+        : null;
     const p = light ?? parseLine(buf.toString('utf8', s, e));
     if (p === null) {
       lines.unparsable++;

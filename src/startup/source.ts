@@ -51,7 +51,7 @@ async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): Asy
     const readAt = (buf: Buffer, at: number) => fh.read(buf, 0, chunkBytes, at);
     next = readAt(bufs[which]!, offset);
     for (;;) {
-      const { bytesRead }: { bytesRead: number } = await next!;
+      const { bytesRead }: { bytesRead: number } = await next;
       next = null;
       if (bytesRead === 0) break;
       const buf = bufs[which]!;
@@ -100,7 +100,7 @@ async function* fdChunks(fd: number, chunkBytes: number, rs: ReadState): AsyncGe
     new Promise<number>((resolve, reject) => {
       const attempt = () =>
         read(fd, buf, 0, chunkBytes, null, (err, n) => {
-          if (err && (err as NodeJS.ErrnoException).code === 'EAGAIN') setTimeout(attempt, 5);
+          if (err && err.code === 'EAGAIN') setTimeout(attempt, 5);
           else if (err) reject(err);
           else resolve(n);
         });

@@ -131,7 +131,7 @@ export function timestampsOf(
   if (times.sources.has('floating')) {
     note = shift
       ? 'console lines carry no date: days were counted across midnights and the last line placed on the date ' +
-        'of the file\'s modification time'
+        "of the file's modification time"
       : 'console lines carry no date: days are counted from the first line (day 1); a silence of more than a day ' +
         'cannot be seen';
   } else if (times.sources.has('file')) {

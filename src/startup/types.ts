@@ -198,7 +198,17 @@ export interface LineCounts {
 /** Every count at zero, in the report's key order. */
 export function newLineCounts(): LineCounts {
   return {
-    total: 0, json: 0, console: 0, journald: 0, text: 0, binary: 0, empty: 0,
-    torn: 0, unparsable: 0, overlong: 0, duplicates_skipped: 0, before_first_restart: 0,
+    total: 0,
+    json: 0,
+    console: 0,
+    journald: 0,
+    text: 0,
+    binary: 0,
+    empty: 0,
+    torn: 0,
+    unparsable: 0,
+    overlong: 0,
+    duplicates_skipped: 0,
+    before_first_restart: 0,
   };
 }

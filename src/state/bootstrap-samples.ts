@@ -13,7 +13,10 @@ export interface BootstrapSample {
   home: string;
   /** When the volume was measured. */
   recorded_at: string;
-  /** `pre-start`: measured by the pre-start pass just before the gateway started; `daemon`: when the daemon first saw the restart. */
+  /**
+   * `pre-start`: measured by the pre-start pass just before the gateway started; `daemon`: when the daemon first saw
+   * the restart.
+   */
   source: 'pre-start' | 'daemon';
   sessions: number;
   jsonl_bytes: number;
@@ -30,13 +33,24 @@ export const MAX_SAMPLES_PER_HOME = 50;
 function valid(x: unknown): x is BootstrapSample {
   const s = x as BootstrapSample;
   return (
-    typeof s === 'object' && s !== null && typeof s.home === 'string' && typeof s.recorded_at === 'string' && Number.isFinite(instantMs(s.recorded_at)) &&
-    (s.source === 'pre-start' || s.source === 'daemon') && Number.isInteger(s.sessions) && s.sessions >= 0 && Number.isFinite(s.jsonl_bytes) && s.jsonl_bytes >= 0 &&
-    (s.restart_started_at === null || typeof s.restart_started_at === 'string') && (s.gap_seconds === null || (Number.isFinite(s.gap_seconds) && s.gap_seconds >= 0))
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.home === 'string' &&
+    typeof s.recorded_at === 'string' &&
+    Number.isFinite(instantMs(s.recorded_at)) &&
+    (s.source === 'pre-start' || s.source === 'daemon') &&
+    Number.isInteger(s.sessions) &&
+    s.sessions >= 0 &&
+    Number.isFinite(s.jsonl_bytes) &&
+    s.jsonl_bytes >= 0 &&
+    (s.restart_started_at === null || typeof s.restart_started_at === 'string') &&
+    (s.gap_seconds === null || (Number.isFinite(s.gap_seconds) && s.gap_seconds >= 0))
   );
 }
 
-/** Every readable sample (all homes); a missing or damaged file reads as none (the model then says it has no samples). */
+/**
+ * Every readable sample (all homes); a missing or damaged file reads as none (the model then says it has no samples).
+ */
 export function readAllSamples(stateDir: string): BootstrapSample[] {
   let raw: unknown;
   try {
@@ -55,7 +69,12 @@ export function readSamples(stateDir: string, home: string): BootstrapSample[] {
 /** Replace this home's samples (the newest 50 are kept), leaving other homes' alone. */
 export function writeSamples(stateDir: string, home: string, samples: BootstrapSample[]): void {
   const others = readAllSamples(stateDir).filter((s) => s.home !== home);
-  const mine = [...samples].sort((a, b) => instantMs(a.recorded_at) - instantMs(b.recorded_at)).slice(-MAX_SAMPLES_PER_HOME);
+  const mine = [...samples]
+    .sort((a, b) => instantMs(a.recorded_at) - instantMs(b.recorded_at))
+    .slice(-MAX_SAMPLES_PER_HOME);
   mkdirSync(stateDir, { recursive: true });
-  writeFileAtomic(join(stateDir, SAMPLES_FILE), JSON.stringify({ version: 1, samples: [...others, ...mine] }, null, 1) + '\n');
+  writeFileAtomic(
+    join(stateDir, SAMPLES_FILE),
+    JSON.stringify({ version: 1, samples: [...others, ...mine] }, null, 1) + '\n',
+  );
 }

@@ -57,7 +57,11 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
     writeFileAtomic(path, tail.slice(tail.indexOf('\n') + 1));
   }
   // Non-blocking and regular files only: a FIFO put here must not hang the pass (ENXIO instead).
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW, 0o644);
+  const fd = openSync(
+    path,
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW,
+    0o644,
+  );
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
     writeSync(fd, JSON.stringify(e) + '\n');

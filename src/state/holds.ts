@@ -35,11 +35,19 @@ export function readHolds(stateDir: string): Hold[] {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return [];
-    throw new GuardError(`cannot read the restore holds ${path}: ${errnoCode(err) ?? errorMessage(err)}`, { exitCode: ExitCode.DATA, path });
+    throw new GuardError(`cannot read the restore holds ${path}: ${errnoCode(err) ?? errorMessage(err)}`, {
+      exitCode: ExitCode.DATA,
+      path,
+    });
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_BYTES) throw new GuardError(`${path} is not a regular file under 4 MiB`, { exitCode: ExitCode.DATA, path, hint: 'move it away; restored sessions lose their holds' });
+    if (!st.isFile() || st.size > MAX_BYTES)
+      throw new GuardError(`${path} is not a regular file under 4 MiB`, {
+        exitCode: ExitCode.DATA,
+        path,
+        hint: 'move it away; restored sessions lose their holds',
+      });
     const b = Buffer.alloc(st.size);
     let off = 0;
     while (off < b.length) {
@@ -51,13 +59,22 @@ export function readHolds(stateDir: string): Hold[] {
     try {
       doc = JSON.parse(b.subarray(0, off).toString('utf8'));
     } catch {
-      throw new GuardError(`${path} is not valid JSON`, { exitCode: ExitCode.DATA, path, hint: 'move it away; restored sessions lose their holds' });
+      throw new GuardError(`${path} is not valid JSON`, {
+        exitCode: ExitCode.DATA,
+        path,
+        hint: 'move it away; restored sessions lose their holds',
+      });
     }
     const list = (doc as { holds?: unknown })?.holds;
     if (!Array.isArray(list)) throw new GuardError(`${path}: holds must be a list`, { exitCode: ExitCode.DATA, path });
     return list.filter(
       (h): h is Hold =>
-        typeof h === 'object' && h !== null && ['home', 'agent', 'key', 'restored_at', 'until'].every((k) => typeof (h as Record<string, unknown>)[k] === 'string') && Number.isFinite(instantMs((h as Hold).until)),
+        typeof h === 'object' &&
+        h !== null &&
+        ['home', 'agent', 'key', 'restored_at', 'until'].every(
+          (k) => typeof (h as Record<string, unknown>)[k] === 'string',
+        ) &&
+        Number.isFinite(instantMs((h as Hold).until)),
     );
   } finally {
     closeSync(fd);
@@ -82,10 +99,19 @@ export function addHolds(stateDir: string, add: Hold[], nowMs: number): void {
 }
 
 /** End the holds of one home whose key is `key`; returns what was released. */
-export function releaseHolds(stateDir: string, homeReal: string, match: (key: string) => boolean, nowMs: number): Hold[] {
+export function releaseHolds(
+  stateDir: string,
+  homeReal: string,
+  match: (key: string) => boolean,
+  nowMs: number,
+): Hold[] {
   const all = readHolds(stateDir);
   const gone = all.filter((h) => h.home === homeReal && match(h.key));
-  if (gone.length > 0) writeHolds(stateDir, all.filter((h) => !gone.includes(h) && instantMs(h.until) > nowMs));
+  if (gone.length > 0)
+    writeHolds(
+      stateDir,
+      all.filter((h) => !gone.includes(h) && instantMs(h.until) > nowMs),
+    );
   return gone;
 }
 

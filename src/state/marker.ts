@@ -34,7 +34,8 @@ export function markerPath(stateDir: string, home: string): string {
 export function readMarker(stateDir: string, home: string): LastRunMarker | null {
   try {
     const m = JSON.parse(readSmallText(markerPath(stateDir, home), 'state')) as Partial<LastRunMarker>;
-    if (m.home === home && typeof m.finished_at === 'string' && Number.isFinite(instantMs(m.finished_at))) return m as LastRunMarker;
+    if (m.home === home && typeof m.finished_at === 'string' && Number.isFinite(instantMs(m.finished_at)))
+      return m as LastRunMarker;
   } catch {
     // missing or torn: as if no pass ran
   }

@@ -47,7 +47,8 @@ export function readLatch(stateDir: string): { record: LatchRecord | null; error
   try {
     text = readSmallText(join(stateDir, LATCH_FILE), 'state');
   } catch (err) {
-    if (err instanceof SmallFileError) return { record: null, error: err.problem === 'absent' ? null : `cannot read the latch: ${err.message}` };
+    if (err instanceof SmallFileError)
+      return { record: null, error: err.problem === 'absent' ? null : `cannot read the latch: ${err.message}` };
     return { record: null, error: `cannot read the latch: ${errnoCode(err) ?? 'error'}` };
   }
   try {
@@ -83,22 +84,57 @@ export interface LatchInput {
 export function updateLatch(input: LatchInput): LatchView {
   const { stateDir, observed, bootId, now, source } = input;
   if (stateDir === null) {
-    return { seen: observed, first_seen_at: null, this_boot: observed ? true : null, boot_seen_at: null, written: false, error: 'no state folder: the latch is not kept' };
+    return {
+      seen: observed,
+      first_seen_at: null,
+      this_boot: observed ? true : null,
+      boot_seen_at: null,
+      written: false,
+      error: 'no state folder: the latch is not kept',
+    };
   }
   const { record, error } = readLatch(stateDir);
   const sameBoot = (r: LatchRecord) => (bootId !== null && r.boot_id !== null ? r.boot_id === bootId : null);
   if (!observed || (record && sameBoot(record) !== false)) {
     // Nothing new to remember: no write.
-    if (!record) return { seen: false, first_seen_at: null, this_boot: null, boot_seen_at: null, written: false, error };
-    return { seen: true, first_seen_at: record.first_seen_at, this_boot: observed ? true : sameBoot(record), boot_seen_at: record.boot_seen_at, written: false, error };
+    if (!record)
+      return { seen: false, first_seen_at: null, this_boot: null, boot_seen_at: null, written: false, error };
+    return {
+      seen: true,
+      first_seen_at: record.first_seen_at,
+      this_boot: observed ? true : sameBoot(record),
+      boot_seen_at: record.boot_seen_at,
+      written: false,
+      error,
+    };
   }
   const at = now.toISOString();
-  const next: LatchRecord = { under_voltage_seen: true, first_seen_at: record?.first_seen_at ?? at, boot_id: bootId, boot_seen_at: at, source };
+  const next: LatchRecord = {
+    under_voltage_seen: true,
+    first_seen_at: record?.first_seen_at ?? at,
+    boot_id: bootId,
+    boot_seen_at: at,
+    source,
+  };
   try {
     mkdirSync(stateDir, { recursive: true });
     writeFileAtomic(join(stateDir, LATCH_FILE), JSON.stringify(next, null, 2) + '\n');
-    return { seen: true, first_seen_at: next.first_seen_at, this_boot: true, boot_seen_at: at, written: true, error: null };
+    return {
+      seen: true,
+      first_seen_at: next.first_seen_at,
+      this_boot: true,
+      boot_seen_at: at,
+      written: true,
+      error: null,
+    };
   } catch (err) {
-    return { seen: true, first_seen_at: next.first_seen_at, this_boot: true, boot_seen_at: at, written: false, error: `cannot write the latch in ${stateDir}: ${errnoCode(err) ?? 'error'}` };
+    return {
+      seen: true,
+      first_seen_at: next.first_seen_at,
+      this_boot: true,
+      boot_seen_at: at,
+      written: false,
+      error: `cannot write the latch in ${stateDir}: ${errnoCode(err) ?? 'error'}`,
+    };
   }
 }

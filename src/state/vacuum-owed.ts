@@ -31,7 +31,11 @@ export const OWED_FILE = 'vacuum-owed.json';
 function readAll(stateDir: string): OwedVacuum[] {
   try {
     const v = JSON.parse(readFileSync(join(stateDir, OWED_FILE), 'utf8')) as unknown;
-    return Array.isArray(v) ? v.filter((x): x is OwedVacuum => typeof x === 'object' && x !== null && typeof (x as OwedVacuum).db === 'string') : [];
+    return Array.isArray(v)
+      ? v.filter(
+          (x): x is OwedVacuum => typeof x === 'object' && x !== null && typeof (x as OwedVacuum).db === 'string',
+        )
+      : [];
   } catch {
     // Missing or torn: nothing owed is the safe reading (the next offline pass decides on its own measurements).
     return [];

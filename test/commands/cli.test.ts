@@ -27,25 +27,44 @@ function home() {
   const h = join(root, 'h');
   const now = Date.now();
   const made = handHome(h, [
-    { key: 'sk_v1_old', updated: iso(now - 90 * DAY), seahorse: [new Date(now - 90 * DAY).toISOString().slice(0, 19).replace('T', ' ')] },
+    {
+      key: 'sk_v1_old',
+      updated: iso(now - 90 * DAY),
+      seahorse: [new Date(now - 90 * DAY).toISOString().slice(0, 19).replace('T', ' ')],
+    },
     { key: 'sk_v1_new', updated: iso(now - DAY) },
   ]);
   return { root, home: h, ...made, env: { HOME: root, STATE_DIRECTORY: join(root, 'state') } };
 }
 
-describe('command-line mistakes: exit 2, one line on stderr, in the tool\'s voice', () => {
+describe("command-line mistakes: exit 2, one line on stderr, in the tool's voice", () => {
   const cases: [string[], RegExp][] = [
-    [['prune', '--max-age-day', '5'], /^picoclaw-guard: unknown option '--max-age-day' \(did you mean --max-age-days\?\)$/],
+    [
+      ['prune', '--max-age-day', '5'],
+      /^picoclaw-guard: unknown option '--max-age-day' \(did you mean --max-age-days\?\)$/,
+    ],
     [['health', '--jsn'], /^picoclaw-guard: unknown option '--jsn' \(did you mean --json\?\)$/],
     [['prune', '--home'], /^picoclaw-guard: option '--home <dir>' argument missing$/],
     [['sessions', 'extra'], /^picoclaw-guard: too many arguments for 'sessions'/],
-    [['restore'], /^picoclaw-guard: missing required argument 'DIR\|FILE' \(an archive folder or file; or --release KEY\)$/],
+    [
+      ['restore'],
+      /^picoclaw-guard: missing required argument 'DIR\|FILE' \(an archive folder or file; or --release KEY\)$/,
+    ],
     [['sesions'], /^picoclaw-guard: unknown command 'sesions' \(did you mean sessions\?\)$/],
     [['prun'], /^picoclaw-guard: unknown command 'prun' \(did you mean one of prune, run\?\)$/],
-    [['prune', '--max-age-days', 'x'], /^picoclaw-guard: option '--max-age-days <n>' argument 'x' is invalid\. Expected a whole number of 0 or more\.$/],
+    [
+      ['prune', '--max-age-days', 'x'],
+      /^picoclaw-guard: option '--max-age-days <n>' argument 'x' is invalid\. Expected a whole number of 0 or more\.$/,
+    ],
     [['prune', '--deadline', '1.5'], /^picoclaw-guard: option '--deadline <seconds>' argument '1\.5' is invalid/],
-    [['startup', '--log', ''], /^picoclaw-guard: option '--log <file>' argument '' is invalid\. Expected a file name, or - for standard input\.$/],
-    [['startup', '--last', '0'], /^picoclaw-guard: option '--last <n>' argument '0' is invalid\. Expected a whole number of 1 or more\.$/],
+    [
+      ['startup', '--log', ''],
+      /^picoclaw-guard: option '--log <file>' argument '' is invalid\. Expected a file name, or - for standard input\.$/,
+    ],
+    [
+      ['startup', '--last', '0'],
+      /^picoclaw-guard: option '--last <n>' argument '0' is invalid\. Expected a whole number of 1 or more\.$/,
+    ],
   ];
   for (const [args, message] of cases) {
     it(args.join(' '), () => {
@@ -62,8 +81,10 @@ describe('command-line mistakes: exit 2, one line on stderr, in the tool\'s voic
     expect(runCli(['prune', '--help']).code).toBe(0);
     expect(runCli(['--version']).code).toBe(0);
   });
-  it('--version prints the version in package.json, also inside another package\'s `npm run`', () => {
-    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  it("--version prints the version in package.json, also inside another package's `npm run`", () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     for (const env of [{}, { npm_package_version: '9.9.9' }]) {
       const r = runCli(['--version'], env);
       expect(r.code).toBe(0);
@@ -74,7 +95,10 @@ describe('command-line mistakes: exit 2, one line on stderr, in the tool\'s voic
 
 /** Rows of the README's exit-code table and of the top-level help's: code → text. */
 function readmeCodes(): Map<number, string> {
-  const section = README.slice(README.indexOf('## Exit codes'), README.indexOf('\n## ', README.indexOf('## Exit codes') + 3));
+  const section = README.slice(
+    README.indexOf('## Exit codes'),
+    README.indexOf('\n## ', README.indexOf('## Exit codes') + 3),
+  );
   return new Map([...section.matchAll(/^\| (\d+) \| (.+) \|$/gm)].map((m) => [Number(m[1]), m[2]!]));
 }
 function helpCodes(): Map<number, string> {
@@ -85,17 +109,24 @@ function helpCodes(): Map<number, string> {
 
 /** A gateway that is alive and listening but not ready: /ready answers 503 (the seahorse bootstrap). */
 async function startingGateway(): Promise<{ pid: number; port: number; stop: () => void }> {
-  const child = spawn(process.execPath, ['-e', `
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `
     const http = require('node:http');
     const s = http.createServer((req, res) => {
       if (req.url === '/health') { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ status: 'ok', pid: process.pid })); }
       else { res.statusCode = 503; res.end('not ready'); }
     });
-    s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port));`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port));`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
-  child.stdout!.setEncoding('utf8');
+  child.stdout.setEncoding('utf8');
   while (!/listening \d+\n/.test(out)) {
-    const [chunk] = (await once(child.stdout!, 'data')) as [string];
+    const [chunk] = (await once(child.stdout, 'data')) as [string];
     out += chunk;
   }
   return { pid: child.pid!, port: Number(/listening (\d+)/.exec(out)![1]), stop: () => child.kill('SIGTERM') };
@@ -109,8 +140,18 @@ describe('the exit-code tables are true', () => {
   });
 
   /** For each code, a run that ends with it; the row's words are checked against what happened. */
-  const scenarios: Record<number, { what: RegExp; run: () => Promise<{ code: number; out: string }> | { code: number; out: string } }> = {
-    0: { what: /success/, run: () => { const h = home(); const r = runCli(['sessions', '--home', h.home], h.env); return { code: r.code, out: r.stdout }; } },
+  const scenarios: Record<
+    number,
+    { what: RegExp; run: () => Promise<{ code: number; out: string }> | { code: number; out: string } }
+  > = {
+    0: {
+      what: /success/,
+      run: () => {
+        const h = home();
+        const r = runCli(['sessions', '--home', h.home], h.env);
+        return { code: r.code, out: r.stdout };
+      },
+    },
     1: {
       what: /unexpected failure/,
       run: () => {
@@ -122,7 +163,13 @@ describe('the exit-code tables are true', () => {
         return { code: r.code, out: r.stderr };
       },
     },
-    2: { what: /bad command line or configuration/, run: () => { const r = runCli(['prune', '--max-age-day', '5']); return { code: r.code, out: r.stderr }; } },
+    2: {
+      what: /bad command line or configuration/,
+      run: () => {
+        const r = runCli(['prune', '--max-age-day', '5']);
+        return { code: r.code, out: r.stderr };
+      },
+    },
     3: {
       what: /seahorse\.db is not a database|PicoClaw data/,
       run: () => {
@@ -181,7 +228,9 @@ describe('the exit-code tables are true', () => {
       run: () => {
         const h = home();
         const archive = join(h.root, 'archive');
-        expect(runCli(['prune', '--apply', '--home', h.home, '--max-age-days', '30', '--archive', archive], h.env).code).toBe(0);
+        expect(
+          runCli(['prune', '--apply', '--home', h.home, '--max-age-days', '30', '--archive', archive], h.env).code,
+        ).toBe(0);
         expect(runCli(['restore', archive, '--home', h.home], h.env).code).toBe(0);
         const r = runCli(['restore', archive, '--home', h.home], h.env);
         return { code: r.code, out: r.stdout };
@@ -195,7 +244,20 @@ describe('the exit-code tables are true', () => {
     const b = board(name);
     const cfg = join(tempDir(), 'guard.json');
     writeFileSync(cfg, JSON.stringify({ health: { gateway_not_ready: 'ok', ...thresholds } }));
-    const r = runCli(['health', '--sys-root', b.sys, '--proc-root', b.proc, '--vcgencmd', b.vcgencmd!, '--config', cfg, '--home', join(tempDir(), 'none'), ...extra]);
+    const r = runCli([
+      'health',
+      '--sys-root',
+      b.sys,
+      '--proc-root',
+      b.proc,
+      '--vcgencmd',
+      b.vcgencmd!,
+      '--config',
+      cfg,
+      '--home',
+      join(tempDir(), 'none'),
+      ...extra,
+    ]);
     return { code: r.code, out: r.stdout };
   }
 
@@ -224,7 +286,9 @@ describe('the README and --help agree', () => {
   for (const name of ['sessions', 'prune', 'restore', 'health', 'startup', 'run', 'install-units']) {
     it(`every option of ${name} is in its README section`, () => {
       const help = runCli([name, '--help']).stdout;
-      const flags = [...help.matchAll(/^ {2}(?:-\w, )?(--[a-z][a-z-]*)/gm)].map((m) => m[1]!).filter((f) => f !== '--help');
+      const flags = [...help.matchAll(/^ {2}(?:-\w, )?(--[a-z][a-z-]*)/gm)]
+        .map((m) => m[1]!)
+        .filter((f) => f !== '--help');
       expect(flags.length).toBeGreaterThan(1);
       const section = readmeSection(name);
       expect(flags.filter((f) => !new RegExp(`${f}(?![a-z-])`).test(section))).toEqual([]);
@@ -236,7 +300,7 @@ describe('the README and --help agree', () => {
     expect(README).toContain('picoclaw-guard restore DIR|FILE');
   });
 
-  it('the state folder\'s default reads the same in both', () => {
+  it("the state folder's default reads the same in both", () => {
     const norm = (s: string) => s.replace(/`/g, '').replace(/\s+/g, ' ');
     for (const name of ['prune', 'health', 'startup', 'run']) {
       const help = norm(runCli([name, '--help']).stdout);

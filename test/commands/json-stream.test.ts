@@ -36,7 +36,12 @@ describe('streamed JSON', () => {
       list: [undefined, () => 1, 1, { x: undefined }, [], {}, new Date(0)],
       nested: { deep: { deeper: [1, 'two\nlines', { k: 'é 你好' }] } },
       nan: NaN,
-      cls: new (class { x = 1; get y() { return 2; } })(),
+      cls: new (class {
+        x = 1;
+        get y() {
+          return 2;
+        }
+      })(),
       withToJSON: { toJSON: () => ({ replaced: true }) },
       gone: { toJSON: () => undefined },
     };
@@ -55,7 +60,12 @@ describe('streamed JSON', () => {
       }
     }
     const lazy = streamed({ a: 1, items: new LazyList(gen()), empty: new LazyList([]), tail: true });
-    const eager = reference({ a: 1, items: [0, 1, 2].map((i) => ({ i, nested: [i, { j: i }] })), empty: [], tail: true });
+    const eager = reference({
+      a: 1,
+      items: [0, 1, 2].map((i) => ({ i, nested: [i, { j: i }] })),
+      empty: [],
+      tail: true,
+    });
     expect(lazy.text).toBe(eager);
     expect(made).toEqual([0, 1, 2]);
   });
@@ -74,7 +84,13 @@ describe('streamed JSON', () => {
     const inv = buildInventory(h);
     const now = new Date('2026-11-30T12:00:00Z');
     expect(streamed(inventoryJsonLazy(inv, now)).text).toBe(reference(inventoryJson(inv, now)));
-    const report = await runPrunePass({ home, env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG }, apply: false, clock: fixedClock(now), stateDir: null });
+    const report = await runPrunePass({
+      home,
+      env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },
+      apply: false,
+      clock: fixedClock(now),
+      stateDir: null,
+    });
     expect(report.sessions.length).toBe(120);
     expect(streamed(report).text).toBe(reference(report));
   });

@@ -21,12 +21,24 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 const cols = (line: string) => [...line].length;
 const tooWide = (text: string, max = 80) => text.split('\n').filter((l) => cols(l) > max);
 
-function sample(seed = 7, keep = false): { root: string; home: string; sample: SampleHome; env: Record<string, string> } {
+function sample(
+  seed = 7,
+  keep = false,
+): { root: string; home: string; sample: SampleHome; env: Record<string, string> } {
   // Short enough that the folder paths in the reports can fit: /tmp/pcg-w-XXXXXX/h.
   // `keep`: shared by several tests (removed in afterAll, not after each test).
   const root = keep ? mkdtempSync(join(tmpdir(), 'pcg-w-')) : tempDir('pcg-w-');
   const home = join(root, 'h');
-  const s = buildSampleHome({ dir: home, seed, sessions: 80, agents: 3, now: Date.now(), logLevel: 'info', logEvents: true, restarts: 6 });
+  const s = buildSampleHome({
+    dir: home,
+    seed,
+    sessions: 80,
+    agents: 3,
+    now: Date.now(),
+    logLevel: 'info',
+    logEvents: true,
+    restarts: 6,
+  });
   return { root, home, sample: s, env: { HOME: root, STATE_DIRECTORY: join(root, 'state') } };
 }
 
@@ -47,7 +59,19 @@ describe('every text report fits 80 columns by default', () => {
     ['prune (dry-run)', () => ['prune', '--home', s.home, '--max-age-days', '30']],
     ['health', () => ['health', '--home', s.home, ...healthArgs]],
     ['startup', () => ['startup', '--home', s.home]],
-    ['install-units --dry-run', () => ['install-units', '--dry-run', '--home', s.home, '--user', userInfo().username, '--dest', join(s.root, 'units')]],
+    [
+      'install-units --dry-run',
+      () => [
+        'install-units',
+        '--dry-run',
+        '--home',
+        s.home,
+        '--user',
+        userInfo().username,
+        '--dest',
+        join(s.root, 'units'),
+      ],
+    ],
   ];
   for (const [name, args] of commands) {
     it(name, () => {
@@ -56,7 +80,9 @@ describe('every text report fits 80 columns by default', () => {
       expect(tooWide(r.stdout)).toEqual([]);
       // The same report with --wide is wider: the default one really was fitted.
       const wide = runCli([...args(), '--wide'], s.env);
-      expect(Math.max(...wide.stdout.split('\n').map(cols))).toBeGreaterThanOrEqual(Math.max(...r.stdout.split('\n').map(cols)));
+      expect(Math.max(...wide.stdout.split('\n').map(cols))).toBeGreaterThanOrEqual(
+        Math.max(...r.stdout.split('\n').map(cols)),
+      );
     });
   }
 
@@ -71,7 +97,10 @@ describe('every text report fits 80 columns by default', () => {
     const restore = runCli(['restore', archive, '--home', s.home], s.env);
     expect(restore.stdout).toContain('restored');
     expect(tooWide(restore.stdout)).toEqual([]);
-    for (const help of [['--help'], ...['sessions', 'prune', 'restore', 'health', 'startup', 'run', 'install-units'].map((c) => [c, '--help'])]) {
+    for (const help of [
+      ['--help'],
+      ...['sessions', 'prune', 'restore', 'health', 'startup', 'run', 'install-units'].map((c) => [c, '--help']),
+    ]) {
       const h = runCli(help);
       expect(h.code).toBe(0);
       expect(tooWide(h.stdout), help.join(' ')).toEqual([]);
@@ -92,7 +121,15 @@ describe('every text report fits 80 columns by default', () => {
 });
 
 describe('fitting a table', () => {
-  const rows = [['DELETE', 'agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555', '2026-08-03T03:50:25Z', '119d', 'refused: another gateway was running at the time']];
+  const rows = [
+    [
+      'DELETE',
+      'agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555',
+      '2026-08-03T03:50:25Z',
+      '119d',
+      'refused: another gateway was running at the time',
+    ],
+  ];
   const columns = [
     { header: 'ACTION' },
     { header: 'KEY', fit: 'middle' as const, min: 20 },
@@ -108,7 +145,13 @@ describe('fitting a table', () => {
     expect(lines.join(' ').replace(/\s+/g, ' ')).toContain('refused: another gateway was running at the time');
   });
   it('a LayoutWriter writes a table of thousands of rows in chunks, made in two passes, the same text as layout(fitTable())', () => {
-    const many = Array.from({ length: 6000 }, (_, i) => ['keep', `sk_v1_${i}_\u001b[2J_${'x'.repeat(i % 70)}`, '2026-08-03T03:50:25Z', `${i % 400}d`, i % 97 === 0 ? 'a long note that must wrap onto more lines than one' : '']);
+    const many = Array.from({ length: 6000 }, (_, i) => [
+      'keep',
+      `sk_v1_${i}_\u001b[2J_${'x'.repeat(i % 70)}`,
+      '2026-08-03T03:50:25Z',
+      `${i % 400}d`,
+      i % 97 === 0 ? 'a long note that must wrap onto more lines than one' : '',
+    ]);
     for (const width of [60, 120, Infinity]) {
       let passes = 0;
       const rowsOnce = () => {
@@ -147,7 +190,11 @@ describe('control characters in keys are shown escaped', () => {
     const home = join(root, 'h');
     const now = Date.now();
     handHome(home, [
-      { key: evil, updated: iso(now - 90 * DAY), seahorse: [new Date(now - 90 * DAY).toISOString().slice(0, 19).replace('T', ' ')] },
+      {
+        key: evil,
+        updated: iso(now - 90 * DAY),
+        seahorse: [new Date(now - 90 * DAY).toISOString().slice(0, 19).replace('T', ' ')],
+      },
       { key: 'sk_v1_new', updated: iso(now - DAY) },
     ]);
     return { root, home, env: { HOME: root, STATE_DIRECTORY: join(root, 'state') } };
@@ -156,14 +203,21 @@ describe('control characters in keys are shown escaped', () => {
     expect(escapeControl(evil)).toBe('sk_v1_evil\\x1b[2J\\nDELETE  forged-row\\x07');
     expect(escapeControl('a\u009bb\u202ec\td')).toBe('a\\x9bb\\u202ec\\td');
   });
-  for (const args of [['sessions'], ['sessions', '--wide'], ['prune', '--max-age-days', '30'], ['prune', '--max-age-days', '30', '--wide']]) {
+  for (const args of [
+    ['sessions'],
+    ['sessions', '--wide'],
+    ['prune', '--max-age-days', '30'],
+    ['prune', '--max-age-days', '30', '--wide'],
+  ]) {
     it(args.join(' '), () => {
       const { home, env } = evilHome();
       const r = runCli([...args, '--home', home], env);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
       expect(r.stdout).not.toMatch(/^DELETE {2}forged-row/m);
-      expect(r.stdout).toMatch(args.includes('--wide') ? /sk_v1_evil\\x1b\[2J\\nDELETE {2}forged-row\\x07/ : /sk_v1_evil\\x1b/);
+      expect(r.stdout).toMatch(
+        args.includes('--wide') ? /sk_v1_evil\\x1b\[2J\\nDELETE {2}forged-row\\x07/ : /sk_v1_evil\\x1b/,
+      );
     });
   }
   it('an error message naming such a path', () => {
@@ -175,7 +229,9 @@ describe('control characters in keys are shown escaped', () => {
   it('restore --list of an archive holding that key', () => {
     const { root, home, env } = evilHome();
     const archive = join(root, 'archive');
-    expect(runCli(['prune', '--apply', '--home', home, '--max-age-days', '30', '--archive', archive], env).code).toBe(0);
+    expect(runCli(['prune', '--apply', '--home', home, '--max-age-days', '30', '--archive', archive], env).code).toBe(
+      0,
+    );
     const r = runCli(['restore', archive, '--home', home, '--list', '--wide'], env);
     expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
     expect(r.stdout).toContain('sk_v1_evil\\x1b[2J\\nDELETE  forged-row\\x07');
@@ -204,7 +260,10 @@ describe('words and numbers agree', () => {
     const { home, env } = groupHome();
     const j = JSON.parse(runCli(['prune', '--home', home, '--max-age-days', '30', '--json'], env).stdout);
     const kept = j.sessions.find((x: { key: string }) => x.key === 'sk_v1_oldalias');
-    expect(kept).toMatchObject({ action: 'keep', detail: 'kept with its alias group: agent:main:direct:1234 is 7 days old' });
+    expect(kept).toMatchObject({
+      action: 'keep',
+      detail: 'kept with its alias group: agent:main:direct:1234 is 7 days old',
+    });
     const newer = j.sessions.find((x: { key: string }) => x.key === 'agent:main:direct:1234');
     expect(newer.detail).toBeNull();
     const text = runCli(['prune', '--home', home, '--max-age-days', '30'], env).stdout;
@@ -217,7 +276,11 @@ describe('words and numbers agree', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/; deleted 3, kept 3;/);
     expect(r.stdout).not.toMatch(/\bkeep\b/);
-    const progress = r.stderr.trim().split('\n').filter((l) => l.startsWith('pruning:')).pop();
+    const progress = r.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('pruning:'))
+      .pop();
     expect(progress).toBe('pruning: 3/3 sessions');
   });
 
@@ -228,7 +291,17 @@ describe('words and numbers agree', () => {
     expect(formatBytes(3 * 1024 ** 4)).toBe('3.0 TiB');
     // The prune report's VACUUM reasons and health's disk problems use the same formatter.
     const dir = tempDir();
-    const room = roomForVacuum(join(dir, 'seahorse.db'), 2 * 1024 ** 2, () => ({ availableBytes: 81208.4 * 1024 * 1024, totalBytes: 200 * 1024 ** 3, availableInodes: 1e6, totalInodes: 2e6 }), { SQLITE_TMPDIR: dir });
+    const room = roomForVacuum(
+      join(dir, 'seahorse.db'),
+      2 * 1024 ** 2,
+      () => ({
+        availableBytes: 81208.4 * 1024 * 1024,
+        totalBytes: 200 * 1024 ** 3,
+        availableInodes: 1e6,
+        totalInodes: 2e6,
+      }),
+      { SQLITE_TMPDIR: dir },
+    );
     expect(room.reason).toContain('79.3 GiB free');
     expect(room.reason).not.toMatch(/\d{4,}(\.\d)? MiB/);
   });
@@ -239,19 +312,24 @@ describe('words and numbers agree', () => {
     const health = JSON.parse(runCli(['health', '--home', s.home, '--json', ...healthArgs], s.env).stdout);
     const startup = JSON.parse(runCli(['startup', '--home', s.home, '--json'], s.env).stdout);
     const jsonl = inv.totals.jsonl_bytes + inv.orphan_jsonl.reduce((n: number, o: { bytes: number }) => n + o.bytes, 0);
-    const all = inv.sessions.reduce((n: number, x: { jsonl_bytes: number; meta_bytes: number }) => n + x.jsonl_bytes + x.meta_bytes, 0);
+    const all = inv.sessions.reduce(
+      (n: number, x: { jsonl_bytes: number; meta_bytes: number }) => n + x.jsonl_bytes + x.meta_bytes,
+      0,
+    );
     expect(health.picoclaw.sessions.jsonl_bytes).toBe(jsonl);
     expect(health.picoclaw.sessions.count).toBe(inv.totals.sessions + 0);
     expect(startup.sessions_now.bytes).toBe(all);
     const wide = (args: string[]) => runCli([...args, '--home', s.home, '--wide'], s.env).stdout;
     expect(wide(['health', ...healthArgs])).toContain(`.jsonl files ${formatBytes(jsonl)}`);
-    expect(wide(['sessions'])).toContain(`Total: ${inv.totals.sessions} sessions, ${formatBytes(all)} (.jsonl ${formatBytes(inv.totals.jsonl_bytes)}`);
+    expect(wide(['sessions'])).toContain(
+      `Total: ${inv.totals.sessions} sessions, ${formatBytes(all)} (.jsonl ${formatBytes(inv.totals.jsonl_bytes)}`,
+    );
     expect(wide(['startup'])).toContain(`${formatBytes(all)} of .jsonl + .meta.json`);
   });
 });
 
 describe('startup reads a log the same way however it is named', () => {
-  it('--log <the home\'s gateway.log>, a symlink to it, and no --log give one answer', () => {
+  it("--log <the home's gateway.log>, a symlink to it, and no --log give one answer", () => {
     const s = sample(10);
     const log = join(s.home, 'logs', 'gateway.log');
     const link = join(s.root, 'link.log');
@@ -265,7 +343,8 @@ describe('startup reads a log the same way however it is named', () => {
     expect(plain[plain.length - 1][2]).toMatch(/no gateway runs now/);
     expect(read(['--log', log])).toEqual(plain);
     expect(read(['--log', link])).toEqual(plain);
-    const text = (extra: string[]) => runCli(['startup', '--home', s.home, '--wide', ...extra], s.env).stdout.replace(/^.*gateway\.log: /m, '');
+    const text = (extra: string[]) =>
+      runCli(['startup', '--home', s.home, '--wide', ...extra], s.env).stdout.replace(/^.*gateway\.log: /m, '');
     expect(text(['--log', log])).toBe(text([]));
   });
 });

@@ -5,7 +5,18 @@ import { markerPath } from '../../src/state/marker.js';
 import { HISTORY_FILE } from '../../src/state/history.js';
 import { integrity, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
-import { countingVcgencmd, fakeGateway, metric, PROMTOOL, promtoolCheckMetrics, refreshes, sampleHome, startDaemon, until, writeConfig } from './support.js';
+import {
+  countingVcgencmd,
+  fakeGateway,
+  metric,
+  PROMTOOL,
+  promtoolCheckMetrics,
+  refreshes,
+  sampleHome,
+  startDaemon,
+  until,
+  writeConfig,
+} from './support.js';
 
 /**
  * The real daemon (`node dist/src/cli.js run`) against a sample home on a fixture board,
@@ -13,7 +24,20 @@ import { countingVcgencmd, fakeGateway, metric, PROMTOOL, promtoolCheckMetrics, 
  * PICOGUARD_INTERVAL_SECONDS (tests only; check_interval_minutes is in minutes).
  */
 const ENABLED = { prune: { enabled: true, max_age_days: 30 } };
-const HEALTH_KEYS = ['status', 'problems', 'collected_at', 'collect_duration_seconds', 'board', 'temperature', 'throttle', 'cpufreq', 'resources', 'filesystem', 'picoclaw', 'thresholds'];
+const HEALTH_KEYS = [
+  'status',
+  'problems',
+  'collected_at',
+  'collect_duration_seconds',
+  'board',
+  'temperature',
+  'throttle',
+  'cpufreq',
+  'resources',
+  'filesystem',
+  'picoclaw',
+  'thresholds',
+];
 
 /** An old session (a victim for the next pass) written straight into the main sessions folder. */
 function addOldSession(sessionsDir: string, key: string): void {
@@ -26,15 +50,26 @@ describe('picoclaw-guard run: the endpoints', () => {
     const gw = await fakeGateway(200);
     const h = sampleHome({ gatewayPort: gw });
     const vcg = countingVcgencmd(h.root);
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config: writeConfig(h.root, ENABLED), vcgencmd: vcg.path, env: { PICOGUARD_INTERVAL_SECONDS: '3600' } });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      config: writeConfig(h.root, ENABLED),
+      vcgencmd: vcg.path,
+      env: { PICOGUARD_INTERVAL_SECONDS: '3600' },
+    });
 
-    // /health: the health report, as `health --json` prints it; 0x50000 = under-voltage and throttling since boot → WARN → 200.
+    // /health: the health report, as `health --json` prints it; 0x50000 = under-voltage and throttling since boot →
+    // WARN → 200.
     const health = await d.get('/health');
     expect(health.status).toBe(200);
     expect(health.headers['content-type']).toBe('application/json; charset=utf-8');
     const hj = JSON.parse(health.body);
     expect(Object.keys(hj)).toEqual(HEALTH_KEYS);
-    expect(hj).toMatchObject({ status: 'WARN', throttle: { get_throttled: '0x50000', under_voltage: { since_boot: true } }, picoclaw: { available: true, gateway: { state: 'ready' } } });
+    expect(hj).toMatchObject({
+      status: 'WARN',
+      throttle: { get_throttled: '0x50000', under_voltage: { since_boot: true } },
+      picoclaw: { available: true, gateway: { state: 'ready' } },
+    });
     expect(hj.picoclaw.last_bootstrap_gap_seconds).toBeGreaterThan(0);
     expect(health.body).not.toContain('sampletoken');
 
@@ -98,7 +133,11 @@ describe('picoclaw-guard run: the endpoints', () => {
     expect(health.body.status).toBe('CRITICAL');
     const prune = await d.json('/prune');
     expect(prune.status).toBe(404);
-    expect(prune.body).toMatchObject({ error: 'no prune pass has run since the daemon started', enabled: false, next_run_at: null });
+    expect(prune.body).toMatchObject({
+      error: 'no prune pass has run since the daemon started',
+      enabled: false,
+      next_run_at: null,
+    });
     const startup = await d.json('/startup');
     expect(startup.status).toBe(404);
     expect(startup.body.error).toMatch(/no gateway\.log yet/);
@@ -123,7 +162,11 @@ describe('picoclaw-guard run: the schedule', () => {
     const sessionsDir = join(h.home, 'workspace', 'sessions');
     addOldSession(sessionsDir, 'telegram:old-1');
     addOldSession(sessionsDir, 'telegram:old-2');
-    const second = await d.waitForLog((l) => l.msg === 'prune pass' && l.deleted_sessions !== 0, 15_000, d.logs.indexOf(first) + 1);
+    const second = await d.waitForLog(
+      (l) => l.msg === 'prune pass' && l.deleted_sessions !== 0,
+      15_000,
+      d.logs.indexOf(first) + 1,
+    );
     expect(second.outcome).toBe('ok');
     expect(second.deleted_sessions).toBe(2);
     expect(existsSync(join(sessionsDir, 'telegram_old-1.meta.json'))).toBe(false);
@@ -133,7 +176,9 @@ describe('picoclaw-guard run: the schedule', () => {
     });
     expect(metric(m, 'picoclaw_guard_prune_deleted_sessions_total')).toBe(deleted1 + 2);
     expect(metric(m, 'picoclaw_guard_prune_interval_seconds')).toBe(2);
-    expect(metric(m, 'picoclaw_guard_prune_last_success_timestamp_seconds')! * 1000).toBeGreaterThan(Date.now() - 10_000);
+    expect(metric(m, 'picoclaw_guard_prune_last_success_timestamp_seconds')! * 1000).toBeGreaterThan(
+      Date.now() - 10_000,
+    );
     expect(metric(m, 'picoclaw_guard_prune_next_run_timestamp_seconds')! * 1000).toBeGreaterThan(Date.now() - 1000);
     expect((await d.stop()).code).toBe(0);
 
@@ -154,7 +199,12 @@ describe('picoclaw-guard run: the schedule', () => {
     const h = sampleHome({ sessions: 60, seed: 3 });
     // Each deleted session is followed by a 250 ms hold (tests only): the pass outlasts its 1 s interval.
     const env = { PICOGUARD_INTERVAL_SECONDS: '1', PICOGUARD_TEST_STEP_DELAY_MS: '250' };
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config: writeConfig(h.root, ENABLED), env });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      config: writeConfig(h.root, ENABLED),
+      env,
+    });
     const skipped = 'a scheduled prune pass is due while the last one still runs: skipped';
     const warned = await d.waitForLog((l) => l.msg === skipped);
     expect(warned.level).toBe(40);
@@ -167,7 +217,12 @@ describe('picoclaw-guard run: the schedule', () => {
   it('SIGHUP re-reads the configuration: disabling stops the schedule; a broken file keeps the running one', async () => {
     const h = sampleHome();
     const config = writeConfig(h.root, ENABLED);
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config, env: { PICOGUARD_INTERVAL_SECONDS: '3600' } });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      config,
+      env: { PICOGUARD_INTERVAL_SECONDS: '3600' },
+    });
     await d.waitForLog((l) => l.msg === 'prune pass');
     expect(metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_enabled')).toBe(1);
 
@@ -205,7 +260,12 @@ describe('picoclaw-guard run: stopping', () => {
     const h = sampleHome({ sessions: 60, seed: 3 });
     const state = join(h.root, 'state');
     // Each deleted session is followed by a 250 ms hold (tests only), so the pass lasts several seconds.
-    const d = await startDaemon({ home: h.home, stateDir: state, config: writeConfig(h.root, ENABLED), env: { PICOGUARD_INTERVAL_SECONDS: '3600', PICOGUARD_TEST_STEP_DELAY_MS: '250' } });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: state,
+      config: writeConfig(h.root, ENABLED),
+      env: { PICOGUARD_INTERVAL_SECONDS: '3600', PICOGUARD_TEST_STEP_DELAY_MS: '250' },
+    });
     await until(async () => metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_running') === 1, 10_000, 50);
     const sessionsDir = join(h.home, 'workspace', 'sessions');
     const metas = () => readdirSync(sessionsDir).filter((f) => f.endsWith('.meta.json')).length;
@@ -232,7 +292,8 @@ describe('picoclaw-guard run: stopping', () => {
     // Every session is whole: a .jsonl never outlives its .meta.json or the other way round.
     for (const a of h.agents) {
       const names = readdirSync(a.sessionsDir);
-      for (const n of names.filter((x) => x.endsWith('.meta.json'))) expect(names).toContain(n.replace(/\.meta\.json$/, '.jsonl'));
+      for (const n of names.filter((x) => x.endsWith('.meta.json')))
+        expect(names).toContain(n.replace(/\.meta\.json$/, '.jsonl'));
     }
   });
 });
@@ -257,7 +318,10 @@ describe('picoclaw-guard run: two instances, one home', () => {
     expect((await a.stop()).code).toBe(0);
     expect((await b.stop()).code).toBe(0);
     // The history records each pass that ran with its duration: the intervals must not overlap.
-    const lines = readFileSync(join(state, HISTORY_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { at: string; duration_ms: number });
+    const lines = readFileSync(join(state, HISTORY_FILE), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { at: string; duration_ms: number });
     expect(existsSync(join(h.root, 'state-b', HISTORY_FILE))).toBe(false);
     expect(lines.length).toBe(1);
     expect(integrity(h.seahorsePath!).ok).toBe('ok');
@@ -267,7 +331,12 @@ describe('picoclaw-guard run: two instances, one home', () => {
 describe('picoclaw-guard run: the network', () => {
   it('a non-loopback --host without a token is refused with exit 2', async () => {
     const h = sampleHome();
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), args: ['--host', '0.0.0.0'], noWait: true });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      args: ['--host', '0.0.0.0'],
+      noWait: true,
+    });
     const r = await d.exited;
     expect(r.code).toBe(2);
     expect(d.stderr()).toMatch(/refusing to serve on 0\.0\.0\.0 without a bearer token/);
@@ -278,7 +347,12 @@ describe('picoclaw-guard run: the network', () => {
   it('with a token every endpoint needs it; the token is never printed', async () => {
     const h = sampleHome();
     const token = 'tok-' + 'a1b2c3d4'.repeat(4);
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), args: ['--host', '0.0.0.0'], env: { PICOCLAW_GUARD_TOKEN: token } });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      args: ['--host', '0.0.0.0'],
+      env: { PICOCLAW_GUARD_TOKEN: token },
+    });
     expect((await d.get('/metrics')).status).toBe(401);
     expect((await d.get('/health', { authorization: 'Bearer wrong-token-wrong-token' })).status).toBe(401);
     const ok = await d.get('/metrics', { authorization: `Bearer ${token}` });
@@ -291,10 +365,20 @@ describe('picoclaw-guard run: the network', () => {
 
   it('a short token, a bad --port or a missing home is a usage error (exit 2)', async () => {
     const h = sampleHome();
-    const d1 = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), env: { PICOCLAW_GUARD_TOKEN: 'short' }, noWait: true });
+    const d1 = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      env: { PICOCLAW_GUARD_TOKEN: 'short' },
+      noWait: true,
+    });
     expect((await d1.exited).code).toBe(2);
     expect(d1.stderr()).not.toContain('short\n');
-    const d2 = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), args: ['--port', '99999'], noWait: true });
+    const d2 = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      args: ['--port', '99999'],
+      noWait: true,
+    });
     expect((await d2.exited).code).toBe(2);
     expect(d2.stderr()).toMatch(/--port takes a port number/);
     const d3 = await startDaemon({ home: join(h.root, 'no-home'), stateDir: join(h.root, 'state'), noWait: true });
@@ -309,11 +393,18 @@ describe('picoclaw-guard run: requests are cheap', () => {
     const h = sampleHome({ gatewayPort: gw });
     const vcg = countingVcgencmd(h.root, '0x0');
     // A long refresh interval: only requests happen during the test.
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), vcgencmd: vcg.path, config: writeConfig(h.root, { metrics: { refresh_seconds: 3600 } }) });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      vcgencmd: vcg.path,
+      config: writeConfig(h.root, { metrics: { refresh_seconds: 3600 } }),
+    });
     const before = vcg.count();
     expect(before).toBe(1);
     const m0 = (await d.get('/metrics')).body;
-    const refresh0 = ['health', 'sessions', 'startup'].map((s) => metric(m0, 'picoclaw_guard_refresh_total', { source: s }));
+    const refresh0 = ['health', 'sessions', 'startup'].map((s) =>
+      metric(m0, 'picoclaw_guard_refresh_total', { source: s }),
+    );
     const lat: number[] = [];
     for (let i = 0; i < 75; i++) {
       for (const p of ['/health', '/metrics', '/startup', '/prune']) {
@@ -324,7 +415,9 @@ describe('picoclaw-guard run: requests are cheap', () => {
     }
     expect(vcg.count()).toBe(before);
     const m1 = (await d.get('/metrics')).body;
-    expect(['health', 'sessions', 'startup'].map((s) => metric(m1, 'picoclaw_guard_refresh_total', { source: s }))).toEqual(refresh0);
+    expect(
+      ['health', 'sessions', 'startup'].map((s) => metric(m1, 'picoclaw_guard_refresh_total', { source: s })),
+    ).toEqual(refresh0);
     expect(metric(m1, 'picoclaw_guard_http_requests_total', { endpoint: '/health', code: '200' })).toBe(75);
     // The child has no children of its own (no vcgencmd, no shell) after all those requests.
     const children = `/proc/${d.pid}/task/${d.pid}/children`;
@@ -356,10 +449,18 @@ describe('picoclaw-guard run: the textfile collector', () => {
   it('a folder it cannot write is reported once, not at every refresh', async () => {
     const h = sampleHome();
     const missing = join(h.root, 'no-such-folder');
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), args: ['--textfile-dir', missing], config: writeConfig(h.root, { metrics: { refresh_seconds: 1 } }) });
+    const d = await startDaemon({
+      home: h.home,
+      stateDir: join(h.root, 'state'),
+      args: ['--textfile-dir', missing],
+      config: writeConfig(h.root, { metrics: { refresh_seconds: 1 } }),
+    });
     await refreshes(d, 3); // each one tries to write the file
     expect(d.logs.filter((l) => l.msg === 'cannot write the textfile collector file')).toHaveLength(1);
-    expect(d.logs.find((l) => l.msg === 'cannot write the textfile collector file')).toMatchObject({ error: 'ENOENT', dir: missing });
+    expect(d.logs.find((l) => l.msg === 'cannot write the textfile collector file')).toMatchObject({
+      error: 'ENOENT',
+      dir: missing,
+    });
     expect((await d.stop()).code).toBe(0);
   });
 });

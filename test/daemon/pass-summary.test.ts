@@ -17,12 +17,24 @@ describe('summarizeReport: what the daemon keeps of a pass for GET /prune', () =
     entry('main', 'd', 'keep', null),
     entry('other', 'e', 'delete', null),
   ];
-  const report = { mode: 'apply', totals: { sessions: 5, deleted_sessions: 2 }, warnings: ['w'], sessions } as unknown as PruneReport;
+  const report = {
+    mode: 'apply',
+    totals: { sessions: 5, deleted_sessions: 2 },
+    warnings: ['w'],
+    sessions,
+  } as unknown as PruneReport;
 
   it('keeps every field but the session list, the first entries of that list and their count', () => {
     const s = summarizeReport(report, '/state', 2);
     expect(s.sessions.map((e) => e.key)).toEqual(['a', 'b']);
-    expect(s).toMatchObject({ mode: 'apply', totals: { sessions: 5, deleted_sessions: 2 }, warnings: ['w'], sessions_total: 5, sessions_shown: 2, history_file: join('/state', 'prune-history.jsonl') });
+    expect(s).toMatchObject({
+      mode: 'apply',
+      totals: { sessions: 5, deleted_sessions: 2 },
+      warnings: ['w'],
+      sessions_total: 5,
+      sessions_shown: 2,
+      history_file: join('/state', 'prune-history.jsonl'),
+    });
     // The report it was cut from is left whole.
     expect(report.sessions).toHaveLength(5);
   });

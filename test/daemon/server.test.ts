@@ -27,21 +27,40 @@ function get(port: number, path: string): Promise<{ status: number; body: string
   });
 }
 
-async function serve(): Promise<{ srv: RunningServer; accepted: () => number; waitAccepted: (n: number) => Promise<void> }> {
+async function serve(): Promise<{
+  srv: RunningServer;
+  accepted: () => number;
+  waitAccepted: (n: number) => Promise<void>;
+}> {
   const srv = await startServer({
     host: '127.0.0.1',
     port: 0,
     token: () => null,
-    route: (p) => (p === '/health' ? jsonReply(200, { status: 'OK' }) : p === '/' ? jsonReply(200, { index: true }) : p === '/metrics' ? jsonReply(200, { metrics: true }) : null),
+    route: (p) =>
+      p === '/health'
+        ? jsonReply(200, { status: 'OK' })
+        : p === '/'
+          ? jsonReply(200, { index: true })
+          : p === '/metrics'
+            ? jsonReply(200, { metrics: true })
+            : null,
   });
   servers.push(srv);
   let n = 0;
   const waiters: { n: number; r: () => void }[] = [];
   srv.server.on('connection', () => {
     n++;
-    for (const w of [...waiters]) if (n >= w.n) { waiters.splice(waiters.indexOf(w), 1); w.r(); }
+    for (const w of [...waiters])
+      if (n >= w.n) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.r();
+      }
   });
-  return { srv, accepted: () => n, waitAccepted: (k) => (n >= k ? Promise.resolve() : new Promise((r) => waiters.push({ n: k, r }))) };
+  return {
+    srv,
+    accepted: () => n,
+    waitAccepted: (k) => (n >= k ? Promise.resolve() : new Promise((r) => waiters.push({ n: k, r }))),
+  };
 }
 
 describe('the HTTP server', () => {

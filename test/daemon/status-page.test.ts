@@ -4,7 +4,14 @@ import { HtmlValidate } from 'html-validate';
 import { describe, expect, it } from 'vitest';
 import type { HealthReport } from '../../src/health/index.js';
 import { analyzeStartupLog } from '../../src/startup/index.js';
-import { capacityFor, downsample, fillSynthetic, FLAG_THROTTLED, ReadingHistory, type Sample } from '../../src/daemon/history.js';
+import {
+  capacityFor,
+  downsample,
+  fillSynthetic,
+  FLAG_THROTTLED,
+  ReadingHistory,
+  type Sample,
+} from '../../src/daemon/history.js';
 import { renderStatusPage, MAX_CHART_POINTS, type PageInput } from '../../src/daemon/status-page.js';
 import { predictionOf } from '../../src/daemon/status.js';
 import type { StartupPrediction } from '../../src/startup-model/learn.js';
@@ -19,7 +26,9 @@ import { tempDir } from '../support/tmp.js';
  */
 const FIXTURES = join(import.meta.dirname, '../fixtures/boards');
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>&amp;'"`;
-/** The page is a monitor left open: the issue asks for a self-refresh, which this WCAG rule forbids for pages read once. */
+/**
+ * The page is a monitor left open: the issue asks for a self-refresh, which this WCAG rule forbids for pages read once.
+ */
 const VALIDATOR = new HtmlValidate({ extends: ['html-validate:recommended'], rules: { 'meta-refresh': 'off' } });
 
 function health(): HealthReport {
@@ -28,7 +37,16 @@ function health(): HealthReport {
 
 async function startupOf(restarts: number) {
   const dir = join(tempDir(), '.picoclaw');
-  const home = buildSampleHome({ dir, sessions: 20, seed: 3, now: Date.now(), restarts, logLevel: 'info', logEvents: true, pidFile: 'none' });
+  const home = buildSampleHome({
+    dir,
+    sessions: 20,
+    seed: 3,
+    now: Date.now(),
+    restarts,
+    logLevel: 'info',
+    logEvents: true,
+    pidFile: 'none',
+  });
   const report = await analyzeStartupLog({ path: join(home.home, 'logs', 'gateway.log') }, {});
   return { report, prunes: [], analyzed_at: new Date().toISOString() };
 }
@@ -48,7 +66,10 @@ function input(over: Partial<PageInput> = {}): PageInput {
     historyCapacity: h.capacity,
     gateway: { state: 'down', since_ms: now - 600e3, seen_change: true },
     undated: { at_ms: now - 60e3, per_agent: { main: 2 } },
-    policy: { enabled: { value: true, source: 'guard-config', from: '/etc/picoclaw-guard.json' }, max_db_size_mb: { value: 128, source: 'default', from: null } },
+    policy: {
+      enabled: { value: true, source: 'guard-config', from: '/etc/picoclaw-guard.json' },
+      max_db_size_mb: { value: 128, source: 'default', from: null },
+    },
     intervalSeconds: 3600,
     intervalSource: 'policy',
     passes: [{ at_ms: now - 60e3, outcome: 'ok', deleted_sessions: 7, freed_bytes: 123456, sessions_after: 13 }],
@@ -78,8 +99,17 @@ describe('status page', () => {
     const h = health();
     const html = renderStatusPage(input({ startup: await startupOf(5) }));
     expect(html).toContain(`<p class="status s-crit">CRITICAL</p>`);
-    for (const p of h.problems) expect(html).toContain(p.message.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;'));
-    for (const id of ['status', 'board', 'gateway', 'sessions', 'prune', 'restarts']) expect(html).toContain(`<section id="${id}">`);
+    for (const p of h.problems)
+      expect(html).toContain(
+        p.message
+          .replace(/&/g, '&amp;')
+          .replace(/</g, '&lt;')
+          .replace(/>/g, '&gt;')
+          .replace(/"/g, '&quot;')
+          .replace(/'/g, '&#39;'),
+      );
+    for (const id of ['status', 'board', 'gateway', 'sessions', 'prune', 'restarts'])
+      expect(html).toContain(`<section id="${id}">`);
     expect(html).toMatch(/max_db_size_mb/);
   });
 
@@ -113,9 +143,24 @@ describe('status page', () => {
   });
 
   it('passes html-validate, with and without readings', async () => {
-    for (const p of [input({ startup: await startupOf(6), prediction: { next_gap_seconds: 21.5, low_seconds: 18, high_seconds: 25, basis: 'fit on 6 restarts' } }), input({ health: null, samples: [], gateway: null, undated: null, passes: [], startupMissing: { error: 'no gateway.log yet', path: '/x/gateway.log' } })]) {
+    for (const p of [
+      input({
+        startup: await startupOf(6),
+        prediction: { next_gap_seconds: 21.5, low_seconds: 18, high_seconds: 25, basis: 'fit on 6 restarts' },
+      }),
+      input({
+        health: null,
+        samples: [],
+        gateway: null,
+        undated: null,
+        passes: [],
+        startupMissing: { error: 'no gateway.log yet', path: '/x/gateway.log' },
+      }),
+    ]) {
       const r = await VALIDATOR.validateString(renderStatusPage(p));
-      expect(r.results.flatMap((x) => x.messages.map((m) => `${m.ruleId}: ${m.message} (column ${m.column})`))).toEqual([]);
+      expect(r.results.flatMap((x) => x.messages.map((m) => `${m.ruleId}: ${m.message} (column ${m.column})`))).toEqual(
+        [],
+      );
     }
   });
 
@@ -127,15 +172,31 @@ describe('status page', () => {
     expect(drawn(html, 'chart-freq-mem', 'mem')).toBe(50);
     const gaps = st.report.restarts.filter((r) => r.bootstrap_gap && r.started_at);
     expect(gaps.length).toBeGreaterThan(2);
-    expect(drawn(html, 'chart-restarts', 'gap') + Math.max(0, drawn(html, 'chart-restarts', 'gap_lb'))).toBe(gaps.length);
+    expect(drawn(html, 'chart-restarts', 'gap') + Math.max(0, drawn(html, 'chart-restarts', 'gap_lb'))).toBe(
+      gaps.length,
+    );
     // One prune pass that deleted something: one dashed mark.
-    expect((/<svg class="chart" id="chart-restarts"[\s\S]*?<\/svg>/.exec(html)![0].match(/<line class="mark"[^>]*><title>/g) ?? []).length).toBe(1);
+    expect(
+      (
+        /<svg class="chart" id="chart-restarts"[\s\S]*?<\/svg>/
+          .exec(html)![0]
+          .match(/<line class="mark"[^>]*><title>/g) ?? []
+      ).length,
+    ).toBe(1);
     expect(html).not.toContain('id="prediction"');
 
     // A full buffer at the fastest refresh: thinned to MAX_CHART_POINTS, the page stays small.
     const full = new ReadingHistory(capacityFor(1));
     fillSynthetic(full, full.capacity, 1, Date.now());
-    const big = renderStatusPage(input({ startup: st, samples: full.all(), historyLength: full.length, historyCapacity: full.capacity, refreshSeconds: 1 }));
+    const big = renderStatusPage(
+      input({
+        startup: st,
+        samples: full.all(),
+        historyLength: full.length,
+        historyCapacity: full.capacity,
+        refreshSeconds: 1,
+      }),
+    );
     expect(drawn(big, 'chart-temperature', 'temp')).toBeLessThanOrEqual(MAX_CHART_POINTS);
     expect(drawn(big, 'chart-temperature', 'temp')).toBeGreaterThan(MAX_CHART_POINTS / 2);
     expect(Buffer.byteLength(big)).toBeLessThan(100 * 1024);
@@ -144,9 +205,19 @@ describe('status page', () => {
   it('shows the startup model prediction only when the report carries one', async () => {
     const st = await startupOf(4);
     expect(predictionOf(st)).toBeNull();
-    (st.report as unknown as { prediction: unknown }).prediction = { next_gap_seconds: 12.5, low_seconds: 10, high_seconds: 15, basis: 'least squares on sessions' };
+    (st.report as unknown as { prediction: unknown }).prediction = {
+      next_gap_seconds: 12.5,
+      low_seconds: 10,
+      high_seconds: 15,
+      basis: 'least squares on sessions',
+    };
     const pred = predictionOf(st);
-    expect(pred).toEqual({ next_gap_seconds: 12.5, low_seconds: 10, high_seconds: 15, basis: 'least squares on sessions' });
+    expect(pred).toEqual({
+      next_gap_seconds: 12.5,
+      low_seconds: 10,
+      high_seconds: 15,
+      basis: 'least squares on sessions',
+    });
     const html = renderStatusPage(input({ startup: st, prediction: pred }));
     expect(html).toContain('id="prediction"');
     expect(drawn(html, 'chart-restarts', 'predicted')).toBe(1);
@@ -157,26 +228,64 @@ describe('status page', () => {
   it("draws the daemon's startup model (src/startup-model) when it has a prediction, and nothing while it has none", async () => {
     const st = await startupOf(4);
     const volume = { sessions: 212, jsonl_bytes: 31 * 1024 * 1024, db_bytes: null };
-    const base = { why: null, rmse_seconds: 2, volume, target_seconds: 30, sessions_for_target: 120, model: null, samples: 9, measured_samples: 8, trust: {} };
+    const base = {
+      why: null,
+      rmse_seconds: 2,
+      volume,
+      target_seconds: 30,
+      sessions_for_target: 120,
+      model: null,
+      samples: 9,
+      measured_samples: 8,
+      trust: {},
+    };
     const model = { ...base, state: 'ok', predicted_seconds: 48, error_seconds: 9 } as unknown as StartupPrediction;
     const pred = predictionOf(st, model);
-    expect(pred).toEqual({ next_gap_seconds: 48, low_seconds: 39, high_seconds: 57, basis: '212 sessions / 31 MiB of the default agent, from 8 measured restarts' });
+    expect(pred).toEqual({
+      next_gap_seconds: 48,
+      low_seconds: 39,
+      high_seconds: 57,
+      basis: '212 sessions / 31 MiB of the default agent, from 8 measured restarts',
+    });
     expect(drawn(renderStatusPage(input({ startup: st, prediction: pred })), 'chart-restarts', 'predicted')).toBe(1);
-    const none = { ...base, state: 'no_model', why: 'needs 3 restarts', predicted_seconds: null, error_seconds: null } as unknown as StartupPrediction;
+    const none = {
+      ...base,
+      state: 'no_model',
+      why: 'needs 3 restarts',
+      predicted_seconds: null,
+      error_seconds: null,
+    } as unknown as StartupPrediction;
     expect(predictionOf(st, none)).toBeNull();
   });
 });
 
 describe('reading history', () => {
-  const s = (i: number): Sample => ({ at_ms: i * 1000, temp_celsius: i, freq_mhz: 1000, flags: 0, mem_available_mib: 100, sessions: i });
+  const s = (i: number): Sample => ({
+    at_ms: i * 1000,
+    temp_celsius: i,
+    freq_mhz: 1000,
+    flags: 0,
+    mem_available_mib: 100,
+    sessions: i,
+  });
 
   it('is a bounded ring: the newest samples stay, oldest first', () => {
     const h = new ReadingHistory(5);
     for (let i = 0; i < 12; i++) h.push(s(i));
     expect(h.length).toBe(5);
     expect(h.all().map((x) => x.temp_celsius)).toEqual([7, 8, 9, 10, 11]);
-    expect(h.resized(3).all().map((x) => x.temp_celsius)).toEqual([9, 10, 11]);
-    expect(h.resized(8).all().map((x) => x.temp_celsius)).toEqual([7, 8, 9, 10, 11]);
+    expect(
+      h
+        .resized(3)
+        .all()
+        .map((x) => x.temp_celsius),
+    ).toEqual([9, 10, 11]);
+    expect(
+      h
+        .resized(8)
+        .all()
+        .map((x) => x.temp_celsius),
+    ).toEqual([7, 8, 9, 10, 11]);
     expect(h.sessionsAt(9400, 1000)).toBe(9);
     expect(h.sessionsAt(100, 1000)).toBeNull();
     expect(capacityFor(30)).toBe(2880);

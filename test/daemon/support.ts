@@ -38,7 +38,10 @@ export interface Daemon {
   json(path: string): Promise<{ status: number; body: any }>;
   waitForLog(pred: (l: LogLine) => boolean, timeoutMs?: number, from?: number): Promise<LogLine>;
   /** Send a signal and wait for the exit; ms from the signal to the exit. */
-  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
+  stop(
+    signal?: NodeJS.Signals,
+    timeoutMs?: number,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -53,7 +56,9 @@ afterEach(async () => {
   }
 });
 
-export const PROMTOOL = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find((p) => existsSync(p)) ?? (spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' }).stdout.trim() || null);
+export const PROMTOOL =
+  ['/usr/bin/promtool', '/usr/local/bin/promtool'].find((p) => existsSync(p)) ??
+  (spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' }).stdout.trim() || null);
 
 /** `promtool check metrics` on a text; returns its output ('' when clean). Throws if promtool is absent. */
 export function promtoolCheckMetrics(text: string): { code: number; output: string } {
@@ -62,12 +67,19 @@ export function promtoolCheckMetrics(text: string): { code: number; output: stri
   return { code: r.status ?? -1, output: `${r.stdout}${r.stderr}`.trim() };
 }
 
-export function httpGet(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
+export function httpGet(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, method, headers, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
     });
     req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
     req.on('error', reject);
@@ -90,9 +102,15 @@ export async function fakeGateway(ready: 200 | 503 = 200): Promise<number> {
 export function countingVcgencmd(dir: string, word = '0x50000'): { path: string; count: () => number } {
   const path = join(dir, 'vcgencmd');
   const counter = join(dir, 'vcgencmd.count');
-  writeFileSync(path, `#!/bin/sh\n[ "$#" -eq 1 ] && [ "$1" = get_throttled ] || exit 2\necho x >> '${counter}'\necho throttled=${word}\n`);
+  writeFileSync(
+    path,
+    `#!/bin/sh\n[ "$#" -eq 1 ] && [ "$1" = get_throttled ] || exit 2\necho x >> '${counter}'\necho throttled=${word}\n`,
+  );
   chmodSync(path, 0o755);
-  return { path, count: () => (existsSync(counter) ? readFileSync(counter, 'utf8').split('\n').filter(Boolean).length : 0) };
+  return {
+    path,
+    count: () => (existsSync(counter) ? readFileSync(counter, 'utf8').split('\n').filter(Boolean).length : 0),
+  };
 }
 
 export interface SampleOpts {
@@ -152,7 +170,23 @@ export async function startDaemon(o: StartOpts): Promise<Daemon> {
   assertBuilt();
   const b = board(o.board ?? 'pi4');
   const vcg = o.vcgencmd === undefined ? b.vcgencmd : o.vcgencmd;
-  const args = [CLI, 'run', '--home', o.home, '--state-dir', o.stateDir, '--port', '0', '--sys-root', b.sys, '--proc-root', b.proc, ...(vcg ? ['--vcgencmd', vcg] : []), ...(o.config ? ['--config', o.config] : []), ...(o.args ?? [])];
+  const args = [
+    CLI,
+    'run',
+    '--home',
+    o.home,
+    '--state-dir',
+    o.stateDir,
+    '--port',
+    '0',
+    '--sys-root',
+    b.sys,
+    '--proc-root',
+    b.proc,
+    ...(vcg ? ['--vcgencmd', vcg] : []),
+    ...(o.config ? ['--config', o.config] : []),
+    ...(o.args ?? []),
+  ];
   const child = spawn(process.execPath, args, { env: daemonEnv(o.env), stdio: ['ignore', 'pipe', 'pipe'] });
   running.push(child);
   const logs: LogLine[] = [];
@@ -160,9 +194,9 @@ export async function startDaemon(o: StartOpts): Promise<Daemon> {
   let err = '';
   let partial = '';
   const waiters: { pred: (l: LogLine) => boolean; from: number; resolve: (l: LogLine) => void }[] = [];
-  child.stdout!.setEncoding('utf8');
-  child.stderr!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => {
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
     out += d;
     partial += d;
     let nl: number;
@@ -185,18 +219,27 @@ export async function startDaemon(o: StartOpts): Promise<Daemon> {
       }
     }
   });
-  child.stderr!.on('data', (d: string) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  child.stderr.on('data', (d: string) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
 
   const waitForLog = (pred: (l: LogLine) => boolean, timeoutMs = 20_000, from = 0): Promise<LogLine> => {
     const hit = logs.slice(from).find(pred);
     if (hit) return Promise.resolve(hit);
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stdout:\n${out}\nstderr:\n${err}`)), timeoutMs);
+      const t = setTimeout(
+        () => reject(new Error(`no matching log line within ${timeoutMs} ms; stdout:\n${out}\nstderr:\n${err}`)),
+        timeoutMs,
+      );
       waiters.push({ pred, from, resolve: (l) => (clearTimeout(t), resolve(l)) });
       void exited.then(({ code, signal }) => {
         clearTimeout(t);
-        reject(new Error(`the daemon exited (code ${code}, signal ${signal}) before the log line; stdout:\n${out}\nstderr:\n${err}`));
+        reject(
+          new Error(
+            `the daemon exited (code ${code}, signal ${signal}) before the log line; stdout:\n${out}\nstderr:\n${err}`,
+          ),
+        );
       });
     });
   };
@@ -223,7 +266,9 @@ export async function startDaemon(o: StartOpts): Promise<Daemon> {
     stop: async (signal = 'SIGTERM', timeoutMs = 15_000) => {
       const t0 = performance.now();
       child.kill(signal);
-      const t = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no exit within ${timeoutMs} ms after ${signal}`)), timeoutMs).unref());
+      const t = new Promise<never>((_, rej) =>
+        setTimeout(() => rej(new Error(`no exit within ${timeoutMs} ms after ${signal}`)), timeoutMs).unref(),
+      );
       const r = await Promise.race([exited, t]);
       return { ...r, ms: performance.now() - t0 };
     },
@@ -263,7 +308,11 @@ export async function refreshes(d: Pick<Daemon, 'get'>, n: number, timeoutMs = 6
 }
 
 /** Poll until `fn` returns a truthy value. */
-export async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function until<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

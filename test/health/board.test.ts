@@ -40,7 +40,13 @@ describe('board identity', () => {
     mkdirSync(join(root, 'proc'));
     writeFileSync(join(root, 'proc/cpuinfo'), 'Revision\t: c03114\n');
     const r = readBoard(join(root, 'sys'), join(root, 'proc'));
-    expect(r).toMatchObject({ available: true, model: 'Raspberry Pi 4 Model B Rev 1.4', soc: 'brcm,bcm2711', raspberry_pi: true, arch: null });
+    expect(r).toMatchObject({
+      available: true,
+      model: 'Raspberry Pi 4 Model B Rev 1.4',
+      soc: 'brcm,bcm2711',
+      raspberry_pi: true,
+      arch: null,
+    });
   });
 
   it('decodes revision codes (revision-codes.adoc)', () => {

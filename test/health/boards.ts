@@ -4,7 +4,16 @@ import { join } from 'node:path';
 
 /** The fixture trees under test/fixtures/boards (docs/board-health.md; made by test/fixtures/boards/generate.mjs). */
 export const FIXTURES = fileURLToPath(new URL('../fixtures/boards/', import.meta.url)).replace(/\/$/, '');
-export const BOARDS = ['pi4', 'pi4-undervoltage', 'pi5', 'zero2w', 'visionfive2', 'licheepi4a', 'milkv-duo', 'x86-vm'] as const;
+export const BOARDS = [
+  'pi4',
+  'pi4-undervoltage',
+  'pi5',
+  'zero2w',
+  'visionfive2',
+  'licheepi4a',
+  'milkv-duo',
+  'x86-vm',
+] as const;
 export type BoardName = (typeof BOARDS)[number];
 
 export function board(name: BoardName) {

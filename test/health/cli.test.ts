@@ -26,7 +26,10 @@ afterEach(async () => {
 
 async function gateway(ready: 200 | 503): Promise<number> {
   const s = createServer((req, res) => {
-    if (req.url === '/ready') res.writeHead(ready).end(ready === 200 ? '{"status":"ready","uptime":"5m"}' : '{"status":"not ready","uptime":""}');
+    if (req.url === '/ready')
+      res
+        .writeHead(ready)
+        .end(ready === 200 ? '{"status":"ready","uptime":"5m"}' : '{"status":"not ready","uptime":""}');
     else res.writeHead(200).end(JSON.stringify({ status: 'ok', uptime: '5m', pid: process.pid }));
   });
   servers.push(s);
@@ -38,16 +41,45 @@ async function gateway(ready: 200 | 503): Promise<number> {
 function home(port: number): string {
   const dir = join(tempDir(), '.picoclaw');
   mkdirSync(join(dir, 'workspace', 'sessions'), { recursive: true });
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ providers: { openai: { api_key: SECRET } }, gateway: { port } }));
-  writeFileSync(join(dir, '.picoclaw.pid'), JSON.stringify({ pid: process.pid, token: TOKEN, version: 'v0.2.9', port, host: '127.0.0.1' }));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ providers: { openai: { api_key: SECRET } }, gateway: { port } }),
+  );
+  writeFileSync(
+    join(dir, '.picoclaw.pid'),
+    JSON.stringify({ pid: process.pid, token: TOKEN, version: 'v0.2.9', port, host: '127.0.0.1' }),
+  );
   return dir;
 }
 
-function health(name: BoardName, homeDir: string, stateDir: string, extra: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
+function health(
+  name: BoardName,
+  homeDir: string,
+  stateDir: string,
+  extra: string[] = [],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const b = board(name);
-  const args = [CLI, 'health', '--sys-root', b.sys, '--proc-root', b.proc, '--home', homeDir, '--state-dir', stateDir, ...(b.vcgencmd ? ['--vcgencmd', b.vcgencmd] : []), ...extra];
+  const args = [
+    CLI,
+    'health',
+    '--sys-root',
+    b.sys,
+    '--proc-root',
+    b.proc,
+    '--home',
+    homeDir,
+    '--state-dir',
+    stateDir,
+    ...(b.vcgencmd ? ['--vcgencmd', b.vcgencmd] : []),
+    ...extra,
+  ];
   // Plenty of free space whatever this machine's disk says (src/io/freespace.ts).
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}` };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+    PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`,
+  };
   return new Promise((resolve) => {
     execFile(process.execPath, args, { env, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
@@ -62,8 +94,27 @@ describe('picoclaw-guard health (built CLI)', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(j).toMatchObject({ status: 'OK', problems: [], temperature: { cpu_celsius: 52.582 }, throttle: { source: 'vcgencmd', get_throttled: '0x0' }, picoclaw: { gateway: { state: 'ready', pid: process.pid } } });
-    expect(Object.keys(j)).toEqual(['status', 'problems', 'collected_at', 'collect_duration_seconds', 'board', 'temperature', 'throttle', 'cpufreq', 'resources', 'filesystem', 'picoclaw', 'thresholds']);
+    expect(j).toMatchObject({
+      status: 'OK',
+      problems: [],
+      temperature: { cpu_celsius: 52.582 },
+      throttle: { source: 'vcgencmd', get_throttled: '0x0' },
+      picoclaw: { gateway: { state: 'ready', pid: process.pid } },
+    });
+    expect(Object.keys(j)).toEqual([
+      'status',
+      'problems',
+      'collected_at',
+      'collect_duration_seconds',
+      'board',
+      'temperature',
+      'throttle',
+      'cpufreq',
+      'resources',
+      'filesystem',
+      'picoclaw',
+      'thresholds',
+    ]);
     expect(r.stdout).not.toContain(TOKEN);
     expect(r.stdout).not.toContain(SECRET);
   });
@@ -86,7 +137,9 @@ describe('picoclaw-guard health (built CLI)', () => {
     // Same boot, the firmware and the kernel say all is well again: the latch remembers.
     const second = await health('pi4', h, state, ['--json']);
     expect(second.code).toBe(10);
-    expect(JSON.parse(second.stdout).problems.map((p: { code: string }) => p.code)).toEqual(['under_voltage_since_boot']);
+    expect(JSON.parse(second.stdout).problems.map((p: { code: string }) => p.code)).toEqual([
+      'under_voltage_since_boot',
+    ]);
   });
 
   it('thresholds from --config change the status', async () => {
@@ -120,7 +173,10 @@ describe('picoclaw-guard health (built CLI)', () => {
     const r = await health('pi4', h, tempDir(), ['--json']);
     expect(r.code).toBe(11);
     const j = JSON.parse(r.stdout);
-    expect(j.problems[0]).toMatchObject({ code: 'picoclaw_missing', message: expect.stringContaining('not valid JSON') });
+    expect(j.problems[0]).toMatchObject({
+      code: 'picoclaw_missing',
+      message: expect.stringContaining('not valid JSON'),
+    });
     expect(r.stdout + r.stderr).not.toContain(SECRET);
   });
 });

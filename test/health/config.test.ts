@@ -32,8 +32,15 @@ describe('health thresholds config', () => {
   });
 
   it('takes valid values', () => {
-    const { parse } = fromFile({ health: { temp_warn_celsius: 65, under_voltage_since_boot: 'critical', vcgencmd: false, max_db_size_mb: 256 } });
-    expect(parse()).toMatchObject({ temp_warn_celsius: 65, under_voltage_since_boot: 'critical', vcgencmd: false, max_db_size_mb: 256 });
+    const { parse } = fromFile({
+      health: { temp_warn_celsius: 65, under_voltage_since_boot: 'critical', vcgencmd: false, max_db_size_mb: 256 },
+    });
+    expect(parse()).toMatchObject({
+      temp_warn_celsius: 65,
+      under_voltage_since_boot: 'critical',
+      vcgencmd: false,
+      max_db_size_mb: 256,
+    });
   });
 
   it('an unknown key names the file and the key', () => {
@@ -68,6 +75,8 @@ describe('health thresholds config', () => {
 
   it('borrows prune.max_db_size_mb unless health sets its own', () => {
     expect(fromFile({ prune: { max_db_size_mb: 512 } }).parse().max_db_size_mb).toBe(512);
-    expect(fromFile({ prune: { max_db_size_mb: 512 }, health: { max_db_size_mb: 100 } }).parse().max_db_size_mb).toBe(100);
+    expect(fromFile({ prune: { max_db_size_mb: 512 }, health: { max_db_size_mb: 100 } }).parse().max_db_size_mb).toBe(
+      100,
+    );
   });
 });

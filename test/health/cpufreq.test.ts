@@ -24,11 +24,18 @@ describe('cpufreq', () => {
     const r = readCpufreq(board('visionfive2').sys);
     if (!r.available) throw new Error('no data');
     expect(r.cores.map((c) => c.cpu)).toEqual([0, 1, 2, 3]);
-    expect(r.cores.every((c) => c.cur_hertz === 1_500_000_000 && c.cpuinfo_min_hertz === 375_000_000 && c.governor === 'performance')).toBe(true);
+    expect(
+      r.cores.every(
+        (c) => c.cur_hertz === 1_500_000_000 && c.cpuinfo_min_hertz === 375_000_000 && c.governor === 'performance',
+      ),
+    ).toBe(true);
   });
 
   it('Milk-V Duo and the x86 VM: no cpufreq is "no data", never 0 Hz', () => {
-    expect(readCpufreq(board('milkv-duo').sys)).toEqual({ available: false, reason: 'no cpufreq support (no cpufreq folder for any CPU)' });
+    expect(readCpufreq(board('milkv-duo').sys)).toEqual({
+      available: false,
+      reason: 'no cpufreq support (no cpufreq folder for any CPU)',
+    });
     expect(readCpufreq(board('x86-vm').sys).available).toBe(false);
   });
 

@@ -53,7 +53,10 @@ async function serve(ready: 200 | 503 | 'silent' | 'trickle' | 'flood'): Promise
 function home(pid: number | null, port: number, ageMs = 0) {
   const dir = join(tempDir(), '.picoclaw');
   mkdirSync(join(dir, 'workspace', 'sessions'), { recursive: true });
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ gateway: { port: 1 }, channels: { telegram: { token: 'CONFIG-SECRET-CANARY' } } }));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ gateway: { port: 1 }, channels: { telegram: { token: 'CONFIG-SECRET-CANARY' } } }),
+  );
   if (pid !== null) {
     const pidPath = join(dir, '.picoclaw.pid');
     writeFileSync(pidPath, JSON.stringify({ pid, token: TOKEN, version: 'v0.2.9', port, host: '127.0.0.1' }, null, 2));
@@ -78,7 +81,16 @@ describe('gateway classification', () => {
   it('ready: /ready 200, /health pid matches the PID file', async () => {
     const port = await serve(200);
     const g = await classify(home(process.pid, port));
-    expect(g).toMatchObject({ state: 'ready', pid: process.pid, version: 'v0.2.9', port, alive: true, ready: { http_status: 200, error: null }, health: { http_status: 200 }, health_pid_matches: true });
+    expect(g).toMatchObject({
+      state: 'ready',
+      pid: process.pid,
+      version: 'v0.2.9',
+      port,
+      alive: true,
+      ready: { http_status: 200, error: null },
+      health: { http_status: 200 },
+      health_pid_matches: true,
+    });
     expect(g.ready!.duration_seconds).toBeGreaterThanOrEqual(0);
     // Within the 300 ms deadline (else the probe would say timeout); the bound is generous for a loaded machine.
     expect(g.ready!.duration_seconds).toBeLessThan(10);
@@ -114,7 +126,9 @@ describe('gateway classification', () => {
     await new Promise((r) => s.close(r));
     const g1 = await classify(home(1, port, 120_000));
     expect(g1).toMatchObject({ state: 'down', alive: true, ready: { error: 'refused' } });
-    expect(g1.reason).toMatch(/^PID 1 from the PID file is now another program \(.+\) and nothing answers on 127\.0\.0\.1:\d+ \(stale PID file\)$/);
+    expect(g1.reason).toMatch(
+      /^PID 1 from the PID file is now another program \(.+\) and nothing answers on 127\.0\.0\.1:\d+ \(stale PID file\)$/,
+    );
     const g2 = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
     expect(g2).toMatchObject({ state: 'down', ready: { error: 'timeout' } });
     expect(g2.reason).toContain(`PID ${process.pid} from the PID file is now another program (node`);
@@ -148,7 +162,18 @@ describe('gateway classification', () => {
   });
 
   it('down: no PID file, or a PID file whose process is gone', async () => {
-    expect(await classify(home(null, 1))).toMatchObject({ state: 'down', pid_file: 'absent', alive: false, ready: null });
-    expect(await classify(home(4_194_303, 1))).toMatchObject({ state: 'down', pid_file: 'present', pid: 4_194_303, alive: false, ready: null });
+    expect(await classify(home(null, 1))).toMatchObject({
+      state: 'down',
+      pid_file: 'absent',
+      alive: false,
+      ready: null,
+    });
+    expect(await classify(home(4_194_303, 1))).toMatchObject({
+      state: 'down',
+      pid_file: 'present',
+      pid: 4_194_303,
+      alive: false,
+      ready: null,
+    });
   });
 });

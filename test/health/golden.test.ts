@@ -19,7 +19,12 @@ import { BOARDS, board, FIXTURES, type BoardName } from './boards.js';
  */
 const NOW = '2026-06-13T18:00:00.000Z';
 const GiB = 1024 ** 3;
-const fakeStatfs: FreeSpaceReader = () => ({ availableBytes: 12 * GiB, totalBytes: 29 * GiB, availableInodes: 1_700_000, totalInodes: 1_900_000 });
+const fakeStatfs: FreeSpaceReader = () => ({
+  availableBytes: 12 * GiB,
+  totalBytes: 29 * GiB,
+  availableInodes: 1_700_000,
+  totalInodes: 1_900_000,
+});
 
 async function collect(name: BoardName, extra: Partial<CollectOptions> = {}) {
   const b = board(name);
@@ -56,7 +61,19 @@ describe('golden health reports', () => {
   it('pi4 with a PicoClaw home (gateway down, two agents, seahorse.db + WAL, last prune)', async () => {
     const home = discoverHome({ home: join(FIXTURES, 'picoclaw-home'), env: {} });
     const stateDir = tempDir();
-    appendHistory(stateDir, { at: '2026-06-13T03:00:05Z', home: home.home, mode: 'apply', outcome: 'ok', deleted_sessions: 4, deleted_orphans: 0, freed_bytes: 81920, sessions_before: 6, sessions_after: 2, duration_ms: 412, reason: null });
+    appendHistory(stateDir, {
+      at: '2026-06-13T03:00:05Z',
+      home: home.home,
+      mode: 'apply',
+      outcome: 'ok',
+      deleted_sessions: 4,
+      deleted_orphans: 0,
+      freed_bytes: 81920,
+      sessions_before: 6,
+      sessions_after: 2,
+      duration_ms: 412,
+      reason: null,
+    });
     const r = await collect('pi4', { home, stateDir, lastBootstrapGapSeconds: 12.5 });
     golden(join(board('pi4').dir, 'expected-with-home.json'), JSON.stringify(r, null, 2) + '\n');
     golden(join(board('pi4').dir, 'expected-with-home.txt'), renderHealth(r) + '\n');

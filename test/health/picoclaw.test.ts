@@ -27,9 +27,14 @@ describe('PicoClaw counts for health', () => {
       expect(cron).toBeGreaterThan(0);
       expect(c.cron_sessions).toBe(cron);
       // Orphan .jsonl files (no meta) are data on disk too: they count in the bytes.
-      expect(c.jsonl_bytes).toBe(want.reduce((n, t) => n + t.jsonl_bytes, 0) + inv.orphanJsonl.filter((o) => o.file.path.startsWith(sd + '/')).reduce((n, o) => n + o.file.bytes, 0));
+      expect(c.jsonl_bytes).toBe(
+        want.reduce((n, t) => n + t.jsonl_bytes, 0) +
+          inv.orphanJsonl.filter((o) => o.file.path.startsWith(sd + '/')).reduce((n, o) => n + o.file.bytes, 0),
+      );
     }
-    expect(home.sessionsDirs.map((s) => countSessions(s.dir).sessions).reduce((a, b) => a + b, 0)).toBe(inv.sessions.length);
+    expect(home.sessionsDirs.map((s) => countSessions(s.dir).sessions).reduce((a, b) => a + b, 0)).toBe(
+      inv.sessions.length,
+    );
   });
 
   it('counts only regular *.meta.json; temp files, symlinks, folders and legacy .json never count', () => {
@@ -55,7 +60,18 @@ describe('PicoClaw counts for health', () => {
     const home = discoverHome({ home: dir, env: {} });
     writeFileSync(home.seahorsePath + '-wal', Buffer.alloc(4096));
     const state = tempDir();
-    const entry = { home: home.home, mode: 'apply' as const, outcome: 'ok' as const, deleted_sessions: 3, deleted_orphans: 1, freed_bytes: 12345, sessions_before: 23, sessions_after: 20, duration_ms: 1500, reason: null };
+    const entry = {
+      home: home.home,
+      mode: 'apply' as const,
+      outcome: 'ok' as const,
+      deleted_sessions: 3,
+      deleted_orphans: 1,
+      freed_bytes: 12345,
+      sessions_before: 23,
+      sessions_after: 20,
+      duration_ms: 1500,
+      reason: null,
+    };
     appendHistory(state, { ...entry, at: '2026-06-01T00:00:00Z' });
     appendHistory(state, { ...entry, at: '2026-06-02T00:00:00Z', home: '/another/home' });
     const r = await readPicoClaw({ ...base, home, stateDir: state, lastBootstrapGapSeconds: 42.5 });
@@ -63,7 +79,17 @@ describe('PicoClaw counts for health', () => {
     expect(r.seahorse.present).toBe(true);
     expect(r.seahorse.wal_bytes).toBe(4096);
     expect(r.seahorse.total_bytes).toBe(r.seahorse.db_bytes + 4096);
-    expect(r.last_prune).toEqual({ at: '2026-06-01T00:00:00Z', outcome: 'ok', deleted_sessions: 3, deleted_orphans: 1, freed_bytes: 12345, sessions_before: 23, sessions_after: 20, duration_seconds: 1.5, reason: null });
+    expect(r.last_prune).toEqual({
+      at: '2026-06-01T00:00:00Z',
+      outcome: 'ok',
+      deleted_sessions: 3,
+      deleted_orphans: 1,
+      freed_bytes: 12345,
+      sessions_before: 23,
+      sessions_after: 20,
+      duration_seconds: 1.5,
+      reason: null,
+    });
     expect(r.last_bootstrap_gap_seconds).toBe(42.5);
     expect(r.sessions.count).toBe(buildInventory(home, { skipSeahorse: true }).sessions.length);
     expect(r.gateway).toMatchObject({ state: 'down', pid_file: 'absent', pid: null });
@@ -75,7 +101,11 @@ describe('PicoClaw counts for health', () => {
     const r = await readPicoClaw({ ...base, home: discoverHome({ home: dir, env: {} }), stateDir: null });
     expect(r.available && r.last_bootstrap_gap_seconds).toBeNull();
     expect(r.available && r.last_prune).toBeNull();
-    const missing = await readPicoClaw({ ...base, home: discoverHome({ home: join(tempDir(), 'nope'), env: {} }), stateDir: null });
+    const missing = await readPicoClaw({
+      ...base,
+      home: discoverHome({ home: join(tempDir(), 'nope'), env: {} }),
+      stateDir: null,
+    });
     expect(missing).toEqual({ available: false, reason: expect.stringMatching(/^no PicoClaw home at /) });
   });
 });

@@ -25,7 +25,11 @@ describe('resources', () => {
 
   it('Milk-V Duo: one CPU, ~486 MiB, no swap', () => {
     const b = board('milkv-duo');
-    expect(readResources(b.proc, b.sys)).toMatchObject({ cpus_online: 1, memory_total_bytes: 486 * 1024 * 1024, swap_total_bytes: 0 });
+    expect(readResources(b.proc, b.sys)).toMatchObject({
+      cpus_online: 1,
+      memory_total_bytes: 486 * 1024 * 1024,
+      swap_total_bytes: 0,
+    });
   });
 
   it('no readable procfs is "no data"', () => {
@@ -42,12 +46,26 @@ describe('resources', () => {
 });
 
 describe('file system of the home', () => {
-  const fake: FreeSpaceReader = () => ({ availableBytes: 5e9, totalBytes: 3e10, availableInodes: 900_000, totalInodes: 1_000_000 });
-  const mounts = '/dev/root / ext4 rw,noatime 0 0\n/dev/sda1 /srv/data ext4 ro,relatime 0 0\n/dev/sdb1 /srv/data\\040two vfat rw 0 0\n';
+  const fake: FreeSpaceReader = () => ({
+    availableBytes: 5e9,
+    totalBytes: 3e10,
+    availableInodes: 900_000,
+    totalInodes: 1_000_000,
+  });
+  const mounts =
+    '/dev/root / ext4 rw,noatime 0 0\n/dev/sda1 /srv/data ext4 ro,relatime 0 0\n/dev/sdb1 /srv/data\\040two vfat rw 0 0\n';
 
   it('finds the longest containing mount point, with octal escapes and ro', () => {
-    expect(findMount(mounts, '/srv/data/picoclaw')).toEqual({ mount_point: '/srv/data', fs_type: 'ext4', read_only: true });
-    expect(findMount(mounts, '/srv/data two/x')).toEqual({ mount_point: '/srv/data two', fs_type: 'vfat', read_only: false });
+    expect(findMount(mounts, '/srv/data/picoclaw')).toEqual({
+      mount_point: '/srv/data',
+      fs_type: 'ext4',
+      read_only: true,
+    });
+    expect(findMount(mounts, '/srv/data two/x')).toEqual({
+      mount_point: '/srv/data two',
+      fs_type: 'vfat',
+      read_only: false,
+    });
     expect(findMount(mounts, '/srv/database')).toEqual({ mount_point: '/', fs_type: 'ext4', read_only: false });
     expect(findMount('', '/x')).toBeNull();
   });
@@ -58,7 +76,15 @@ describe('file system of the home', () => {
     writeFileSync(join(root, 'proc/mounts'), mounts);
     const seen: string[] = [];
     const r = readFilesystem(join(root, 'missing/.picoclaw'), join(root, 'proc'), (p) => (seen.push(p), fake(p)));
-    expect(r).toMatchObject({ available: true, free_bytes: 5e9, size_bytes: 3e10, free_inodes: 900_000, total_inodes: 1_000_000, mount_point: '/', read_only: false });
+    expect(r).toMatchObject({
+      available: true,
+      free_bytes: 5e9,
+      size_bytes: 3e10,
+      free_inodes: 900_000,
+      total_inodes: 1_000_000,
+      mount_point: '/',
+      read_only: false,
+    });
     expect(seen).toEqual([realpathSync(root)]);
   });
 

@@ -30,7 +30,10 @@ describe('thermal', () => {
   });
 
   it('x86 VM without zones or hwmon: no data', () => {
-    expect(readThermal(board('x86-vm').sys)).toEqual({ available: false, reason: 'no thermal zone and no hwmon temperature sensor' });
+    expect(readThermal(board('x86-vm').sys)).toEqual({
+      available: false,
+      reason: 'no thermal zone and no hwmon temperature sensor',
+    });
   });
 
   it('Pi 5: trip points in order, every hwmon chip by name, rp1_adc listed but never the CPU', () => {
@@ -70,11 +73,20 @@ describe('thermal', () => {
 
   it('VisionFive 2 on vendor 5.15: no zone, CPU from hwmon 120e0000.tmon (sbc-bench 4pBf)', () => {
     const root = tree({ 'class/hwmon/hwmon0/name': '120e0000.tmon', 'class/hwmon/hwmon0/temp1_input': '51000' });
-    expect(readThermal(root)).toMatchObject({ available: true, cpu_celsius: 51, cpu_source: 'hwmon 120e0000.tmon', zones: [] });
+    expect(readThermal(root)).toMatchObject({
+      available: true,
+      cpu_celsius: 51,
+      cpu_source: 'hwmon 120e0000.tmon',
+      zones: [],
+    });
   });
 
   it('LicheePi 4A pvt: hottest sensor when the chip is the fallback', () => {
-    const root = tree({ 'class/hwmon/hwmon3/name': 'pvt', 'class/hwmon/hwmon3/temp1_input': '40000', 'class/hwmon/hwmon3/temp2_input': '40200' });
+    const root = tree({
+      'class/hwmon/hwmon3/name': 'pvt',
+      'class/hwmon/hwmon3/temp1_input': '40000',
+      'class/hwmon/hwmon3/temp2_input': '40200',
+    });
     expect(readThermal(root)).toMatchObject({ cpu_celsius: 40.2, cpu_source: 'hwmon pvt' });
   });
 

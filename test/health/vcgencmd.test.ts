@@ -66,7 +66,10 @@ describe('vcgencmd get_throttled', () => {
 
   it('a firmware error or garbage output is an error state, not an exception', async () => {
     const s = script('echo \'error=1 error_msg="Command not registered"\'; exit 2');
-    expect(await getThrottled(s.path, { cache: newVcgencmdCache() })).toMatchObject({ state: 'error', error: expect.stringContaining('Command not registered') });
+    expect(await getThrottled(s.path, { cache: newVcgencmdCache() })).toMatchObject({
+      state: 'error',
+      error: expect.stringContaining('Command not registered'),
+    });
     const g = script('echo hello');
     expect((await getThrottled(g.path, { cache: newVcgencmdCache() })).state).toBe('error');
   });

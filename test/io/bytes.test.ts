@@ -30,7 +30,7 @@ describe('formatBytes: one formatter, with options where a figure keeps one unit
     );
   });
 
-  it('whole MiB (budgets set in MB, the startup model\'s volume): never another unit', () => {
+  it("whole MiB (budgets set in MB, the startup model's volume): never another unit", () => {
     expect(formatBytes(40 * MiB, WHOLE_MIB)).toBe('40 MiB');
     expect(formatBytes(2048 * MiB, WHOLE_MIB)).toBe('2048 MiB');
     expect(formatBytes(0.4 * MiB, WHOLE_MIB)).toBe('0 MiB');

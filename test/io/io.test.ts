@@ -53,8 +53,16 @@ describe('the lock', () => {
   it('a holder killed with SIGKILL cannot keep it', async () => {
     const p = join(tempDir(), 'home.lock');
     const lockModule = fileURLToPath(new URL('../../dist/src/io/lock.js', import.meta.url));
-    const child = spawn(process.execPath, ['--input-type=module', '-e', `const { tryLock } = await import(${JSON.stringify(lockModule)}); const r = tryLock(${JSON.stringify(p)}, 'child'); console.log(r.ok ? 'held' : 'busy'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const { tryLock } = await import(${JSON.stringify(lockModule)}); const r = tryLock(${JSON.stringify(p)}, 'child'); console.log(r.ok ? 'held' : 'busy'); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     const busy = tryLock(p, 'me');
     expect(busy.ok).toBe(false);
     child.kill('SIGKILL');
@@ -90,13 +98,13 @@ describe('a lock file that is not a lock', () => {
   it('a symlink, a folder or a damaged SQLite database is left alone and named, with what to do', () => {
     const d = tempDir();
     const target = join(d, 'precious.txt');
-    writeFileSync(target, 'someone else\'s text, not a database');
+    writeFileSync(target, "someone else's text, not a database");
     const link = join(d, 'link.lock');
     symlinkSync(target, link);
     const e1 = guardError(() => tryLock(link, 'a'));
     expect(e1.message).toContain(`the lock file ${link}`);
     expect(e1.hint).toMatch(/delete it/);
-    expect(readFileSync(target, 'utf8')).toBe('someone else\'s text, not a database');
+    expect(readFileSync(target, 'utf8')).toBe("someone else's text, not a database");
 
     const dir = join(d, 'dir.lock');
     mkdirSync(dir);
@@ -105,7 +113,9 @@ describe('a lock file that is not a lock', () => {
     const damaged = join(d, 'damaged.lock');
     const bytes = Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.alloc(200, 0xff)]);
     writeFileSync(damaged, bytes);
-    expect(guardError(() => tryLock(damaged, 'a')).message).toBe(`the lock file ${damaged} is a damaged SQLite database`);
+    expect(guardError(() => tryLock(damaged, 'a')).message).toBe(
+      `the lock file ${damaged} is a damaged SQLite database`,
+    );
     expect(readFileSync(damaged).equals(bytes)).toBe(true);
   });
 
@@ -146,7 +156,11 @@ describe('free space and the state folder', () => {
   it('finds the state folder: flag, then systemd, then XDG, then ~/.local/state', () => {
     expect(resolveStateDir('/x', { STATE_DIRECTORY: '/var/lib/a' })).toBe('/x');
     expect(resolveStateDir(undefined, { STATE_DIRECTORY: '/var/lib/a:/var/lib/b' })).toBe('/var/lib/a');
-    expect(resolveStateDir(undefined, { XDG_STATE_HOME: '/s', HOME: '/h', PICOGUARD_NO_SYSTEM_STATE: '1' })).toBe('/s/picoclaw-guard');
-    expect(resolveStateDir(undefined, { HOME: '/h', PICOGUARD_NO_SYSTEM_STATE: '1' })).toBe('/h/.local/state/picoclaw-guard');
+    expect(resolveStateDir(undefined, { XDG_STATE_HOME: '/s', HOME: '/h', PICOGUARD_NO_SYSTEM_STATE: '1' })).toBe(
+      '/s/picoclaw-guard',
+    );
+    expect(resolveStateDir(undefined, { HOME: '/h', PICOGUARD_NO_SYSTEM_STATE: '1' })).toBe(
+      '/h/.local/state/picoclaw-guard',
+    );
   });
 });

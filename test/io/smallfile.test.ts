@@ -54,7 +54,9 @@ describe('readSmallText', () => {
     const d = tempDir();
     const pid = join(d, '.picoclaw.pid');
     writeFileSync(pid, `{"pid": 1, "pad": "${'x'.repeat(2000)}"}`);
-    expect(problem(() => readSmallText(pid, 'pid')).message).toMatch(new RegExp(`^${pid} is larger than 1 KiB \\(\\d+ bytes\\)$`));
+    expect(problem(() => readSmallText(pid, 'pid')).message).toMatch(
+      new RegExp(`^${pid} is larger than 1 KiB \\(\\d+ bytes\\)$`),
+    );
     // A sparse 5 GB file: only its size is looked at.
     const huge = join(d, 'config.json');
     const fd = openSync(huge, 'w');

@@ -35,7 +35,16 @@ describe('config/prometheus-alerts.yml', () => {
     const text = readFileSync(RULES, 'utf8');
     const alerts = [...text.matchAll(/- alert: (\w+)\n\s+expr: (.+)/g)].map((m) => ({ name: m[1]!, expr: m[2]! }));
     const names = alerts.map((a) => a.name);
-    for (const want of ['PicoClawBoardHot', 'PicoClawThrottledSinceBoot', 'PicoClawUnderVoltageSinceBoot', 'PicoClawGatewayNotReady', 'PicoClawSeahorseDbNearLimit', 'PicoClawPruneFailing', 'PicoClawPruneNotRunning', 'PicoClawBootstrapGapGrowing']) {
+    for (const want of [
+      'PicoClawBoardHot',
+      'PicoClawThrottledSinceBoot',
+      'PicoClawUnderVoltageSinceBoot',
+      'PicoClawGatewayNotReady',
+      'PicoClawSeahorseDbNearLimit',
+      'PicoClawPruneFailing',
+      'PicoClawPruneNotRunning',
+      'PicoClawBootstrapGapGrowing',
+    ]) {
       expect(names).toContain(want);
     }
     const emitted = await emittedNames();

@@ -20,11 +20,18 @@ function allPanels(ps: Panel[]): Panel[] {
 }
 
 describe('config/grafana-dashboard.json', () => {
-  const dash = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { uid: string; title: string; panels: Panel[]; templating: { list: { name: string; query: unknown; definition?: string }[] } };
+  const dash = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    uid: string;
+    title: string;
+    panels: Panel[];
+    templating: { list: { name: string; query: unknown; definition?: string }[] };
+  };
   const panels = allPanels(dash.panels);
   const queries = [
     ...panels.flatMap((p) => (p.targets ?? []).map((t) => ({ where: `panel "${p.title}"`, expr: t.expr ?? '' }))),
-    ...dash.templating.list.filter((v) => v.definition).map((v) => ({ where: `variable $${v.name}`, expr: v.definition! })),
+    ...dash.templating.list
+      .filter((v) => v.definition)
+      .map((v) => ({ where: `variable $${v.name}`, expr: v.definition! })),
   ];
 
   it('parses; unique panel ids; every panel with a query has one; a board variable for the fleet', () => {
@@ -37,7 +44,9 @@ describe('config/grafana-dashboard.json', () => {
     }
     const instance = dash.templating.list.find((v) => v.name === 'instance');
     expect(instance?.definition).toBe('label_values(picoclaw_guard_build_info, instance)');
-    expect(queries.filter((q) => q.where.startsWith('panel')).every((q) => q.expr.includes('instance=~"$instance"'))).toBe(true);
+    expect(
+      queries.filter((q) => q.where.startsWith('panel')).every((q) => q.expr.includes('instance=~"$instance"')),
+    ).toBe(true);
   });
 
   it('every metric a query names is one the exporter really emits', async () => {
@@ -52,7 +61,17 @@ describe('config/grafana-dashboard.json', () => {
       }
     }
     // The dashboard covers the main families.
-    for (const n of ['picoclaw_guard_cpu_temperature_celsius', 'picoclaw_guard_throttle_flag', 'picoclaw_guard_under_voltage', 'picoclaw_guard_gateway_ready', 'picoclaw_guard_sessions', 'picoclaw_guard_seahorse_db_bytes', 'picoclaw_guard_prune_passes_total', 'picoclaw_guard_prune_deleted_sessions_total', 'picoclaw_guard_bootstrap_gap_seconds']) {
+    for (const n of [
+      'picoclaw_guard_cpu_temperature_celsius',
+      'picoclaw_guard_throttle_flag',
+      'picoclaw_guard_under_voltage',
+      'picoclaw_guard_gateway_ready',
+      'picoclaw_guard_sessions',
+      'picoclaw_guard_seahorse_db_bytes',
+      'picoclaw_guard_prune_passes_total',
+      'picoclaw_guard_prune_deleted_sessions_total',
+      'picoclaw_guard_bootstrap_gap_seconds',
+    ]) {
       expect(used).toContain(n);
     }
   });

@@ -56,10 +56,13 @@ describe('picoclaw-guard metrics', () => {
     expect(metric(text, 'picoclaw_guard_gateway_ready')).toBe(1);
     expect(metric(text, 'picoclaw_guard_gateway_up')).toBe(1);
     expect(metric(text, 'picoclaw_guard_gateway_state', { state: 'ready' })).toBe(1);
-    expect(metric(text, 'picoclaw_guard_gateway_probe_duration_seconds', { endpoint: 'ready' })).toBeGreaterThanOrEqual(0);
+    expect(metric(text, 'picoclaw_guard_gateway_probe_duration_seconds', { endpoint: 'ready' })).toBeGreaterThanOrEqual(
+      0,
+    );
     const pc = s.health!.picoclaw;
     if (!pc.available) throw new Error('no picoclaw');
-    for (const st of pc.sessions.stores) expect(metric(text, 'picoclaw_guard_sessions', { agent: st.agents.join(',') })).toBe(st.sessions);
+    for (const st of pc.sessions.stores)
+      expect(metric(text, 'picoclaw_guard_sessions', { agent: st.agents.join(',') })).toBe(st.sessions);
     expect(metric(text, 'picoclaw_guard_seahorse_db_bytes')).toBe(pc.seahorse.db_bytes);
     expect(metric(text, 'picoclaw_guard_seahorse_limit_bytes')).toBe(134217728);
     expect(metric(text, 'picoclaw_guard_prune_passes_total', { outcome: 'ok' })).toBe(3);
@@ -70,12 +73,28 @@ describe('picoclaw-guard metrics', () => {
     expect(metric(text, 'picoclaw_guard_startup_restarts_logged')).toBe(4);
   });
 
-  it('the last prune\'s undated sessions, the dated ones they push out, an unmet size limit and an owed VACUUM', async () => {
+  it("the last prune's undated sessions, the dated ones they push out, an unmet size limit and an owed VACUUM", async () => {
     const s = await snapshot('pi4');
     const pc = s.health!.picoclaw;
     if (!pc.available) throw new Error('no picoclaw');
-    const base = { at: '2026-11-30T12:00:00Z', outcome: 'ok', deleted_sessions: 9, deleted_orphans: 0, freed_bytes: 1, sessions_before: 115, sessions_after: 106, duration_seconds: 1, reason: null };
-    pc.last_prune = { ...base, undated_sessions: 105, displaced_by_undated: 9, size_limit_unmet: 'the limit cannot be met: x (newest)', vacuum_owed_since: '2026-11-30T11:00:00Z' };
+    const base = {
+      at: '2026-11-30T12:00:00Z',
+      outcome: 'ok',
+      deleted_sessions: 9,
+      deleted_orphans: 0,
+      freed_bytes: 1,
+      sessions_before: 115,
+      sessions_after: 106,
+      duration_seconds: 1,
+      reason: null,
+    };
+    pc.last_prune = {
+      ...base,
+      undated_sessions: 105,
+      displaced_by_undated: 9,
+      size_limit_unmet: 'the limit cannot be met: x (newest)',
+      vacuum_owed_since: '2026-11-30T11:00:00Z',
+    };
     const text = renderMetrics(s);
     expect(metric(text, 'picoclaw_guard_prune_undated_sessions')).toBe(105);
     expect(metric(text, 'picoclaw_guard_prune_displaced_by_undated_sessions')).toBe(9);

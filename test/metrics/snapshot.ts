@@ -2,7 +2,12 @@ import { join } from 'node:path';
 import { collectHealth } from '../../src/health/index.js';
 import { analyzeStartupLog } from '../../src/startup/index.js';
 import { newVcgencmdCache } from '../../src/health/vcgencmd.js';
-import { emptyPruneStats, renderMetrics, REFRESH_SOURCES, type MetricsSnapshot } from '../../src/metrics/guard-metrics.js';
+import {
+  emptyPruneStats,
+  renderMetrics,
+  REFRESH_SOURCES,
+  type MetricsSnapshot,
+} from '../../src/metrics/guard-metrics.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import { board, BOARDS, type BoardName } from '../health/boards.js';
@@ -19,7 +24,17 @@ export async function snapshot(name: BoardName): Promise<MetricsSnapshot> {
   const b = board(name);
   const root = tempDir('pcg-metrics-');
   const port = await fakeGateway(200);
-  buildSampleHome({ dir: join(root, 'home'), seed: 2, sessions: 20, agents: 2, now: Date.now(), restarts: 4, logLevel: 'info', logEvents: true, pidFile: { pid: process.pid, port } });
+  buildSampleHome({
+    dir: join(root, 'home'),
+    seed: 2,
+    sessions: 20,
+    agents: 2,
+    now: Date.now(),
+    restarts: 4,
+    logLevel: 'info',
+    logEvents: true,
+    pidFile: { pid: process.pid, port },
+  });
   const home = discoverHome({ home: join(root, 'home'), env: {} });
   const startup = await analyzeStartupLog({ path: home.logPath }, {});
   const health = await collectHealth({
@@ -29,21 +44,42 @@ export async function snapshot(name: BoardName): Promise<MetricsSnapshot> {
     stateDir: join(root, 'state'),
     home,
     cache: newVcgencmdCache(),
-    freeSpace: () => ({ availableBytes: 50 * 1024 ** 3, totalBytes: 64 * 1024 ** 3, availableInodes: 1e6, totalInodes: 2e6 }),
+    freeSpace: () => ({
+      availableBytes: 50 * 1024 ** 3,
+      totalBytes: 64 * 1024 ** 3,
+      availableInodes: 1e6,
+      totalInodes: 2e6,
+    }),
     lastBootstrapGapSeconds: startup.summary.latest_gap?.seconds ?? null,
   });
   const prune = emptyPruneStats();
-  Object.assign(prune, { enabled: true, interval_seconds: 3600, deleted_sessions: 12, freed_bytes: 345678, deleted_seahorse_messages: 99, deleted_orphan_conversations: 1, last_success_at_ms: Date.now() - 60_000, next_run_at_ms: Date.now() + 3_540_000 });
+  Object.assign(prune, {
+    enabled: true,
+    interval_seconds: 3600,
+    deleted_sessions: 12,
+    freed_bytes: 345678,
+    deleted_seahorse_messages: 99,
+    deleted_orphan_conversations: 1,
+    last_success_at_ms: Date.now() - 60_000,
+    next_run_at_ms: Date.now() + 3_540_000,
+  });
   prune.passes.ok = 3;
   prune.passes.locked = 1;
-  prune.last = { finished_at_ms: Date.now() - 60_000, duration_seconds: 1.25, outcome: 'ok', longest_write_seconds: 0.012 };
+  prune.last = {
+    finished_at_ms: Date.now() - 60_000,
+    duration_seconds: 1.25,
+    outcome: 'ok',
+    longest_write_seconds: 0.012,
+  };
   return {
     version: '0.1.0',
     health,
     startup,
     prune,
     seahorse_limit_bytes: 128 * 1024 * 1024,
-    refresh: Object.fromEntries(REFRESH_SOURCES.map((s) => [s, { count: 5, last_duration_seconds: 0.004, last_at_ms: Date.now() }])) as MetricsSnapshot['refresh'],
+    refresh: Object.fromEntries(
+      REFRESH_SOURCES.map((s) => [s, { count: 5, last_duration_seconds: 0.004, last_at_ms: Date.now() }]),
+    ) as MetricsSnapshot['refresh'],
   };
 }
 

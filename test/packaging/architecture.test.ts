@@ -14,7 +14,9 @@ interface LockEntry {
   os?: string[];
   hasInstallScript?: boolean;
 }
-const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as { packages: Record<string, LockEntry> };
+const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
+  packages: Record<string, LockEntry>;
+};
 const runtime = Object.entries(lock.packages).filter(([k, v]) => k !== '' && !v.dev);
 
 describe('runtime dependencies', () => {
@@ -27,7 +29,9 @@ describe('runtime dependencies', () => {
 
   it('the one native module, better-sqlite3, compiles where no prebuilt binary exists', () => {
     expect(runtime.filter(([, v]) => v.hasInstallScript).map(([k]) => k)).toEqual(['node_modules/better-sqlite3']);
-    const pkg = JSON.parse(readFileSync(new URL('../../node_modules/better-sqlite3/package.json', import.meta.url), 'utf8')) as { scripts: { install: string } };
+    const pkg = JSON.parse(
+      readFileSync(new URL('../../node_modules/better-sqlite3/package.json', import.meta.url), 'utf8'),
+    ) as { scripts: { install: string } };
     expect(pkg.scripts.install).toMatch(/\|\|\s*node-gyp rebuild/);
   });
 });

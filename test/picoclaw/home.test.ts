@@ -18,7 +18,14 @@ describe('finding PicoClaw', () => {
     const home = tempDir();
     const h = discoverHome({ home, env: { HOME: '/nowhere' } });
     expect(h.configFound).toBe(false);
-    expect(h.agents).toEqual([{ id: 'main', workspace: join(home, 'workspace'), sessionsDir: join(home, 'workspace', 'sessions'), isDefault: true }]);
+    expect(h.agents).toEqual([
+      {
+        id: 'main',
+        workspace: join(home, 'workspace'),
+        sessionsDir: join(home, 'workspace', 'sessions'),
+        isDefault: true,
+      },
+    ]);
     expect(h.seahorsePath).toBe(join(home, 'workspace', 'sessions', 'seahorse.db'));
     expect(h.pidPath).toBe(join(home, '.picoclaw.pid'));
     expect(h.logPath).toBe(join(home, 'logs', 'gateway.log'));
@@ -57,7 +64,16 @@ describe('finding PicoClaw', () => {
     expect(h.gateway).toEqual({ host: '127.0.0.1', port: 18888, logLevel: 'info' });
     expect(JSON.stringify(h)).not.toContain('sk-should-never-be-read');
 
-    const e = discoverHome({ home, env: { HOME: '/home/pi', PICOCLAW_AGENTS_DEFAULTS_WORKSPACE: '/data/ws', PICOCLAW_GATEWAY_PORT: '19000', PICOCLAW_LOG_LEVEL: 'debug', PICOCLAW_AGENTS_DEFAULTS_CONTEXT_MANAGER: 'legacy' } });
+    const e = discoverHome({
+      home,
+      env: {
+        HOME: '/home/pi',
+        PICOCLAW_AGENTS_DEFAULTS_WORKSPACE: '/data/ws',
+        PICOCLAW_GATEWAY_PORT: '19000',
+        PICOCLAW_LOG_LEVEL: 'debug',
+        PICOCLAW_AGENTS_DEFAULTS_CONTEXT_MANAGER: 'legacy',
+      },
+    });
     expect(e.defaultWorkspace).toBe('/data/ws');
     expect(e.agents.find((a) => a.id === 'research')!.workspace).toBe('/data/workspace-research');
     expect(e.gateway.port).toBe(19000);
@@ -67,7 +83,10 @@ describe('finding PicoClaw', () => {
 
   it('picks the default agent as PicoClaw does: main, else the first default:true, else the first', () => {
     const home = tempDir();
-    writeFileSync(join(home, 'config.json'), JSON.stringify({ agents: { list: [{ id: 'a' }, { id: 'b', default: true }] } }));
+    writeFileSync(
+      join(home, 'config.json'),
+      JSON.stringify({ agents: { list: [{ id: 'a' }, { id: 'b', default: true }] } }),
+    );
     const h = discoverHome({ home, env: { HOME: '/h' } });
     expect(h.defaultAgent).toBe('b');
     expect(h.seahorsePath).toBe(join(home, 'workspace', 'sessions', 'seahorse.db'));
@@ -80,7 +99,9 @@ describe('finding PicoClaw', () => {
     const cfgDir = tempDir();
     mkdirSync(join(cfgDir, 'etc'));
     writeFileSync(join(cfgDir, 'etc', 'pc.json'), JSON.stringify({ gateway: { port: 1234 } }));
-    expect(discoverHome({ home, env: { HOME: '/h', PICOCLAW_CONFIG: join(cfgDir, 'etc', 'pc.json') } }).gateway.port).toBe(1234);
+    expect(
+      discoverHome({ home, env: { HOME: '/h', PICOCLAW_CONFIG: join(cfgDir, 'etc', 'pc.json') } }).gateway.port,
+    ).toBe(1234);
   });
 
   it('a broken config.json is a clear error that never quotes the file', () => {

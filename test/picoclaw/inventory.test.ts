@@ -43,8 +43,11 @@ describe('the session inventory', () => {
     }
     // Orphan conversations are the builder's, nothing more.
     expect(inv.orphanConversations.map((c) => c.key).sort()).toEqual([...sample.orphanConversationKeys].sort());
-    // An opaque session that lists an alias which exists as its own session shares that session's conversation rows only via its own key.
-    expect(inv.sessions.filter((s) => s.lastActivityMs === null).length).toBe(sample.sessions.filter((s) => s.lastActivityMs === null).length);
+    // An opaque session that lists an alias which exists as its own session shares that session's conversation rows
+    // only via its own key.
+    expect(inv.sessions.filter((s) => s.lastActivityMs === null).length).toBe(
+      sample.sessions.filter((s) => s.lastActivityMs === null).length,
+    );
   });
 
   it('reads the real PicoClaw capture: 8 messages, created and last activity exact', () => {
@@ -67,12 +70,23 @@ describe('the session inventory', () => {
     const dir = join(home, 'workspace', 'sessions');
     mkdirSync(dir, { recursive: true });
     const key = 'sk_v1_' + 'a'.repeat(64);
-    writeFileSync(join(dir, `${key}.meta.json`), JSON.stringify({ key, count: 1, created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-02T00:00:00Z', aliases: ['agent:main:main', 'agent:main:telegram:direct:42'] }));
+    writeFileSync(
+      join(dir, `${key}.meta.json`),
+      JSON.stringify({
+        key,
+        count: 1,
+        created_at: '2026-01-01T00:00:00Z',
+        updated_at: '2026-01-02T00:00:00Z',
+        aliases: ['agent:main:main', 'agent:main:telegram:direct:42'],
+      }),
+    );
     writeFileSync(join(dir, `${key}.jsonl`), '{"role":"user","content":"x","created_at":"2026-01-02T00:00:00Z"}\n');
     const db = new (sqlite())(join(dir, 'seahorse.db'));
     db.exec(seahorseSchemaSql());
     const conv = db.prepare('INSERT INTO conversations (session_key) VALUES (?)');
-    const msg = db.prepare(`INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'x', ?)`);
+    const msg = db.prepare(
+      `INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'x', ?)`,
+    );
     msg.run(conv.run(key).lastInsertRowid, '2026-01-03 00:00:00');
     msg.run(conv.run('agent:main:telegram:direct:42').lastInsertRowid, '2026-02-01 10:00:00');
     msg.run(conv.run('agent:main:main').lastInsertRowid, '2026-11-01 00:00:00');
@@ -83,7 +97,9 @@ describe('the session inventory', () => {
     expect(s.conversations.map((c) => c.key).sort()).toEqual([key, 'agent:main:telegram:direct:42'].sort());
     expect(s.times.seahorse_last_message).toBe('2026-02-01 10:00:00');
     expect(s.lastActivityMs).toBe(Date.UTC(2026, 1, 1, 10));
-    expect(inv.orphanConversations.map((c) => c.key).sort()).toEqual(['agent:main:main', opaqueKey('agent:main:main')].sort());
+    expect(inv.orphanConversations.map((c) => c.key).sort()).toEqual(
+      ['agent:main:main', opaqueKey('agent:main:main')].sort(),
+    );
   });
 
   it('`sessions` writes nothing anywhere under the home and lists everything as JSON', () => {

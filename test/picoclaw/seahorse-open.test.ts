@@ -89,8 +89,13 @@ describe('opening seahorse.db for a dry-run', () => {
       step();`;
     const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
-    child.stdout!.setEncoding('utf8');
-    const writing = new Promise<void>((r) => child.stdout!.on('data', (c: string) => { out += c; if (out.includes('writing')) r(); }));
+    child.stdout.setEncoding('utf8');
+    const writing = new Promise<void>((r) =>
+      child.stdout.on('data', (c: string) => {
+        out += c;
+        if (out.includes('writing')) r();
+      }),
+    );
     const exited = new Promise<number | null>((r) => child.once('exit', r));
     await writing;
     try {
@@ -104,7 +109,7 @@ describe('opening seahorse.db for a dry-run', () => {
         r.db.close();
       }
     } finally {
-      child.stdin!.end('stop\n');
+      child.stdin.end('stop\n');
     }
     expect(await exited).toBe(0);
     expect(out).toMatch(/wrote \d+/);

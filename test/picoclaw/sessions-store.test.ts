@@ -9,7 +9,19 @@ import { tempDir } from '../support/tmp.js';
 const REAL = join(import.meta.dirname, '../fixtures/real-picoclaw-capture/sessions');
 
 function meta(key: string, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ key, summary: '', skip: 0, count: 1, created_at: '2026-06-13T18:19:35.12345+02:00', updated_at: '2026-06-13T18:19:37.5Z', ...extra }, null, 2);
+  return JSON.stringify(
+    {
+      key,
+      summary: '',
+      skip: 0,
+      count: 1,
+      created_at: '2026-06-13T18:19:35.12345+02:00',
+      updated_at: '2026-06-13T18:19:37.5Z',
+      ...extra,
+    },
+    null,
+    2,
+  );
 }
 
 describe('the JSONL store scanner', () => {
@@ -32,7 +44,10 @@ describe('the JSONL store scanner', () => {
   it('reads the last line from the end, skipping a torn final line and empty lines', () => {
     const dir = tempDir();
     const p = join(dir, 'a.jsonl');
-    writeFileSync(p, '{"role":"user","content":"x","created_at":"2026-01-01T00:00:00Z"}\n\n{"role":"assistant","content":"y","created_at":"2026-01-02T00:00:00Z"}\n\n{"role":"tool","content":"partial wri');
+    writeFileSync(
+      p,
+      '{"role":"user","content":"x","created_at":"2026-01-01T00:00:00Z"}\n\n{"role":"assistant","content":"y","created_at":"2026-01-02T00:00:00Z"}\n\n{"role":"tool","content":"partial wri',
+    );
     const last = readLastLine(p, statSync(p).size);
     expect(last.createdAt).toBe('2026-01-02T00:00:00Z');
     expect(last.issue).toBe('jsonl_truncated_last_line');
@@ -44,7 +59,10 @@ describe('the JSONL store scanner', () => {
     const big = 'x'.repeat(300_000);
     const text = `{"role":"user","content":"a","created_at":"2026-01-01T00:00:00Z"}\n{"role":"tool","content":"${big}","created_at":"2026-03-04T05:06:07.1Z"}\n`;
     writeFileSync(p, text);
-    expect(readLastLine(p, Buffer.byteLength(text), 1024)).toEqual({ createdAt: '2026-03-04T05:06:07.1Z', issue: null });
+    expect(readLastLine(p, Buffer.byteLength(text), 1024)).toEqual({
+      createdAt: '2026-03-04T05:06:07.1Z',
+      issue: null,
+    });
   });
 
   it('handles a file of one line without newline, only newlines, and a line without created_at', () => {
@@ -71,7 +89,10 @@ describe('the JSONL store scanner', () => {
     writeFileSync(join(dir, 'corrupt.meta.json'), '{"key": "agent:main:corrupt",');
     writeFileSync(join(dir, 'corrupt.jsonl'), '');
     writeFileSync(join(dir, 'empty.meta.json'), '');
-    writeFileSync(join(dir, 'latin.meta.json'), Buffer.from([0x7b, 0x22, 0x6b, 0x65, 0x79, 0x22, 0x3a, 0x22, 0xe9, 0xff, 0x22, 0x7d]));
+    writeFileSync(
+      join(dir, 'latin.meta.json'),
+      Buffer.from([0x7b, 0x22, 0x6b, 0x65, 0x79, 0x22, 0x3a, 0x22, 0xe9, 0xff, 0x22, 0x7d]),
+    );
     writeFileSync(join(dir, 'nokey.meta.json'), '{"key":"","count":3}');
     writeFileSync(join(dir, 'metaonly.meta.json'), meta('agent:main:metaonly'));
     writeFileSync(join(dir, 'orphan.jsonl'), '{"role":"user","content":"lost"}\n');
@@ -125,7 +146,8 @@ describe('the JSONL store scanner', () => {
 });
 
 describe('the last line of a long .jsonl line (read backwards, never whole)', () => {
-  const goJson = (v: unknown) => JSON.stringify(v).replace(/[<>&]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  const goJson = (v: unknown) =>
+    JSON.stringify(v).replace(/[<>&]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
   const write = (lines: unknown[]) => {
     const dir = tempDir();
     const p = join(dir, 'x.jsonl');
@@ -156,7 +178,14 @@ describe('the last line of a long .jsonl line (read backwards, never whole)', ()
         model_name: 'm',
         created_at: '2026-05-25T10:11:39.37008+02:00',
         reasoning_content: 'z'.repeat(100_000),
-        tool_calls: [{ id: 'c', type: 'function', function: { name: 'exec', arguments: '{"created_at":"1998-01-01T00:00:00Z"}' }, extra_content: { created_at: '1997-01-01T00:00:00Z', nested: [{ a: '}' }] } }],
+        tool_calls: [
+          {
+            id: 'c',
+            type: 'function',
+            function: { name: 'exec', arguments: '{"created_at":"1998-01-01T00:00:00Z"}' },
+            extra_content: { created_at: '1997-01-01T00:00:00Z', nested: [{ a: '}' }] },
+          },
+        ],
       },
     ]);
     expect(readLastLine(p, statSync(p).size, 1024).createdAt).toBe('2026-05-25T10:11:39.37008+02:00');
@@ -170,13 +199,21 @@ describe('the last line of a long .jsonl line (read backwards, never whole)', ()
   });
 
   it('agrees with JSON.parse on random objects of any size (property)', () => {
-    const str = fc.string({ unit: fc.constantFrom('a', '"', '\\', '}', '{', ']', ':', ',', '\n', '你', ' ', 'created_at'), maxLength: 60 });
+    const str = fc.string({
+      unit: fc.constantFrom('a', '"', '\\', '}', '{', ']', ':', ',', '\n', '你', ' ', 'created_at'),
+      maxLength: 60,
+    });
     const obj = fc.record({
       role: fc.constantFrom('user', 'assistant', 'tool'),
       content: fc.tuple(str, fc.integer({ min: 0, max: 120_000 })).map(([s, n]) => s + 'p'.repeat(n) + s),
-      created_at: fc.option(fc.constantFrom('2026-01-01T00:00:00Z', '2025-06-13T18:19:35.12345+02:00'), { nil: undefined }),
+      created_at: fc.option(fc.constantFrom('2026-01-01T00:00:00Z', '2025-06-13T18:19:35.12345+02:00'), {
+        nil: undefined,
+      }),
       reasoning_content: fc.option(str, { nil: undefined }),
-      tool_calls: fc.option(fc.array(fc.record({ id: str, extra_content: fc.dictionary(str, str, { maxKeys: 3 }) }), { maxLength: 2 }), { nil: undefined }),
+      tool_calls: fc.option(
+        fc.array(fc.record({ id: str, extra_content: fc.dictionary(str, str, { maxKeys: 3 }) }), { maxLength: 2 }),
+        { nil: undefined },
+      ),
     });
     fc.assert(
       fc.property(obj, (o) => {

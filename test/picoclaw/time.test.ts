@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { readHolds } from '../../src/state/holds.js';
 import { tempDir } from '../support/tmp.js';
 import {
-  formatGoTime, instantMs, parseGoTime, parseLogTime, parseSqliteTime, usable, USABLE_SINCE_MS,
+  formatGoTime,
+  instantMs,
+  parseGoTime,
+  parseLogTime,
+  parseSqliteTime,
+  usable,
+  USABLE_SINCE_MS,
 } from '../../src/picoclaw/time.js';
 
 describe('Go RFC3339Nano timestamps', () => {
@@ -27,12 +33,19 @@ describe('Go RFC3339Nano timestamps', () => {
     expect(usable(ms)).toBeNull();
   });
 
-  it.each(['', 'yesterday', '2026-06-13 18:19:35', '2026-06-13T18:19:35', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-06-13T18:19:35.1234567890Z', 42, null])(
-    'rejects %s',
-    (text) => {
-      expect(parseGoTime(text)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    'yesterday',
+    '2026-06-13 18:19:35',
+    '2026-06-13T18:19:35',
+    '2026-13-01T00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '2026-06-13T18:19:35.1234567890Z',
+    42,
+    null,
+  ])('rejects %s', (text) => {
+    expect(parseGoTime(text)).toBeNull();
+  });
 
   it('checks the day against its month and year, a leap second included', () => {
     const impossible = [
@@ -58,17 +71,22 @@ describe('Go RFC3339Nano timestamps', () => {
 
   it('round-trips what the builder writes, for any time and offset (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2099, 0, 1) }), fc.integer({ min: 0, max: 999_999 }), fc.integer({ min: -720, max: 840 }), (ms, nanos, off) => {
-        const text = formatGoTime(ms, nanos, off);
-        expect(text).not.toMatch(/\.\d*0(Z|[+-])/); // trailing zeros trimmed like Go
-        expect(parseGoTime(text)).toBe(ms);
-      }),
+      fc.property(
+        fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2099, 0, 1) }),
+        fc.integer({ min: 0, max: 999_999 }),
+        fc.integer({ min: -720, max: 840 }),
+        (ms, nanos, off) => {
+          const text = formatGoTime(ms, nanos, off);
+          expect(text).not.toMatch(/\.\d*0(Z|[+-])/); // trailing zeros trimmed like Go
+          expect(parseGoTime(text)).toBe(ms);
+        },
+      ),
     );
   });
 });
 
 describe('gateway.log stamps (zerolog time, journald short-iso)', () => {
-  it('reads the offset with or without its colon, and the stamp\'s resolution', () => {
+  it("reads the offset with or without its colon, and the stamp's resolution", () => {
     const at = Date.UTC(2026, 5, 13, 16, 20, 9);
     expect(parseLogTime('2026-06-13T18:20:09+02:00')).toEqual({ ms: at, offsetMin: 120, precisionMs: 1000 });
     expect(parseLogTime('2026-06-13T18:20:09+0200')).toEqual({ ms: at, offsetMin: 120, precisionMs: 1000 });
@@ -113,7 +131,14 @@ describe('instantMs: the stored-timestamp reader used instead of Date.parse', ()
     const t = Date.UTC(2026, 10, 30, 12, 0, 0, 250);
     expect(instantMs(new Date(t).toISOString())).toBe(t);
     expect(instantMs('2026-11-30T14:00:00.25+02:00')).toBe(t);
-    for (const bad of ['2026-02-30T00:00:00Z', '2025-02-29T00:00:00.000Z', '2026-04-31T00:00:00Z', '0099-01-01', 'x', null]) {
+    for (const bad of [
+      '2026-02-30T00:00:00Z',
+      '2025-02-29T00:00:00.000Z',
+      '2026-04-31T00:00:00Z',
+      '0099-01-01',
+      'x',
+      null,
+    ]) {
       expect(instantMs(bad), String(bad)).toBeNaN();
     }
     // Date.parse accepts the first of these: the reason instantMs exists.
@@ -123,8 +148,17 @@ describe('instantMs: the stored-timestamp reader used instead of Date.parse', ()
   it("a state file's timestamp on a day that does not exist is not read as a date (a hold until 2026-02-30)", () => {
     const dir = tempDir();
     mkdirSync(dir, { recursive: true });
-    const hold = (until: string) => ({ home: '/h', agent: 'main', key: 'k', restored_at: '2026-01-01T00:00:00.000Z', until });
-    writeFileSync(join(dir, 'restore-holds.json'), JSON.stringify({ holds: [hold('2026-02-30T00:00:00.000Z'), hold('2026-03-01T00:00:00.000Z')] }));
+    const hold = (until: string) => ({
+      home: '/h',
+      agent: 'main',
+      key: 'k',
+      restored_at: '2026-01-01T00:00:00.000Z',
+      until,
+    });
+    writeFileSync(
+      join(dir, 'restore-holds.json'),
+      JSON.stringify({ holds: [hold('2026-02-30T00:00:00.000Z'), hold('2026-03-01T00:00:00.000Z')] }),
+    );
     expect(readHolds(dir).map((h) => h.until)).toEqual(['2026-03-01T00:00:00.000Z']);
   });
 });

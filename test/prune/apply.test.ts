@@ -18,7 +18,18 @@ import { addConversation, dumpSeahorse, handHome, integrity, snapshot } from '..
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
-const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+const down = async (): Promise<GatewayState> => ({
+  state: 'down',
+  reason: 'test',
+  pid: null,
+  pidFile: 'absent',
+  alive: false,
+  host: '127.0.0.1',
+  port: 1,
+  ready: null,
+  health: null,
+  healthPidMatches: null,
+});
 const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 
@@ -26,10 +37,23 @@ function hand(home: string, variant: 'current' | 'legacy' = 'current') {
   return handHome(
     home,
     [
-      { key: 'sk_v1_old', updated: '2026-08-01T10:00:00.5+02:00', seahorse: ['2026-08-01 07:00:00', '2026-08-01 08:00:00', '2026-08-01 08:00:01'] },
+      {
+        key: 'sk_v1_old',
+        updated: '2026-08-01T10:00:00.5+02:00',
+        seahorse: ['2026-08-01 07:00:00', '2026-08-01 08:00:00', '2026-08-01 08:00:01'],
+      },
       { key: 'agent:main:telegram:direct:7', updated: '2026-07-01T10:00:00Z', seahorse: ['2026-07-01 10:00:00'] },
-      { key: 'sk_v1_grouped', updated: '2026-11-29T10:00:00Z', aliases: ['agent:main:main', 'agent:main:telegram:direct:7'], seahorse: ['2026-11-29 10:00:00', '2026-11-29 10:00:05'] },
-      { key: 'agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555', updated: '2026-09-01T00:00:00Z', seahorse: ['2026-09-01 00:00:00', '2026-09-01 00:00:00'] },
+      {
+        key: 'sk_v1_grouped',
+        updated: '2026-11-29T10:00:00Z',
+        aliases: ['agent:main:main', 'agent:main:telegram:direct:7'],
+        seahorse: ['2026-11-29 10:00:00', '2026-11-29 10:00:05'],
+      },
+      {
+        key: 'agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555',
+        updated: '2026-09-01T00:00:00Z',
+        seahorse: ['2026-09-01 00:00:00', '2026-09-01 00:00:00'],
+      },
       { key: 'sk_v1_undated', updated: null, created: null, lastLine: null },
       { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] },
     ],
@@ -46,31 +70,58 @@ describe('prune --apply', () => {
     const home = tempDir();
     const { sessionsDir, dbPath } = hand(home);
     const dry = await pass(home, false);
-    const planned = dry.sessions.filter((s) => s.action === 'delete').map((s) => s.key).sort();
+    const planned = dry.sessions
+      .filter((s) => s.action === 'delete')
+      .map((s) => s.key)
+      .sort();
     expect(planned).toEqual(['agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555', 'sk_v1_old']);
-    expect(dry.sessions.find((s) => s.key === 'agent:main:telegram:direct:7')).toMatchObject({ action: 'keep', group: 'agent:main:telegram:direct:7' });
+    expect(dry.sessions.find((s) => s.key === 'agent:main:telegram:direct:7')).toMatchObject({
+      action: 'keep',
+      group: 'agent:main:telegram:direct:7',
+    });
     const keptBefore = snapshot(sessionsDir, (p) => p.includes('seahorse.db') || /sk_v1_old|agent_cron/.test(p));
     const rowsBefore = dumpSeahorse(dbPath);
 
     const r = await pass(home, true);
     expect(r.exit_code).toBe(0);
-    expect(r.sessions.filter((s) => s.action === 'delete').map((s) => s.key).sort()).toEqual(planned);
-    const left = readdirSync(sessionsDir).filter((n) => !n.startsWith('seahorse.db')).sort();
+    expect(
+      r.sessions
+        .filter((s) => s.action === 'delete')
+        .map((s) => s.key)
+        .sort(),
+    ).toEqual(planned);
+    const left = readdirSync(sessionsDir)
+      .filter((n) => !n.startsWith('seahorse.db'))
+      .sort();
     expect(left).toEqual([
-      'agent_main_telegram_direct_7.jsonl', 'agent_main_telegram_direct_7.meta.json',
-      'sk_v1_grouped.jsonl', 'sk_v1_grouped.meta.json',
-      'sk_v1_recent.jsonl', 'sk_v1_recent.meta.json',
-      'sk_v1_undated.jsonl', 'sk_v1_undated.meta.json',
+      'agent_main_telegram_direct_7.jsonl',
+      'agent_main_telegram_direct_7.meta.json',
+      'sk_v1_grouped.jsonl',
+      'sk_v1_grouped.meta.json',
+      'sk_v1_recent.jsonl',
+      'sk_v1_recent.meta.json',
+      'sk_v1_undated.jsonl',
+      'sk_v1_undated.meta.json',
     ]);
     expect(snapshot(sessionsDir, (p) => p.includes('seahorse.db'))).toEqual(keptBefore);
     const rowsAfter = dumpSeahorse(dbPath);
     const keptKeys = new Set(['sk_v1_grouped', 'sk_v1_recent', 'agent:main:telegram:direct:7']);
-    const keptConv = new Set((rowsBefore.conversations as { conversation_id: number; session_key: string }[]).filter((c) => keptKeys.has(c.session_key)).map((c) => c.conversation_id));
-    expect(rowsAfter.conversations).toEqual((rowsBefore.conversations as { conversation_id: number }[]).filter((c) => keptConv.has(c.conversation_id)));
-    const keptMsgs = (rowsBefore.messages as { conversation_id: number; message_id: number }[]).filter((m) => keptConv.has(m.conversation_id));
+    const keptConv = new Set(
+      (rowsBefore.conversations as { conversation_id: number; session_key: string }[])
+        .filter((c) => keptKeys.has(c.session_key))
+        .map((c) => c.conversation_id),
+    );
+    expect(rowsAfter.conversations).toEqual(
+      (rowsBefore.conversations as { conversation_id: number }[]).filter((c) => keptConv.has(c.conversation_id)),
+    );
+    const keptMsgs = (rowsBefore.messages as { conversation_id: number; message_id: number }[]).filter((m) =>
+      keptConv.has(m.conversation_id),
+    );
     expect(rowsAfter.messages).toEqual(keptMsgs);
     const keptMsgIds = new Set(keptMsgs.map((m) => String(m.message_id)));
-    expect(rowsAfter.messages_fts).toEqual((rowsBefore.messages_fts as { message_id: unknown }[]).filter((f) => keptMsgIds.has(String(f.message_id))));
+    expect(rowsAfter.messages_fts).toEqual(
+      (rowsBefore.messages_fts as { message_id: unknown }[]).filter((f) => keptMsgIds.has(String(f.message_id))),
+    );
     expect(rowsAfter.summaries_fts).toHaveLength((rowsAfter.summaries as unknown[]).length);
     for (const t of ['message_parts', 'summary_messages', 'summary_parents', 'context_items']) {
       expect((rowsAfter[t] as unknown[]).length, t).toBeLessThan((rowsBefore[t] as unknown[]).length);
@@ -78,7 +129,11 @@ describe('prune --apply', () => {
     expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
     // The triggers are back exactly as they were.
     const db = new (sqlite())(dbPath, { readonly: true });
-    expect((db.prepare(`SELECT name FROM sqlite_master WHERE type='trigger' ORDER BY name`).all() as { name: string }[]).map((x) => x.name)).toEqual(['messages_ad', 'messages_ai', 'messages_au', 'summaries_ad', 'summaries_ai', 'summaries_au']);
+    expect(
+      (db.prepare(`SELECT name FROM sqlite_master WHERE type='trigger' ORDER BY name`).all() as { name: string }[]).map(
+        (x) => x.name,
+      ),
+    ).toEqual(['messages_ad', 'messages_ai', 'messages_au', 'summaries_ad', 'summaries_ai', 'summaries_au']);
     db.close();
     // A second pass has nothing left to do.
     const again = await pass(home, true);
@@ -89,14 +144,18 @@ describe('prune --apply', () => {
     const home = tempDir();
     const { dbPath } = hand(home, 'legacy');
     const before = new (sqlite())(dbPath, { readonly: true });
-    const triggerSql = (before.prepare(`SELECT sql FROM sqlite_master WHERE name='summaries_ad'`).get() as { sql: string }).sql;
+    const triggerSql = (
+      before.prepare(`SELECT sql FROM sqlite_master WHERE name='summaries_ad'`).get() as { sql: string }
+    ).sql;
     before.close();
     expect(triggerSql).toContain("'delete'");
     const r = await pass(home, true);
     expect(r.exit_code).toBe(0);
     expect(r.totals.deleted_sessions).toBe(2);
     const after = new (sqlite())(dbPath, { readonly: true });
-    expect((after.prepare(`SELECT sql FROM sqlite_master WHERE name='summaries_ad'`).get() as { sql: string }).sql).toBe(triggerSql);
+    expect(
+      (after.prepare(`SELECT sql FROM sqlite_master WHERE name='summaries_ad'`).get() as { sql: string }).sql,
+    ).toBe(triggerSql);
     after.close();
     expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
   });
@@ -106,12 +165,27 @@ describe('prune --apply', () => {
     const { sessionsDir, dbPath } = hand(home);
     const h = discoverHome({ home, env });
     const inv = buildInventory(h);
-    const plan = planPrune({ sessions: inv.sessions, orphanConversations: [], agentIds: ['main'], policy: { ...DEFAULT_POLICY }, now: NOW.getTime(), db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null } });
+    const plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: [],
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY },
+      now: NOW.getTime(),
+      db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    });
     const db = openSeahorseWrite(dbPath);
     const seen: string[] = [];
-    const count = (key: string) => (db.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE session_key = ?`).get(key) as { n: number }).n;
+    const count = (key: string) =>
+      (db.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE session_key = ?`).get(key) as { n: number }).n;
     applyPlan({
-      plan, db, dbPath, online: false, forceVacuum: false, freeSpace: () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null }), archiveDir: null, nowMs: NOW.getTime(),
+      plan,
+      db,
+      dbPath,
+      online: false,
+      forceVacuum: false,
+      freeSpace: () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null }),
+      archiveDir: null,
+      nowMs: NOW.getTime(),
       onStep: (step, s) => {
         if (s.key !== 'sk_v1_old') return;
         const jsonl = existsSync(join(sessionsDir, 'sk_v1_old.jsonl'));
@@ -120,7 +194,11 @@ describe('prune --apply', () => {
       },
     });
     db.close();
-    expect(seen).toEqual(['seahorse: rows=1 jsonl=true meta=true', 'jsonl: rows=0 jsonl=true meta=true', 'meta: rows=0 jsonl=false meta=true']);
+    expect(seen).toEqual([
+      'seahorse: rows=1 jsonl=true meta=true',
+      'jsonl: rows=0 jsonl=true meta=true',
+      'meta: rows=0 jsonl=false meta=true',
+    ]);
     expect(existsSync(join(sessionsDir, 'sk_v1_old.meta.json'))).toBe(false);
   });
 
@@ -128,13 +206,38 @@ describe('prune --apply', () => {
     const home = tempDir();
     const { sessionsDir, dbPath } = hand(home);
     const inv = buildInventory(discoverHome({ home, env }));
-    const plan = planPrune({ sessions: inv.sessions, orphanConversations: [], agentIds: ['main'], policy: { ...DEFAULT_POLICY }, now: NOW.getTime(), db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null } });
+    const plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: [],
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY },
+      now: NOW.getTime(),
+      db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    });
     // A new line arrives in one victim's .jsonl, and a new seahorse message in the other's conversation.
-    appendFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), '{"role":"user","content":"still here","created_at":"2026-11-30T11:59:00Z"}\n');
+    appendFileSync(
+      join(sessionsDir, 'sk_v1_old.jsonl'),
+      '{"role":"user","content":"still here","created_at":"2026-11-30T11:59:00Z"}\n',
+    );
     const db = openSeahorseWrite(dbPath);
-    const conv = (db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key LIKE 'agent:cron-%'`).get() as { id: number }).id;
-    db.prepare(`INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'new', '2026-11-30 11:59:00')`).run(conv);
-    const res = applyPlan({ plan, db, dbPath, online: true, forceVacuum: false, freeSpace: () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null }), archiveDir: null, nowMs: NOW.getTime() });
+    const conv = (
+      db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key LIKE 'agent:cron-%'`).get() as {
+        id: number;
+      }
+    ).id;
+    db.prepare(
+      `INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'new', '2026-11-30 11:59:00')`,
+    ).run(conv);
+    const res = applyPlan({
+      plan,
+      db,
+      dbPath,
+      online: true,
+      forceVacuum: false,
+      freeSpace: () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null }),
+      archiveDir: null,
+      nowMs: NOW.getTime(),
+    });
     db.close();
     const outcomes = [...res.groups.entries()].filter(([, o]) => o.reason === 'changed_since_plan');
     expect(outcomes).toHaveLength(2);
@@ -192,7 +295,9 @@ describe('prune --apply', () => {
     const home = tempDir();
     const { sessionsDir } = hand(home);
     const before = snapshot(home);
-    const r = await pass(home, true, { probe: async () => ({ ...(await down()), state: 'starting', reason: 'bootstrap' }) });
+    const r = await pass(home, true, {
+      probe: async () => ({ ...(await down()), state: 'starting', reason: 'bootstrap' }),
+    });
     expect(r.exit_code).toBe(5);
     expect(r.skipped).toMatch(/starting/);
     expect(snapshot(home)).toEqual(before);
@@ -216,9 +321,14 @@ describe('prune --apply', () => {
     addConversation(db, 'agent:cron-gone-new', ['2026-11-29 00:00:00']);
     db.close();
     const r = await pass(home, true);
-    expect(r.orphans.map((o) => `${o.key}:${o.action}`).sort()).toEqual(['agent:cron-gone-new:keep', 'agent:cron-gone-old:delete']);
+    expect(r.orphans.map((o) => `${o.key}:${o.action}`).sort()).toEqual([
+      'agent:cron-gone-new:keep',
+      'agent:cron-gone-old:delete',
+    ]);
     const after = dumpSeahorse(dbPath);
-    expect((after.conversations as { session_key: string }[]).map((c) => c.session_key)).not.toContain('agent:cron-gone-old');
+    expect((after.conversations as { session_key: string }[]).map((c) => c.session_key)).not.toContain(
+      'agent:cron-gone-old',
+    );
     expect(integrity(dbPath).ftsMessagesMatch).toBe(true);
   });
 
@@ -236,7 +346,11 @@ describe('prune --apply', () => {
     expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(false);
 
     const list = runCli(['restore', archive, '--home', home, '--list', '--json']);
-    expect(JSON.parse(list.stdout).entries.map((e: { key: string }) => e.key).sort()).toEqual(['agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555', 'sk_v1_old']);
+    expect(
+      JSON.parse(list.stdout)
+        .entries.map((e: { key: string }) => e.key)
+        .sort(),
+    ).toEqual(['agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555', 'sk_v1_old']);
     const state = tempDir();
     const res = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_old', '--state-dir', state]);
     expect(res.code, res.stderr).toBe(0);
@@ -258,7 +372,9 @@ describe('prune --apply', () => {
     writeFileSync(notADir, 'x');
     const r = await pass(home, true, { flags: { archive_dir: join(notADir, 'sub') } });
     expect(r.exit_code).toBe(6);
-    expect(r.skipped).toMatch(/archive folder .*sub cannot be created or written \(ENOTDIR\); nothing was deleted anywhere/);
+    expect(r.skipped).toMatch(
+      /archive folder .*sub cannot be created or written \(ENOTDIR\); nothing was deleted anywhere/,
+    );
     expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(true);
     expect(dumpSeahorse(join(sessionsDir, 'seahorse.db')).conversations).toHaveLength(5);
   });

@@ -16,7 +16,18 @@ import { addConversation, dumpSeahorse, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
-const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+const down = async (): Promise<GatewayState> => ({
+  state: 'down',
+  reason: 'test',
+  pid: null,
+  pidFile: 'absent',
+  alive: false,
+  host: '127.0.0.1',
+  port: 1,
+  ready: null,
+  health: null,
+  healthPidMatches: null,
+});
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const free = () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null });
 
@@ -24,9 +35,19 @@ function pass(home: string, apply: boolean, extra: Partial<Parameters<typeof run
   return runPrunePass({ home, env, apply, clock: fixedClock(NOW), stateDir: null, probe: down, ...extra });
 }
 
-const old = (key: string, extra: Record<string, unknown> = {}) => ({ key, updated: '2026-08-01T10:00:00Z', seahorse: ['2026-08-01 07:00:00', '2026-08-01 08:00:00'], ...extra });
+const old = (key: string, extra: Record<string, unknown> = {}) => ({
+  key,
+  updated: '2026-08-01T10:00:00Z',
+  seahorse: ['2026-08-01 07:00:00', '2026-08-01 08:00:00'],
+  ...extra,
+});
 const recent = { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] };
-const archivesIn = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((n) => n.endsWith('.tar.gz')).sort() : []);
+const archivesIn = (dir: string) =>
+  existsSync(dir)
+    ? readdirSync(dir)
+        .filter((n) => n.endsWith('.tar.gz'))
+        .sort()
+    : [];
 
 describe('prune --archive', () => {
   it('gives every archive its own name: agents whose agent_base collide, and two homes in one folder in the same second', async () => {
@@ -37,10 +58,25 @@ describe('prune --archive', () => {
     const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
     mkdirSync(opsDir, { recursive: true });
     mkdirSync(opsAgentDir, { recursive: true });
-    const config = { agents: { defaults: { context_manager: 'seahorse' }, list: [{ id: 'main', default: true }, { id: 'ops', workspace: join(home, 'ws-ops') }, { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') }] } };
-    handHome(home, [recent, { ...old('agent:cron-1'), agentDir: opsDir }, { ...old('cron-1'), agentDir: opsAgentDir }], { config });
+    const config = {
+      agents: {
+        defaults: { context_manager: 'seahorse' },
+        list: [
+          { id: 'main', default: true },
+          { id: 'ops', workspace: join(home, 'ws-ops') },
+          { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
+        ],
+      },
+    };
+    handHome(
+      home,
+      [recent, { ...old('agent:cron-1'), agentDir: opsDir }, { ...old('cron-1'), agentDir: opsAgentDir }],
+      { config },
+    );
     const inv = buildInventory(discoverHome({ home, env }));
-    expect(inv.sessions.map((s) => `${s.agent}_${s.base}`).filter((n) => n.startsWith('ops'))).toEqual(expect.arrayContaining(['ops_agent_cron-1']));
+    expect(inv.sessions.map((s) => `${s.agent}_${s.base}`).filter((n) => n.startsWith('ops'))).toEqual(
+      expect.arrayContaining(['ops_agent_cron-1']),
+    );
     const homeB = tempDir();
     handHome(homeB, [recent, old('agent:cron-1')]);
     const a = await pass(home, true, { flags: { archive_dir: archive } });
@@ -81,7 +117,10 @@ describe('prune --archive', () => {
     // An operator can read it with tar; the rows are there as JSON lines.
     const t = spawnSync('tar', ['-xzOf', join(archive, names[0]!), 'seahorse/rows.jsonl'], { encoding: 'utf8' });
     expect(t.status, t.stderr).toBe(0);
-    const rows = t.stdout.trim().split('\n').map((l) => JSON.parse(l) as { table: string });
+    const rows = t.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { table: string });
     expect(rows.filter((x) => x.table === 'messages')).toHaveLength(2);
     const list = runCli(['restore', archive, '--list', '--json'], { HOME: '/nowhere' });
     expect(JSON.parse(list.stdout).entries[0]).toMatchObject({ key: 'agent:cron-gone-old', action: 'listed' });
@@ -102,7 +141,10 @@ describe('prune --archive', () => {
     expect(dumpSeahorse(dbPath)).toEqual(before);
     expect(existsSync(join(sessionsDir, 'sk_v1_old.jsonl'))).toBe(true);
     // Not enough room for the planned sessions: the same, before anything is deleted.
-    const full = await pass(home, true, { flags: { archive_dir: join(tempDir(), 'a') }, freeSpace: () => ({ ...free(), availableBytes: 1000 }) });
+    const full = await pass(home, true, {
+      flags: { archive_dir: join(tempDir(), 'a') },
+      freeSpace: () => ({ ...free(), availableBytes: 1000 }),
+    });
     expect(full.exit_code).toBe(6);
     expect(full.skipped).toMatch(/has 0\.0 MiB free; the planned sessions need up to/);
     expect(dumpSeahorse(dbPath)).toEqual(before);
@@ -126,7 +168,9 @@ describe('prune --archive', () => {
     }
     expect(existsSync(join(process.cwd(), ' '))).toBe(false);
     const trimmed = join(tempDir(), 'arch');
-    const t = runCli(['prune', '--apply', '--home', home, '--json'], { PICOCLAW_SESSION_PRUNE_ARCHIVE_DIR: ` ${trimmed} ` });
+    const t = runCli(['prune', '--apply', '--home', home, '--json'], {
+      PICOCLAW_SESSION_PRUNE_ARCHIVE_DIR: ` ${trimmed} `,
+    });
     expect(t.code, t.stderr).toBe(0);
     expect(archivesIn(trimmed)).toHaveLength(1);
   });
@@ -137,17 +181,36 @@ describe('prune --archive', () => {
     const archive = join(tempDir(), 'archive');
     const h = discoverHome({ home, env });
     const inv = buildInventory(h);
-    const plan = planPrune({ sessions: inv.sessions, orphanConversations: inv.orphanConversations, agentIds: h.agents.map((a) => a.id), policy: { ...DEFAULT_POLICY, max_db_size_mb: 0 }, now: NOW.getTime(), db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null } });
+    const plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: inv.orphanConversations,
+      agentIds: h.agents.map((a) => a.id),
+      policy: { ...DEFAULT_POLICY, max_db_size_mb: 0 },
+      now: NOW.getTime(),
+      db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    });
     const db = openSeahorseWrite(dbPath, 5000);
     let archivesSeen: string[] = [];
     const res = applyPlan({
-      plan, db, dbPath, online: false, forceVacuum: false, freeSpace: free, archiveDir: archive, archiveHome: home, nowMs: NOW.getTime(),
+      plan,
+      db,
+      dbPath,
+      online: false,
+      forceVacuum: false,
+      freeSpace: free,
+      archiveDir: archive,
+      archiveHome: home,
+      nowMs: NOW.getTime(),
       onStep: (step, s) => {
         if (step !== 'seahorse' || s.key !== 'sk_v1_old') return;
         archivesSeen = archivesIn(archive);
         // A message arrives between the archive and the first delete: the session is kept whole.
-        const conv = db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = 'sk_v1_old'`).get() as { id: number };
-        db.prepare(`INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'user', 'late', 1, '2026-11-30 11:59:00', 'm')`).run(conv.id);
+        const conv = db
+          .prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = 'sk_v1_old'`)
+          .get() as { id: number };
+        db.prepare(
+          `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'user', 'late', 1, '2026-11-30 11:59:00', 'm')`,
+        ).run(conv.id);
       },
     });
     db.close();
@@ -159,7 +222,12 @@ describe('prune --archive', () => {
 
   it('an archive that fails mid-pass keeps that session and stops the pass with one reason for the rest', async () => {
     const home = tempDir();
-    const { sessionsDir } = handHome(home, [recent, old('sk_v1_a', { updated: '2026-08-01T10:00:00Z' }), old('sk_v1_b', { updated: '2026-08-02T10:00:00Z' }), old('sk_v1_c', { updated: '2026-08-03T10:00:00Z' })]);
+    const { sessionsDir } = handHome(home, [
+      recent,
+      old('sk_v1_a', { updated: '2026-08-01T10:00:00Z' }),
+      old('sk_v1_b', { updated: '2026-08-02T10:00:00Z' }),
+      old('sk_v1_c', { updated: '2026-08-03T10:00:00Z' }),
+    ]);
     const archive = join(tempDir(), 'archive');
     const r = await pass(home, true, {
       flags: { archive_dir: archive },
@@ -174,7 +242,11 @@ describe('prune --archive', () => {
     const by = (k: string) => r.sessions.find((s) => s.key === k)!;
     expect(by('sk_v1_a').action).toBe('delete');
     expect(by('sk_v1_b')).toMatchObject({ action: 'keep', reason: 'archive_failed' });
-    expect(by('sk_v1_c')).toMatchObject({ action: 'keep', reason: 'interrupted', detail: expect.stringMatching(/^not reached: an archive could not be written/) });
+    expect(by('sk_v1_c')).toMatchObject({
+      action: 'keep',
+      reason: 'interrupted',
+      detail: expect.stringMatching(/^not reached: an archive could not be written/),
+    });
     expect(existsSync(join(sessionsDir, 'sk_v1_b.jsonl'))).toBe(true);
     expect(existsSync(join(sessionsDir, 'sk_v1_c.jsonl'))).toBe(true);
     expect(readdirSync(`${archive}.gone`)).toHaveLength(1);
@@ -187,8 +259,20 @@ describe('restore holds', () => {
     handHome(home, [recent, old('sk_v1_old'), old('sk_v1_other', { updated: '2026-08-02T10:00:00Z' })]);
     const h = discoverHome({ home, env });
     const inv = buildInventory(h);
-    const input = { sessions: inv.sessions, orphanConversations: [], agentIds: ['main'], policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2, max_db_size_mb: 0 }, now: NOW.getTime(), db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null } };
-    const hold = { agent: 'main', key: 'sk_v1_old', restored_at: '2026-11-30T10:00:00Z', until: '2026-12-07T10:00:00Z' };
+    const input = {
+      sessions: inv.sessions,
+      orphanConversations: [],
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2, max_db_size_mb: 0 },
+      now: NOW.getTime(),
+      db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    };
+    const hold = {
+      agent: 'main',
+      key: 'sk_v1_old',
+      restored_at: '2026-11-30T10:00:00Z',
+      until: '2026-12-07T10:00:00Z',
+    };
     const plan = planPrune({ ...input, holds: [hold] });
     const by = (k: string) => plan.groups.find((g) => g.key === k)!;
     expect(by('sk_v1_old')).toMatchObject({ action: 'keep', reason: 'restored_hold', hold });
@@ -197,9 +281,13 @@ describe('restore holds', () => {
     expect(planPrune(input).groups.find((g) => g.key === 'sk_v1_old')).toMatchObject({ action: 'delete' });
     // It counts toward max_sessions like any kept session: 3 sessions, at most 2, the unheld old one goes.
     const count = planPrune({ ...input, policy: { ...input.policy, max_age_days: 0 }, holds: [hold] });
-    expect(count.groups.filter((g) => g.action === 'delete').map((g) => `${g.key}:${g.reason}`)).toEqual(['sk_v1_other:max_sessions']);
+    expect(count.groups.filter((g) => g.action === 'delete').map((g) => `${g.key}:${g.reason}`)).toEqual([
+      'sk_v1_other:max_sessions',
+    ]);
     // A hold of another agent does not match.
-    expect(planPrune({ ...input, holds: [{ ...hold, agent: 'ops' }] }).groups.find((g) => g.key === 'sk_v1_old')!.action).toBe('delete');
+    expect(
+      planPrune({ ...input, holds: [{ ...hold, agent: 'ops' }] }).groups.find((g) => g.key === 'sk_v1_old')!.action,
+    ).toBe('delete');
   });
   it('keeps a restored session out of the next passes until the hold ends or is released', async () => {
     const home = tempDir();
@@ -212,7 +300,9 @@ describe('restore holds', () => {
     expect(r.stdout).toMatch(/Held from pruning until \d{4}-\d\d-\d\d \d\d:\d\dZ/);
     // The next pass (dry-run and apply) keeps it, and says why.
     const dry = runCli(['prune', '--home', home, '--state-dir', state, '--json']);
-    const s = (JSON.parse(dry.stdout) as { sessions: { key: string; action: string; reason: string; detail: string }[] }).sessions.find((x) => x.key === 'sk_v1_old')!;
+    const s = (
+      JSON.parse(dry.stdout) as { sessions: { key: string; action: string; reason: string; detail: string }[] }
+    ).sessions.find((x) => x.key === 'sk_v1_old')!;
     expect(s).toMatchObject({ action: 'keep', reason: 'restored_hold' });
     expect(s.detail).toMatch(/^restored on \d{4}-\d\d-\d\d, held until \d{4}-\d\d-\d\d \d\d:\d\dZ$/);
     const text = runCli(['prune', '--home', home, '--state-dir', state]);
@@ -258,7 +348,20 @@ describe('restore holds', () => {
     expect(JSON.parse(held.stdout).sessions.find((x: { key: string }) => x.key === 'sk_v1_old').action).toBe('delete');
     // An expired hold is ignored by the planner.
     const real = (await import('node:fs')).realpathSync(home);
-    writeFileSync(join(state, 'restore-holds.json'), JSON.stringify({ holds: [{ home: real, agent: 'main', key: 'sk_v1_old', restored_at: '2026-11-01T00:00:00Z', until: '2026-11-08T00:00:00Z' }] }));
+    writeFileSync(
+      join(state, 'restore-holds.json'),
+      JSON.stringify({
+        holds: [
+          {
+            home: real,
+            agent: 'main',
+            key: 'sk_v1_old',
+            restored_at: '2026-11-01T00:00:00Z',
+            until: '2026-11-08T00:00:00Z',
+          },
+        ],
+      }),
+    );
     const exp = await pass(home, false, { stateDir: state, clock: fixedClock(NOW) });
     expect(exp.sessions.find((x) => x.key === 'sk_v1_old')!.action).toBe('delete');
     appendFileSync(join(state, 'restore-holds.json'), '');

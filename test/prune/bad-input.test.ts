@@ -20,7 +20,10 @@ function basicHome(home: string) {
 }
 
 function prune(home: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-  const r = runCli(['prune', '--apply', '--json', '--home', home, '--state-dir', join(home, '..', 'guard-state'), ...args], env);
+  const r = runCli(
+    ['prune', '--apply', '--json', '--home', home, '--state-dir', join(home, '..', 'guard-state'), ...args],
+    env,
+  );
   let report: Record<string, any> | null = null;
   try {
     report = JSON.parse(r.stdout);
@@ -33,7 +36,8 @@ function prune(home: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
 /** tmpfs mounts need root, and a sandbox may refuse them even to root. */
 function requireMount(ctx: TestContext): void {
   requireRoot(ctx, 'mount a tmpfs');
-  if (!canMount()) skipWithReason(ctx, 'this machine refuses to mount a tmpfs even for root (a container without CAP_SYS_ADMIN)');
+  if (!canMount())
+    skipWithReason(ctx, 'this machine refuses to mount a tmpfs even for root (a container without CAP_SYS_ADMIN)');
 }
 
 const mounts: string[] = [];
@@ -52,7 +56,10 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     const home = tempDir();
     const { sessionsDir } = basicHome(home);
     writeFileSync(join(sessionsDir, 'corrupt.meta.json'), '{"key": "agent:main:x", "updated_at": ');
-    writeFileSync(join(sessionsDir, 'corrupt.jsonl'), '{"role":"user","content":"x","created_at":"2020-01-01T00:00:00Z"}\n');
+    writeFileSync(
+      join(sessionsDir, 'corrupt.jsonl'),
+      '{"role":"user","content":"x","created_at":"2020-01-01T00:00:00Z"}\n',
+    );
     writeFileSync(join(sessionsDir, 'empty.meta.json'), '');
     writeFileSync(join(sessionsDir, 'latin1.meta.json'), Buffer.from('{"key":"caf\xe9"}', 'latin1'));
     const r = prune(home);
@@ -72,10 +79,16 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     const home = tempDir();
     const { sessionsDir } = basicHome(home);
     writeSession(sessionsDir, { key: 'sk_v1_torn', updated: daysAgo(80) });
-    writeFileSync(join(sessionsDir, 'sk_v1_torn.jsonl'), `{"role":"user","content":"a","created_at":"${daysAgo(80)}"}\n{"role":"tool","content":"cut sh`);
+    writeFileSync(
+      join(sessionsDir, 'sk_v1_torn.jsonl'),
+      `{"role":"user","content":"a","created_at":"${daysAgo(80)}"}\n{"role":"tool","content":"cut sh`,
+    );
     writeSession(sessionsDir, { key: 'sk_v1_huge', updated: daysAgo(2) });
     const hugeAt = daysAgo(1);
-    writeFileSync(join(sessionsDir, 'sk_v1_huge.jsonl'), `{"role":"tool","content":"${'x'.repeat(10 * 1024 * 1024 - 200)}","created_at":"${hugeAt}"}\n`);
+    writeFileSync(
+      join(sessionsDir, 'sk_v1_huge.jsonl'),
+      `{"role":"tool","content":"${'x'.repeat(10 * 1024 * 1024 - 200)}","created_at":"${hugeAt}"}\n`,
+    );
     const inv = runCli(['sessions', '--json', '--home', home]);
     const s = JSON.parse(inv.stdout).sessions;
     expect(s.find((x: { key: string }) => x.key === 'sk_v1_torn').issues).toEqual(['jsonl_truncated_last_line']);
@@ -89,12 +102,17 @@ describe('bad input: each ends with a clear message, the right exit code, and no
   it('a .jsonl without meta is listed and kept; a meta without .jsonl is a session (deleted when old)', () => {
     const home = tempDir();
     const { sessionsDir } = basicHome(home);
-    writeFileSync(join(sessionsDir, 'agent_main_lost.jsonl'), '{"role":"user","content":"x","created_at":"2020-01-01T00:00:00Z"}\n');
+    writeFileSync(
+      join(sessionsDir, 'agent_main_lost.jsonl'),
+      '{"role":"user","content":"x","created_at":"2020-01-01T00:00:00Z"}\n',
+    );
     writeSession(sessionsDir, { key: 'agent:main:metaonly', updated: daysAgo(60) });
     rmSync(join(sessionsDir, 'agent_main_metaonly.jsonl'));
     const r = prune(home);
     expect(r.code).toBe(0);
-    expect(r.report!.orphan_jsonl.map((o: { path: string }) => o.path)).toEqual([join(sessionsDir, 'agent_main_lost.jsonl')]);
+    expect(r.report!.orphan_jsonl.map((o: { path: string }) => o.path)).toEqual([
+      join(sessionsDir, 'agent_main_lost.jsonl'),
+    ]);
     expect(existsSync(join(sessionsDir, 'agent_main_lost.jsonl'))).toBe(true);
     expect(r.report!.sessions.find((s: { key: string }) => s.key === 'agent:main:metaonly').action).toBe('delete');
     expect(existsSync(join(sessionsDir, 'agent_main_metaonly.meta.json'))).toBe(false);
@@ -119,14 +137,21 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     const r = prune(home, ['--max-age-days', '30']);
     expect(r.code).toBe(0);
     const dups = r.report!.sessions.filter((s: { key: string }) => s.key === 'agent:cron-dup');
-    expect(dups.map((d: { agent: string; action: string }) => `${d.agent}:${d.action}`).sort()).toEqual(['b:keep', 'main:delete']);
+    expect(dups.map((d: { agent: string; action: string }) => `${d.agent}:${d.action}`).sort()).toEqual([
+      'b:keep',
+      'main:delete',
+    ]);
     const left = new (sqlite())(dbPath, { readonly: true });
-    expect(left.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE session_key = 'agent:cron-dup'`).get()).toEqual({ n: 1 });
+    expect(left.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE session_key = 'agent:cron-dup'`).get()).toEqual({
+      n: 1,
+    });
     left.close();
     const r2 = prune(home, ['--max-age-days', '1']);
     expect(r2.code).toBe(0);
     const after = new (sqlite())(dbPath, { readonly: true });
-    expect(after.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE session_key = 'agent:cron-dup'`).get()).toEqual({ n: 0 });
+    expect(after.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE session_key = 'agent:cron-dup'`).get()).toEqual(
+      { n: 0 },
+    );
     after.close();
   });
 
@@ -145,9 +170,20 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     const r = prune(home);
     expect(r.code).toBe(0);
     expect(snapshot(outside)).toEqual(outsideBefore);
-    expect(r.report!.sessions.find((s: { key: string }) => s.key === 'agent:main:half')).toMatchObject({ action: 'keep', reason: 'not_regular_file' });
+    expect(r.report!.sessions.find((s: { key: string }) => s.key === 'agent:main:half')).toMatchObject({
+      action: 'keep',
+      reason: 'not_regular_file',
+    });
     expect(r.report!.sessions.find((s: { key: string }) => s.key === 'agent:main:outside')).toBeUndefined();
-    expect(readdirSync(sessionsDir).sort()).toEqual(expect.arrayContaining(['agent_main_half.jsonl', 'agent_main_half.meta.json', 'agent_main_outside.jsonl', 'agent_main_outside.meta.json', 'x.jsonl']));
+    expect(readdirSync(sessionsDir).sort()).toEqual(
+      expect.arrayContaining([
+        'agent_main_half.jsonl',
+        'agent_main_half.meta.json',
+        'agent_main_outside.jsonl',
+        'agent_main_outside.meta.json',
+        'x.jsonl',
+      ]),
+    );
   });
 
   it('files another user owns and this user cannot write are kept with the file named (run as nobody)', (ctx) => {
@@ -160,9 +196,25 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     execFileSync('chown', ['-R', 'nobody:nogroup', root]);
     chownSync(join(sessionsDir, 'sk_v1_rootowned.jsonl'), 0, 0);
     chownSync(join(sessionsDir, 'sk_v1_rootowned.meta.json'), 0, 0);
-    const res = spawnSync(process.execPath, [join(import.meta.dirname, '../../dist/src/cli.js'), 'prune', '--apply', '--json', '--home', home, '--state-dir', join(root, 'state')], {
-      uid: 65534, gid: 65534, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: root, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },
-    });
+    const res = spawnSync(
+      process.execPath,
+      [
+        join(import.meta.dirname, '../../dist/src/cli.js'),
+        'prune',
+        '--apply',
+        '--json',
+        '--home',
+        home,
+        '--state-dir',
+        join(root, 'state'),
+      ],
+      {
+        uid: 65534,
+        gid: 65534,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, HOME: root, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },
+      },
+    );
     const report = JSON.parse(res.stdout);
     expect(res.status).toBe(7);
     const kept = report.sessions.find((s: { key: string }) => s.key === 'sk_v1_rootowned');
@@ -190,7 +242,14 @@ describe('bad input: each ends with a clear message, the right exit code, and no
 
   it('seahorse.db missing: the JSONL stores are pruned on their own', () => {
     const home = tempDir();
-    const { sessionsDir } = handHome(home, [{ key: 'sk_v1_old', updated: daysAgo(90) }, { key: 'sk_v1_new', updated: daysAgo(0) }], { seahorse: false });
+    const { sessionsDir } = handHome(
+      home,
+      [
+        { key: 'sk_v1_old', updated: daysAgo(90) },
+        { key: 'sk_v1_new', updated: daysAgo(0) },
+      ],
+      { seahorse: false },
+    );
     const r = prune(home);
     expect(r.code).toBe(0);
     expect(r.report!.database.present).toBe(false);
@@ -238,7 +297,8 @@ describe('bad input: each ends with a clear message, the right exit code, and no
   it('FTS5 tables this SQLite cannot use (unknown tokenizer): exit 3, nothing deleted', () => {
     const home = tempDir();
     const { dbPath } = basicHome(home);
-    // better-sqlite3 runs in defensive mode; Python's sqlite3 lets us rewrite the schema as an old or odd build would have.
+    // better-sqlite3 runs in defensive mode; Python's sqlite3 lets us rewrite the schema as an old or odd build would
+    // have.
     const py = `import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute("PRAGMA writable_schema=ON")\nc.execute("UPDATE sqlite_master SET sql = replace(sql, 'trigram', 'icu_zh') WHERE name = 'messages_fts'")\nc.commit()\nc.close()\n`;
     execFileSync('python3', ['-c', py, dbPath]);
     const noLock = (p: string) => p.includes('.picoclaw-guard.lock');
@@ -253,7 +313,8 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     for (const where of ['db', 'tmp'] as const) {
       const home = tempDir();
       const sessions = [];
-      for (let i = 0; i < 40; i++) sessions.push({ key: `sk_v1_s${i}`, updated: daysAgo(100 + i), seahorse: Array(8).fill(sqlDaysAgo(100 + i)) });
+      for (let i = 0; i < 40; i++)
+        sessions.push({ key: `sk_v1_s${i}`, updated: daysAgo(100 + i), seahorse: Array(8).fill(sqlDaysAgo(100 + i)) });
       sessions.push({ key: 'sk_v1_new', updated: daysAgo(0), seahorse: [sqlDaysAgo(0)] });
       sessions.push({ key: 'sk_v1_big', updated: daysAgo(99) });
       const { sessionsDir } = handHome(home, sessions);
@@ -265,7 +326,9 @@ describe('bad input: each ends with a clear message, the right exit code, and no
       const r = prune(home, [], { PICOGUARD_FAKE_FREE_BYTES: fake, TMPDIR: tmp, SQLITE_TMPDIR: tmp });
       expect(r.code, r.stderr).toBe(0);
       expect(r.report!.database.vacuum.ran).toBe(false);
-      expect(r.report!.database.vacuum.reason).toMatch(where === 'db' ? new RegExp(`free in ${sessionsDir}`) : /temp folder/);
+      expect(r.report!.database.vacuum.reason).toMatch(
+        where === 'db' ? new RegExp(`free in ${sessionsDir}`) : /temp folder/,
+      );
       expect(r.report!.database.vacuum.wal_checkpoint).toBe('truncate');
     }
   });
@@ -277,7 +340,8 @@ describe('bad input: each ends with a clear message, the right exit code, and no
     mounts.push(mnt);
     const home = tempDir();
     const sessions = [];
-    for (let i = 0; i < 30; i++) sessions.push({ key: `sk_v1_s${i}`, updated: daysAgo(100 + i), seahorse: Array(5).fill(sqlDaysAgo(100 + i)) });
+    for (let i = 0; i < 30; i++)
+      sessions.push({ key: `sk_v1_s${i}`, updated: daysAgo(100 + i), seahorse: Array(5).fill(sqlDaysAgo(100 + i)) });
     sessions.push({ key: 'sk_v1_new', updated: daysAgo(0), seahorse: [sqlDaysAgo(0)] });
     sessions.push({ key: 'sk_v1_big', updated: daysAgo(99) });
     const { sessionsDir } = handHome(home, sessions);

@@ -11,18 +11,45 @@ import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const MiB = 1024 * 1024;
-const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+const down = async (): Promise<GatewayState> => ({
+  state: 'down',
+  reason: 'test',
+  pid: null,
+  pidFile: 'absent',
+  alive: false,
+  host: '127.0.0.1',
+  port: 1,
+  ready: null,
+  health: null,
+  healthPidMatches: null,
+});
 
 /** Four old sessions (each deleted alone) and a recent one. */
 function home(): { dir: string; sessionsDir: string; dbPath: string } {
   const dir = tempDir();
-  const old = ['a', 'b', 'c', 'd'].map((k, i) => ({ key: `sk_v1_old_${k}`, updated: `2026-0${5 + i}-01T10:00:00Z`, seahorse: [`2026-0${5 + i}-01 10:00:00`, `2026-0${5 + i}-01 10:00:01`] }));
-  const { sessionsDir, dbPath } = handHome(dir, [...old, { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] }]);
+  const old = ['a', 'b', 'c', 'd'].map((k, i) => ({
+    key: `sk_v1_old_${k}`,
+    updated: `2026-0${5 + i}-01T10:00:00Z`,
+    seahorse: [`2026-0${5 + i}-01 10:00:00`, `2026-0${5 + i}-01 10:00:01`],
+  }));
+  const { sessionsDir, dbPath } = handHome(dir, [
+    ...old,
+    { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] },
+  ]);
   return { dir, sessionsDir, dbPath };
 }
 
 function pass(dir: string, env: NodeJS.ProcessEnv, rss: () => number) {
-  return runPrunePass({ home: dir, env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, ...env }, apply: true, clock: fixedClock(NOW), stateDir: null, probe: down, rss, flags: { vacuum: false } });
+  return runPrunePass({
+    home: dir,
+    env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, ...env },
+    apply: true,
+    clock: fixedClock(NOW),
+    stateDir: null,
+    probe: down,
+    rss,
+    flags: { vacuum: false },
+  });
 }
 
 describe('memory budget of a pass', () => {
@@ -46,11 +73,14 @@ describe('memory budget of a pass', () => {
     expect(deleted).toHaveLength(1);
     expect(stopped).toHaveLength(3);
     expect(r.exit_code).toBe(ExitCode.PARTIAL);
-    expect(r.warnings.join('\n')).toMatch(/memory \(200 MiB resident\) passed its budget of 100 MiB \(PICOGUARD_PASS_MEMORY_MB\)/);
+    expect(r.warnings.join('\n')).toMatch(
+      /memory \(200 MiB resident\) passed its budget of 100 MiB \(PICOGUARD_PASS_MEMORY_MB\)/,
+    );
     // The deleted one is gone from both stores, the stopped ones are untouched in both.
     const files = readdirSync(sessionsDir);
     expect(files.filter((f) => f.startsWith(deleted[0]!))).toEqual([]);
-    for (const k of stopped) expect(files.filter((f) => f.startsWith(k!)).sort()).toEqual([`${k}.jsonl`, `${k}.meta.json`]);
+    for (const k of stopped)
+      expect(files.filter((f) => f.startsWith(k!)).sort()).toEqual([`${k}.jsonl`, `${k}.meta.json`]);
     const keys = (dumpSeahorse(dbPath).conversations as { session_key: string }[]).map((c) => c.session_key).sort();
     expect(keys).toEqual([...stopped, 'sk_v1_recent'].sort());
     expect(integrity(dbPath).ok).toBe('ok');
@@ -68,11 +98,33 @@ describe('memory budget of a pass', () => {
 describe('the resident size a budget reads', () => {
   it('falls back to VmRSS when /proc/self/stat reads 0 (qemu-user emulates that file with its RSS field at 0)', () => {
     const status = 'Name:\tnode\nVmHWM:\t  200000 kB\nVmRSS:\t  196140 kB\nThreads:\t7\n';
-    expect(residentBytes(() => 0, () => status)).toBe(196140 * 1024);
-    expect(residentBytes(() => 5 * 1024 * 1024, () => status)).toBe(5 * 1024 * 1024);
-    expect(residentBytes(() => 0, () => { throw new Error('ENOENT'); })).toBe(0);
+    expect(
+      residentBytes(
+        () => 0,
+        () => status,
+      ),
+    ).toBe(196140 * 1024);
+    expect(
+      residentBytes(
+        () => 5 * 1024 * 1024,
+        () => status,
+      ),
+    ).toBe(5 * 1024 * 1024);
+    expect(
+      residentBytes(
+        () => 0,
+        () => {
+          throw new Error('ENOENT');
+        },
+      ),
+    ).toBe(0);
     // So a budget trips on the fallback figure too.
-    const b = memoryBudget({ PICOGUARD_PASS_MEMORY_MB: '100' }, () => residentBytes(() => 0, () => status));
+    const b = memoryBudget({ PICOGUARD_PASS_MEMORY_MB: '100' }, () =>
+      residentBytes(
+        () => 0,
+        () => status,
+      ),
+    );
     expect(b.over()).toBe(true);
     expect(b.why()).toMatch(/192 MiB resident\) passed its budget of 100 MiB/);
   });

@@ -1,6 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,14 +23,33 @@ import { handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
-const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+const down = async (): Promise<GatewayState> => ({
+  state: 'down',
+  reason: 'test',
+  pid: null,
+  pidFile: 'absent',
+  alive: false,
+  host: '127.0.0.1',
+  port: 1,
+  ready: null,
+  health: null,
+  healthPidMatches: null,
+});
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const recent = { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] };
 const old = (key: string) => ({ key, updated: '2026-08-01T10:00:00Z', seahorse: ['2026-08-01 07:00:00'] });
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
 function pass(home: string, nowIso = '2026-11-30T12:00:00Z') {
-  return runPrunePass({ home, env, apply: true, clock: fixedClock(new Date(nowIso)), stateDir: null, probe: down, flags: { archive_dir: join(home, '..', 'archive') } });
+  return runPrunePass({
+    home,
+    env,
+    apply: true,
+    clock: fixedClock(new Date(nowIso)),
+    stateDir: null,
+    probe: down,
+    flags: { archive_dir: join(home, '..', 'archive') },
+  });
 }
 
 /** A home beside its archive folder; returns both. */
@@ -33,12 +61,34 @@ function setup(sessions: ReturnType<typeof old>[] = [old('sk_v1_old')]) {
 }
 
 /** An archive in the format of earlier releases (one gzip JSON document). */
-function legacyArchive(dir: string, name: string, over: Record<string, unknown> = {}, files?: Record<string, unknown>): string {
+function legacyArchive(
+  dir: string,
+  name: string,
+  over: Record<string, unknown> = {},
+  files?: Record<string, unknown>,
+): string {
   const jsonl = Buffer.from('{"role":"user","content":"hi","created_at":"2026-08-01T10:00:00Z"}\n');
-  const meta = Buffer.from(JSON.stringify({ key: 'sk_v1_legacy', created_at: '2026-08-01T10:00:00Z', updated_at: '2026-08-01T10:00:00Z', count: 1 }));
+  const meta = Buffer.from(
+    JSON.stringify({
+      key: 'sk_v1_legacy',
+      created_at: '2026-08-01T10:00:00Z',
+      updated_at: '2026-08-01T10:00:00Z',
+      count: 1,
+    }),
+  );
   const doc = {
-    format: 'picoclaw-guard-session-archive', version: 1, archived_at: '2026-09-01T00:00:00.000Z', agent: 'main', sessions_dir: join(dir, 'nowhere'), base: 'sk_v1_legacy', key: 'sk_v1_legacy', aliases: [],
-    files: files ?? { jsonl: { name: 'sk_v1_legacy.jsonl', sha256: sha(jsonl), data_base64: jsonl.toString('base64') }, meta: { name: 'sk_v1_legacy.meta.json', sha256: sha(meta), data_base64: meta.toString('base64') } },
+    format: 'picoclaw-guard-session-archive',
+    version: 1,
+    archived_at: '2026-09-01T00:00:00.000Z',
+    agent: 'main',
+    sessions_dir: join(dir, 'nowhere'),
+    base: 'sk_v1_legacy',
+    key: 'sk_v1_legacy',
+    aliases: [],
+    files: files ?? {
+      jsonl: { name: 'sk_v1_legacy.jsonl', sha256: sha(jsonl), data_base64: jsonl.toString('base64') },
+      meta: { name: 'sk_v1_legacy.meta.json', sha256: sha(meta), data_base64: meta.toString('base64') },
+    },
     seahorse: null,
     ...over,
   };
@@ -71,12 +121,22 @@ describe('restore', () => {
     const cases: [string, Record<string, unknown>, Record<string, unknown> | undefined, RegExp][] = [
       ['no-files', { files: undefined }, undefined, /files must be an object/],
       ['no-meta', {}, { jsonl: ok('jsonl') }, /files\.meta must be an object/],
-      ['data-number', {}, { jsonl: null, meta: { ...ok('meta.json'), data_base64: 12 } }, /files\.meta\.data_base64 must be a string/],
+      [
+        'data-number',
+        {},
+        { jsonl: null, meta: { ...ok('meta.json'), data_base64: 12 } },
+        /files\.meta\.data_base64 must be a string/,
+      ],
       ['key-number', { key: 7 }, undefined, /key must be a string, not 7/],
       ['agent-object', { agent: {} }, undefined, /agent must be a string/],
       ['nul-base', { base: 'a\u0000b' }, undefined, /base is empty or holds a NUL byte/],
       ['slash-base', { base: '../../etc/x' }, undefined, /base "..\/..\/etc\/x" is not a safe file or folder name/],
-      ['bad-sha', {}, { jsonl: null, meta: { ...ok('meta.json'), data_base64: Buffer.from('{}').toString('base64') } }, /files\.meta\.sha256 does not match the data/],
+      [
+        'bad-sha',
+        {},
+        { jsonl: null, meta: { ...ok('meta.json'), data_base64: Buffer.from('{}').toString('base64') } },
+        /files\.meta\.sha256 does not match the data/,
+      ],
     ];
     for (const [name, over, files, want] of cases) {
       const p = legacyArchive(dir, `${name}.session.json.gz`, over, files);
@@ -86,7 +146,9 @@ describe('restore', () => {
       expect(r.stderr, name).toContain(p);
       expect(r.stderr, name).not.toMatch(/TypeError|\n\s+at /);
     }
-    expect(readdirSync(sessionsDir).filter((n) => !n.startsWith('seahorse') && !n.startsWith('sk_v1_recent'))).toEqual([]);
+    expect(readdirSync(sessionsDir).filter((n) => !n.startsWith('seahorse') && !n.startsWith('sk_v1_recent'))).toEqual(
+      [],
+    );
   });
 
   it('writes both files or neither: a meta that is not JSON (correct hash) leaves no .jsonl and no temp file', () => {
@@ -94,10 +156,21 @@ describe('restore', () => {
     const dir = tempDir();
     const jsonl = Buffer.from('{"x":1}\n');
     const meta = Buffer.from('not json');
-    const mine = legacyArchive(dir, 'a.session.json.gz', { sessions_dir: sessionsDir }, { jsonl: { name: 'sk_v1_legacy.jsonl', sha256: sha(jsonl), data_base64: jsonl.toString('base64') }, meta: { name: 'sk_v1_legacy.meta.json', sha256: sha(meta), data_base64: meta.toString('base64') } });
+    const mine = legacyArchive(
+      dir,
+      'a.session.json.gz',
+      { sessions_dir: sessionsDir },
+      {
+        jsonl: { name: 'sk_v1_legacy.jsonl', sha256: sha(jsonl), data_base64: jsonl.toString('base64') },
+        meta: { name: 'sk_v1_legacy.meta.json', sha256: sha(meta), data_base64: meta.toString('base64') },
+      },
+    );
     const m = runCli(['restore', mine, '--home', home, '--state-dir', state, '--json']);
     expect(m.code).toBe(7);
-    expect(JSON.parse(m.stdout).entries[0]).toMatchObject({ action: 'invalid', reason: expect.stringMatching(/meta file is not valid JSON/) });
+    expect(JSON.parse(m.stdout).entries[0]).toMatchObject({
+      action: 'invalid',
+      reason: expect.stringMatching(/meta file is not valid JSON/),
+    });
     expect(readdirSync(sessionsDir).filter((n) => n.includes('legacy') || n.startsWith('.tmp'))).toEqual([]);
   });
 
@@ -109,7 +182,9 @@ describe('restore', () => {
     expect(r.code).toBe(7);
     expect(r.stdout).toMatch(/invalid .*junk\.tar\.gz/);
     expect(r.stdout).toMatch(/1 archive\(s\) could not be used/);
-    expect(readdirSync(sessionsDir)).toEqual(expect.arrayContaining(['sk_v1_a.jsonl', 'sk_v1_a.meta.json', 'sk_v1_b.jsonl', 'sk_v1_b.meta.json']));
+    expect(readdirSync(sessionsDir)).toEqual(
+      expect.arrayContaining(['sk_v1_a.jsonl', 'sk_v1_a.meta.json', 'sk_v1_b.jsonl', 'sk_v1_b.meta.json']),
+    );
   });
 
   it('checks SHA-256 on restore: a tampered file restores nothing of that session', async () => {
@@ -133,7 +208,15 @@ describe('restore', () => {
     const p = join(tempDir(), 'bomb.session.json.gz');
     const zeros = Buffer.alloc(1 << 20);
     let left = 300;
-    await pipeline(Readable.from((function* () { while (left-- > 0) yield zeros; })()), createGzip({ level: 1 }), createWriteStream(p));
+    await pipeline(
+      Readable.from(
+        (function* () {
+          while (left-- > 0) yield zeros;
+        })(),
+      ),
+      createGzip({ level: 1 }),
+      createWriteStream(p),
+    );
     const r = runCli(['restore', p, '--list', '--state-dir', state]);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/decompresses to more than 256\.0 MiB: too large/);
@@ -145,7 +228,11 @@ describe('restore', () => {
     await pass(home, '2026-11-30T12:00:00Z');
     expect(runCli(['restore', archive, '--home', home, '--state-dir', state, '--hold-days', '0']).code).toBe(0);
     // Changed after the restore, then deleted again: a second, newer archive of the same key.
-    writeFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'utf8') + '{"role":"user","content":"second life","created_at":"2026-08-01T10:00:00Z"}\n');
+    writeFileSync(
+      join(sessionsDir, 'sk_v1_old.jsonl'),
+      readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'utf8') +
+        '{"role":"user","content":"second life","created_at":"2026-08-01T10:00:00Z"}\n',
+    );
     await pass(home, '2026-11-30T13:00:00Z');
     expect(readdirSync(archive)).toHaveLength(2);
     const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
@@ -169,7 +256,10 @@ describe('restore', () => {
     expect(amb.stderr).toMatch(/"sk_v1_a" matches 2 keys: sk_v1_a1, sk_v1_a2/);
     const list = runCli(['restore', archive, '--list'], { HOME: '/nowhere' });
     expect(list.code, list.stderr).toBe(0);
-    const shown = list.stdout.split('\n').find((l) => l.includes('agent:cron-'))!.split(/\s+/)[2]!;
+    const shown = list.stdout
+      .split('\n')
+      .find((l) => l.includes('agent:cron-'))!
+      .split(/\s+/)[2]!;
     expect(shown).toContain('…');
     const one = runCli(['restore', archive, '--home', home, '--key', shown, '--state-dir', state, '--json']);
     expect(one.code, one.stderr).toBe(0);
@@ -190,8 +280,26 @@ describe('restore', () => {
     const meta = JSON.stringify({ key: 'sk_v1_t' });
     writeFileSync(join(src, 'session', 'sk_v1_t.jsonl'), jsonl);
     writeFileSync(join(src, 'session', 'sk_v1_t.meta.json'), meta);
-    const manifest = (files: unknown[]) => ({ format: 'picoclaw-guard-session-archive', version: 2, kind: 'session', archived_at: '2026-11-30T12:00:00Z', home: realpathSync(home), agent: 'main', sessions_dir: '/x', base: 'sk_v1_t', key: 'sk_v1_t', aliases: [], files, seahorse: null });
-    const entry = (role: string, name: string, body: string, bytes = Buffer.byteLength(body)) => ({ role, name: `session/${name}`, bytes, sha256: sha(body) });
+    const manifest = (files: unknown[]) => ({
+      format: 'picoclaw-guard-session-archive',
+      version: 2,
+      kind: 'session',
+      archived_at: '2026-11-30T12:00:00Z',
+      home: realpathSync(home),
+      agent: 'main',
+      sessions_dir: '/x',
+      base: 'sk_v1_t',
+      key: 'sk_v1_t',
+      aliases: [],
+      files,
+      seahorse: null,
+    });
+    const entry = (role: string, name: string, body: string, bytes = Buffer.byteLength(body)) => ({
+      role,
+      name: `session/${name}`,
+      bytes,
+      sha256: sha(body),
+    });
     const make = (name: string, m: unknown, order: string[]) => {
       writeFileSync(join(src, 'manifest.json'), JSON.stringify(m));
       const r = spawnSync('tar', ['-czf', join(dir, name), '-C', src, ...order]);
@@ -201,10 +309,25 @@ describe('restore', () => {
     const good = [entry('meta', 'sk_v1_t.meta.json', meta), entry('jsonl', 'sk_v1_t.jsonl', jsonl)];
     const all = ['manifest.json', 'session/sk_v1_t.meta.json', 'session/sk_v1_t.jsonl'];
     const cases: [string, unknown, string[], RegExp][] = [
-      ['late-manifest.tar.gz', manifest(good), ['session/sk_v1_t.jsonl', 'manifest.json', 'session/sk_v1_t.meta.json'], /manifest\.json must be the first entry/],
-      ['size.tar.gz', manifest([good[0], entry('jsonl', 'sk_v1_t.jsonl', jsonl, 4096)]), all, /"session\/sk_v1_t\.jsonl" holds 8 bytes, the manifest says 4096/],
+      [
+        'late-manifest.tar.gz',
+        manifest(good),
+        ['session/sk_v1_t.jsonl', 'manifest.json', 'session/sk_v1_t.meta.json'],
+        /manifest\.json must be the first entry/,
+      ],
+      [
+        'size.tar.gz',
+        manifest([good[0], entry('jsonl', 'sk_v1_t.jsonl', jsonl, 4096)]),
+        all,
+        /"session\/sk_v1_t\.jsonl" holds 8 bytes, the manifest says 4096/,
+      ],
       ['extra.tar.gz', manifest([good[0]]), all, /"session\/sk_v1_t\.jsonl" is not listed in the manifest/],
-      ['missing.tar.gz', manifest(good), ['manifest.json', 'session/sk_v1_t.meta.json'], /"session\/sk_v1_t\.jsonl" is listed in the manifest but missing/],
+      [
+        'missing.tar.gz',
+        manifest(good),
+        ['manifest.json', 'session/sk_v1_t.meta.json'],
+        /"session\/sk_v1_t\.jsonl" is listed in the manifest but missing/,
+      ],
       ['no-meta.tar.gz', manifest([good[1]]), ['manifest.json', 'session/sk_v1_t.jsonl'], /files has no meta file/],
       ['home.tar.gz', { ...manifest(good), home: 'relative/home' }, all, /home must be an absolute path/],
     ];
@@ -225,6 +348,9 @@ describe('restore', () => {
     const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
     expect(r.code, r.stderr).toBe(0);
     const entries = JSON.parse(r.stdout).entries as { action: string; archive: string }[];
-    expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual(['restored:tar', 'superseded:json']);
+    expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual([
+      'restored:tar',
+      'superseded:json',
+    ]);
   });
 });

@@ -11,7 +11,18 @@ import { NO_GUARD_CONFIG } from '../support/cli.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
-const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+const down = async (): Promise<GatewayState> => ({
+  state: 'down',
+  reason: 'test',
+  pid: null,
+  pidFile: 'absent',
+  alive: false,
+  host: '127.0.0.1',
+  port: 1,
+  ready: null,
+  health: null,
+  healthPidMatches: null,
+});
 const MB = 1024 * 1024;
 
 function bigHome(): { home: string; dbPath: string } {
@@ -25,13 +36,29 @@ describe('the size guard (max_db_size_mb)', () => {
     const limitMb = Math.max(1, Math.floor(before / MB / 3));
     expect(before).toBeGreaterThan(limitMb * MB);
     const flags = { max_age_days: 0, max_sessions: 0, max_db_size_mb: limitMb };
-    const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(NOW), stateDir: null, probe: down, flags });
+    const dry = await runPrunePass({
+      home,
+      env,
+      apply: false,
+      clock: fixedClock(NOW),
+      stateDir: null,
+      probe: down,
+      flags,
+    });
     expect(dry.database.size_check).toMatchObject({ checked: true, estimated: true });
     expect(dry.database.size_check.method).toMatch(/estimate/);
     const planned = dry.sessions.filter((s) => s.reason === 'max_db_size_mb').map((s) => s.key);
     expect(planned.length).toBeGreaterThan(0);
 
-    const r = await runPrunePass({ home, env, apply: true, clock: fixedClock(NOW), stateDir: null, probe: down, flags });
+    const r = await runPrunePass({
+      home,
+      env,
+      apply: true,
+      clock: fixedClock(NOW),
+      stateDir: null,
+      probe: down,
+      flags,
+    });
     expect(r.exit_code).toBe(0);
     const after = dbFileBytes(dbPath).total;
     expect(after).toBeLessThanOrEqual(limitMb * MB);
@@ -51,8 +78,21 @@ describe('the size guard (max_db_size_mb)', () => {
   it('with vacuum off, stops as soon as a step makes no progress instead of deleting everything', async () => {
     const { home, dbPath } = bigHome();
     const before = dbFileBytes(dbPath).total;
-    const flags = { max_age_days: 0, max_sessions: 0, max_db_size_mb: Math.max(1, Math.floor(before / MB / 3)), vacuum: false };
-    const r = await runPrunePass({ home, env, apply: true, clock: fixedClock(NOW), stateDir: null, probe: down, flags });
+    const flags = {
+      max_age_days: 0,
+      max_sessions: 0,
+      max_db_size_mb: Math.max(1, Math.floor(before / MB / 3)),
+      vacuum: false,
+    };
+    const r = await runPrunePass({
+      home,
+      env,
+      apply: true,
+      clock: fixedClock(NOW),
+      stateDir: null,
+      probe: down,
+      flags,
+    });
     const deleted = r.sessions.filter((s) => s.action === 'delete').length;
     expect(deleted).toBeGreaterThan(0);
     expect(deleted).toBeLessThan(20);
@@ -62,16 +102,30 @@ describe('the size guard (max_db_size_mb)', () => {
 
   it('with only the newest session holding rows, keeps it whatever the limit', async () => {
     const home = tempDir();
-    const { dbPath } = handHome(home, [{ key: 'sk_v1_only', updated: '2026-11-29T00:00:00Z' }, { key: 'sk_v1_undated', updated: null, created: null, lastLine: null }]);
+    const { dbPath } = handHome(home, [
+      { key: 'sk_v1_only', updated: '2026-11-29T00:00:00Z' },
+      { key: 'sk_v1_undated', updated: null, created: null, lastLine: null },
+    ]);
     const db = new (sqlite())(dbPath);
     addConversation(db, 'sk_v1_only', Array(10).fill('2026-11-29 00:00:00'), { contentBytes: 200_000 });
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();
     expect(dbFileBytes(dbPath).total).toBeGreaterThan(MB);
-    const r = await runPrunePass({ home, env, apply: true, clock: fixedClock(NOW), stateDir: null, probe: down, flags: { max_db_size_mb: 1 } });
+    const r = await runPrunePass({
+      home,
+      env,
+      apply: true,
+      clock: fixedClock(NOW),
+      stateDir: null,
+      probe: down,
+      flags: { max_db_size_mb: 1 },
+    });
     expect(r.database.size_check.checked).toBe(true);
     expect(r.totals.deleted_sessions).toBe(0);
     expect(r.database.size_check.shortfall).toMatch(/protected/);
-    expect(r.sessions.map((s) => `${s.key}:${s.reason}`).sort()).toEqual(['sk_v1_only:newest', 'sk_v1_undated:undated']);
+    expect(r.sessions.map((s) => `${s.key}:${s.reason}`).sort()).toEqual([
+      'sk_v1_only:newest',
+      'sk_v1_undated:undated',
+    ]);
   });
 });

@@ -86,7 +86,10 @@ function setup(): string {
 function startGateway(path: string, data: Record<string, unknown>): { flag: Int32Array; done: Promise<GatewayOut> } {
   const sab = new SharedArrayBuffer(12);
   const flag = new Int32Array(sab);
-  const w = new Worker(GATEWAY, { eval: true, workerData: { path, sab, sqlite: createRequire(import.meta.url).resolve('better-sqlite3'), ...data } });
+  const w = new Worker(GATEWAY, {
+    eval: true,
+    workerData: { path, sab, sqlite: createRequire(import.meta.url).resolve('better-sqlite3'), ...data },
+  });
   const done = new Promise<GatewayOut>((resolve, reject) => {
     w.once('message', resolve);
     w.once('error', reject);
@@ -113,7 +116,10 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
       guard.exec('ROLLBACK');
       const out = await done;
       expect(out.ok + out.busy).toBeGreaterThan(0);
-      expect(out.busyAfterMs.filter((ms) => ms < 300), out.firstError ?? '').toEqual([]);
+      expect(
+        out.busyAfterMs.filter((ms) => ms < 300),
+        out.firstError ?? '',
+      ).toEqual([]);
     }
     // The connection's own busy timeout is back for everything else.
     expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
@@ -192,15 +198,37 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
     const now = new Date('2026-11-30T12:00:00Z');
     const { home, dbPath } = dailyHome(tempDir('pcg-wlock-home-'), now);
     const sessionsDir = join(home, 'workspace', 'sessions');
-    const look = () => readdirSync(sessionsDir).sort().map((f) => `${f}:${statSync(join(sessionsDir, f)).size}`);
+    const look = () =>
+      readdirSync(sessionsDir)
+        .sort()
+        .map((f) => `${f}:${statSync(join(sessionsDir, f)).size}`);
     const before = look();
     const holder = new Database(dbPath);
     holder.exec('BEGIN IMMEDIATE');
     holder.exec(`INSERT INTO conversations (session_key) VALUES ('writer')`);
     try {
-      const ready = async (): Promise<GatewayState> => ({ state: 'ready', reason: 'test: ready', pid: null, pidFile: 'absent', alive: true, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+      const ready = async (): Promise<GatewayState> => ({
+        state: 'ready',
+        reason: 'test: ready',
+        pid: null,
+        pidFile: 'absent',
+        alive: true,
+        host: '127.0.0.1',
+        port: 1,
+        ready: null,
+        health: null,
+        healthPidMatches: null,
+      });
       const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_BUSY_TIMEOUT_MS: '300' };
-      const r = await runPrunePass({ home, env, apply: true, clock: fixedClock(now), stateDir: tempDir(), probe: ready, flags: { max_age_days: 3 } });
+      const r = await runPrunePass({
+        home,
+        env,
+        apply: true,
+        clock: fixedClock(now),
+        stateDir: tempDir(),
+        probe: ready,
+        flags: { max_age_days: 3 },
+      });
       expect(r.exit_code).toBe(6);
       expect(r.skipped).toContain(dbPath);
       expect(r.skipped).toMatch(/kept it busy .* for 300 ms without a 100 ms pause; nothing was deleted/);

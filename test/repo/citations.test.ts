@@ -24,7 +24,10 @@ describe('scripts/check-citations.mjs', () => {
     mkdirSync(join(root, 'docs'));
     mkdirSync(join(root, 'src'));
     mkdirSync(join(root, 'test', 'fixtures', 'board'), { recursive: true });
-    writeFileSync(join(root, 'docs', 'picoclaw.md'), '# PicoClaw\n\n## Delete order\n\n### Keys the guard reads from config.json\n');
+    writeFileSync(
+      join(root, 'docs', 'picoclaw.md'),
+      '# PicoClaw\n\n## Delete order\n\n### Keys the guard reads from config.json\n',
+    );
     writeFileSync(
       join(root, 'src', 'bad.ts'),
       [
@@ -52,8 +55,14 @@ describe('scripts/check-citations.mjs', () => {
     const lines = r.stderr.trim().split('\n');
     expect(lines.at(-1)).toBe('9 citation(s) to fix.');
     expect(lines.filter((l) => l.startsWith('src/bad.ts:1:'))).toHaveLength(2); // the document and its section number
-    for (const n of [2, 3, 4, 5]) expect(lines.some((l) => l.startsWith(`src/bad.ts:${n}:`)), `line ${n}`).toBe(true);
-    expect(r.stderr).toContain(`src/bad.ts:6: ${DOCS}picoclaw.md#delete-orders: ${DOCS}picoclaw.md has no section #delete-orders`);
+    for (const n of [2, 3, 4, 5])
+      expect(
+        lines.some((l) => l.startsWith(`src/bad.ts:${n}:`)),
+        `line ${n}`,
+      ).toBe(true);
+    expect(r.stderr).toContain(
+      `src/bad.ts:6: ${DOCS}picoclaw.md#delete-orders: ${DOCS}picoclaw.md has no section #delete-orders`,
+    );
     expect(r.stderr).toContain(`src/bad.ts:7: ${DOCS}missing.md: ${DOCS}missing.md does not exist`);
     expect(r.stderr).toContain('test/fixtures/board/vcgencmd:2:');
     expect(r.stderr).not.toContain('good.ts');

@@ -56,7 +56,9 @@ interface Import {
 function importsOf(file: string): Import[] {
   const text = readFileSync(file, 'utf8');
   const out: Import[] = [];
-  for (const m of text.matchAll(/(?:^|\n)\s*(import|export)(\s+type)?\s[^;]*?from\s+'(\.{1,2}\/[^']+)'|import\s*\(\s*'(\.{1,2}\/[^']+)'/g)) {
+  for (const m of text.matchAll(
+    /(?:^|\n)\s*(import|export)(\s+type)?\s[^;]*?from\s+'(\.{1,2}\/[^']+)'|import\s*\(\s*'(\.{1,2}\/[^']+)'/g,
+  )) {
     const spec = m[3] ?? m[4]!;
     out.push({ path: normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts'), typeOnly: m[2] !== undefined });
   }
@@ -89,7 +91,14 @@ describe('src/ layers', () => {
   });
 
   it('no import cycle between files (at run time: type-only imports are erased)', () => {
-    const graph = new Map(files.map((f) => [f, importsOf(f).filter((i) => !i.typeOnly && i.path.startsWith(SRC)).map((i) => i.path)]));
+    const graph = new Map(
+      files.map((f) => [
+        f,
+        importsOf(f)
+          .filter((i) => !i.typeOnly && i.path.startsWith(SRC))
+          .map((i) => i.path),
+      ]),
+    );
     const state = new Map<string, 'open' | 'done'>();
     const cycles: string[] = [];
     const stack: string[] = [];
@@ -97,7 +106,8 @@ describe('src/ layers', () => {
       state.set(f, 'open');
       stack.push(f);
       for (const t of graph.get(f) ?? []) {
-        if (state.get(t) === 'open') cycles.push([...stack.slice(stack.indexOf(t)), t].map((p) => relative(SRC, p)).join(' -> '));
+        if (state.get(t) === 'open')
+          cycles.push([...stack.slice(stack.indexOf(t)), t].map((p) => relative(SRC, p)).join(' -> '));
         else if (!state.has(t)) visit(t);
       }
       stack.pop();

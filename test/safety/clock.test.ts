@@ -13,12 +13,26 @@ import { startDaemon, writeConfig } from '../daemon/support.js';
 /** A wall clock far ahead, or one that jumps between two passes. */
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
-const down = async (): Promise<GatewayState> => ({ state: 'down', reason: 'test', pid: null, pidFile: 'absent', alive: false, host: '127.0.0.1', port: 1, ready: null, health: null, healthPidMatches: null });
+const down = async (): Promise<GatewayState> => ({
+  state: 'down',
+  reason: 'test',
+  pid: null,
+  pidFile: 'absent',
+  alive: false,
+  host: '127.0.0.1',
+  port: 1,
+  ready: null,
+  health: null,
+  healthPidMatches: null,
+});
 const DAY = 86_400_000;
 
 /** Sessions from `base` back, one every `gapDays` days. */
 function sessions(base: number, n: number, gapDays: number): HandSession[] {
-  return Array.from({ length: n }, (_, i) => ({ key: `sk_v1_s${i}`, updated: new Date(base - i * gapDays * DAY).toISOString() }));
+  return Array.from({ length: n }, (_, i) => ({
+    key: `sk_v1_s${i}`,
+    updated: new Date(base - i * gapDays * DAY).toISOString(),
+  }));
 }
 
 describe('a clock far ahead warns before it deletes', () => {
@@ -28,10 +42,23 @@ describe('a clock far ahead warns before it deletes', () => {
     const ahead = new Date(NOW.getTime() + 5 * 365 * DAY);
     const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(ahead), stateDir: null, probe: down });
     const w = dry.warnings.find((x) => x.includes('is the clock right?'));
-    expect(w).toBe(`every session is older than max_age_days (30 days) but the newest: is the clock right? ${ahead.toISOString()} (7 session(s) would be deleted by age)`);
-    expect(renderPruneText(dry, Infinity)).toContain(`warning: every session is older than max_age_days (30 days) but the newest: is the clock right? ${ahead.toISOString()}`);
-    const applied = await runPrunePass({ home, env, apply: true, clock: fixedClock(ahead), stateDir: null, probe: down });
-    expect(applied.warnings.some((x) => x.includes('is the clock right?') && x.includes('7 session(s) deleted by age'))).toBe(true);
+    expect(w).toBe(
+      `every session is older than max_age_days (30 days) but the newest: is the clock right? ${ahead.toISOString()} (7 session(s) would be deleted by age)`,
+    );
+    expect(renderPruneText(dry, Infinity)).toContain(
+      `warning: every session is older than max_age_days (30 days) but the newest: is the clock right? ${ahead.toISOString()}`,
+    );
+    const applied = await runPrunePass({
+      home,
+      env,
+      apply: true,
+      clock: fixedClock(ahead),
+      stateDir: null,
+      probe: down,
+    });
+    expect(
+      applied.warnings.some((x) => x.includes('is the clock right?') && x.includes('7 session(s) deleted by age')),
+    ).toBe(true);
   });
 
   it('says nothing when some dated sessions are recent enough to stay', async () => {
@@ -49,16 +76,21 @@ describe('a clock far ahead warns before it deletes', () => {
     const config = writeConfig(root, { prune: { enabled: true, max_age_days: 30 } });
     const d = await startDaemon({ home, stateDir: join(root, 'state'), config });
     const line = await d.waitForLog((l) => l.msg === 'prune pass warnings');
-    expect(JSON.stringify(line.warnings)).toMatch(/every session is older than max_age_days \(30 days\) but the newest: is the clock right\?/);
+    expect(JSON.stringify(line.warnings)).toMatch(
+      /every session is older than max_age_days \(30 days\) but the newest: is the clock right\?/,
+    );
     expect((await d.stop()).code).toBe(0);
   });
 });
 
-describe('a wall-clock jump between two daemon passes skips that pass\'s age deletions', () => {
+describe("a wall-clock jump between two daemon passes skips that pass's age deletions", () => {
   it('ClockWatch: steady clocks say nothing; a step of the wall clock either way is named', () => {
     let wall = NOW.getTime();
     let mono = 1000;
-    const w = new ClockWatch(() => wall, () => mono);
+    const w = new ClockWatch(
+      () => wall,
+      () => mono,
+    );
     expect(w.check()).toBeNull(); // the first pass has nothing to compare with
     wall += 3_600_000;
     mono += 3_600_000 + 2_000; // ordinary drift
@@ -78,11 +110,22 @@ describe('a wall-clock jump between two daemon passes skips that pass\'s age del
     const home = tempDir();
     handHome(home, sessions(NOW.getTime() - 3_600_000, 8, 10), { seahorse: false });
     const why = 'the wall clock jumped ahead by about 1825 days since the last pass';
-    const r = await runPrunePass({ home, env, apply: true, clock: fixedClock(NOW), stateDir: null, probe: down, skipAgeCheck: why, flags: { max_sessions: 6 } });
+    const r = await runPrunePass({
+      home,
+      env,
+      apply: true,
+      clock: fixedClock(NOW),
+      stateDir: null,
+      probe: down,
+      skipAgeCheck: why,
+      flags: { max_sessions: 6 },
+    });
     expect(r.age_check).toBe('skipped_clock_jump');
     expect(r.sessions.filter((s) => s.reason === 'max_age_days')).toEqual([]);
     expect(r.totals.deleted_sessions).toBe(2);
-    expect(r.warnings).toContain(`${why}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`);
+    expect(r.warnings).toContain(
+      `${why}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`,
+    );
     expect(renderPruneText(r, Infinity)).toContain('age check: SKIPPED this pass (the wall clock jumped');
   });
 });

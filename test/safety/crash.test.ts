@@ -29,9 +29,18 @@ describe('crash at any moment', () => {
   afterAll(() => killRunningPasses());
 
   it('survives SIGKILL at random moments of an --apply pass and converges on the next pass', async () => {
-    run = await runCrashHarness({ dir: tempDir('pcg-crash-'), seed: 11, sessions: 240, agents: 4, kills: 6, stableForMs: 20 * 60_000 });
+    run = await runCrashHarness({
+      dir: tempDir('pcg-crash-'),
+      seed: 11,
+      sessions: 240,
+      agents: 4,
+      kills: 6,
+      stableForMs: 20 * 60_000,
+    });
     const fx = run.fixture;
-    console.info(`crash figures: ${JSON.stringify({ policy: fx.policyArgs.join(' '), victims: fx.victims.length, reference: fx.reference, phases: run.phases, kills: run.results.map((r) => ({ kill: r.kill, killed: r.killed, at_ms: r.killWallMs, phase: r.phase })) })}`);
+    console.info(
+      `crash figures: ${JSON.stringify({ policy: fx.policyArgs.join(' '), victims: fx.victims.length, reference: fx.reference, phases: run.phases, kills: run.results.map((r) => ({ kill: r.kill, killed: r.killed, at_ms: r.killWallMs, phase: r.phase })) })}`,
+    );
     // The run is worth something only if the plan deletes by both checks and the seahorse side.
     expect(fx.plan.totals.by_reason.max_age_days ?? 0).toBeGreaterThan(0);
     expect(fx.plan.totals.by_reason.max_sessions ?? 0).toBeGreaterThan(0);
@@ -54,26 +63,51 @@ describe('crash at any moment', () => {
    */
   it('deletes on the next pass an orphan conversation a kill left as a bare conversations row', () => {
     const dir = tempDir('pcg-crash-orphan-');
-    const s = buildSampleHome({ dir: join(dir, 'home'), seed: 3, sessions: 80, agents: 2, now: Date.now(), pidFile: 'none' });
+    const s = buildSampleHome({
+      dir: join(dir, 'home'),
+      seed: 3,
+      sessions: 80,
+      agents: 2,
+      now: Date.now(),
+      pidFile: 'none',
+    });
     const policy = ['--max-age-days', '30', '--max-sessions', '0', '--max-db-size-mb', '0'];
     const plan = cliJson(['prune', '--home', s.home, '--json', ...policy]).report;
     // An orphan the age check deletes, a day or more clear of the cutoff.
-    const victim = plan.orphans.find((o) => o.action === 'delete' && o.last_activity !== null && Date.parse(o.last_activity) < Date.now() - 31 * 86_400_000);
+    const victim = plan.orphans.find(
+      (o) =>
+        o.action === 'delete' && o.last_activity !== null && Date.parse(o.last_activity) < Date.now() - 31 * 86_400_000,
+    );
     expect(victim).toBeDefined();
     const C = victim!.conversation_id;
     const db = new (sqlite())(s.seahorsePath!);
     db.transaction(() => {
       db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-      db.prepare(`DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`).run(C);
+      db.prepare(
+        `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+      ).run(C);
       db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C);
-      db.prepare(`DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?)`).run(C);
+      db.prepare(
+        `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?)`,
+      ).run(C);
       db.prepare(`DELETE FROM messages WHERE conversation_id = ?`).run(C);
     })();
     db.close();
-    const r = cliJson(['prune', '--apply', '--json', '--home', s.home, '--state-dir', join(dir, 'state'), ...policy]).report;
+    const r = cliJson([
+      'prune',
+      '--apply',
+      '--json',
+      '--home',
+      s.home,
+      '--state-dir',
+      join(dir, 'state'),
+      ...policy,
+    ]).report;
     expect(r.exit_code).toBe(0);
     const check = new (sqlite())(s.seahorsePath!, { readonly: true });
-    const left = check.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE conversation_id = ?`).get(C) as { n: number };
+    const left = check.prepare(`SELECT COUNT(*) AS n FROM conversations WHERE conversation_id = ?`).get(C) as {
+      n: number;
+    };
     check.close();
     expect(integrity(s.seahorsePath!).ok).toBe('ok');
     expect(r.orphans.find((o) => o.conversation_id === C)).toMatchObject({ action: 'delete' });

@@ -59,7 +59,7 @@ describe('a live gateway', () => {
     expect(failuresMatching(/^writer failure x\d+: (jsonl|meta|conv|msg):/)).toEqual([]);
   });
 
-  it("makes no read-then-write transaction of the gateway fail (seahorse appendContextItems: BEGIN; SELECT MAX(ordinal); INSERT)", () => {
+  it('makes no read-then-write transaction of the gateway fail (seahorse appendContextItems: BEGIN; SELECT MAX(ordinal); INSERT)', () => {
     // SQLite does not apply busy_timeout when a transaction that has read upgrades to a write:
     // it answers SQLITE_BUSY at once if another connection holds the write lock.
     expect(failuresMatching(/^writer failure x\d+: ctx:/)).toEqual([]);
@@ -80,7 +80,8 @@ describe('a live gateway', () => {
   });
 
   it('reports nothing else', () => {
-    const known = /^(pass \d+ |writer failure|lost append|lost seahorse message|the guard held|integrity_check|FTS tables|the gateway simulator exited)|before the pass started/;
+    const known =
+      /^(pass \d+ |writer failure|lost append|lost seahorse message|the guard held|integrity_check|FTS tables|the gateway simulator exited)|before the pass started/;
     expect(run.failures.filter((f) => !known.test(f))).toEqual([]);
   });
 });

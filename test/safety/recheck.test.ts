@@ -25,21 +25,50 @@ const OLD_SQL = '2026-08-01 10:00:00';
 
 function setup(sessions: HandSession[]) {
   const home = tempDir();
-  const { sessionsDir, dbPath } = handHome(home, [...sessions, { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] }]);
+  const { sessionsDir, dbPath } = handHome(home, [
+    ...sessions,
+    { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] },
+  ]);
   const inv = buildInventory(discoverHome({ home, env }));
-  const plan = planPrune({ sessions: inv.sessions, orphanConversations: inv.orphanConversations, agentIds: ['main'], policy: { ...DEFAULT_POLICY }, now: NOW, db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null } });
+  const plan = planPrune({
+    sessions: inv.sessions,
+    orphanConversations: inv.orphanConversations,
+    agentIds: ['main'],
+    policy: { ...DEFAULT_POLICY },
+    now: NOW,
+    db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+  });
   return { home, sessionsDir, dbPath, plan };
 }
 
 function apply(plan: ApplyOptions['plan'], db: Database, dbPath: string, extra: Partial<ApplyOptions> = {}) {
-  return applyPlan({ plan, db, dbPath, online: false, forceVacuum: false, freeSpace: roomy, archiveDir: null, nowMs: NOW, ...extra });
+  return applyPlan({
+    plan,
+    db,
+    dbPath,
+    online: false,
+    forceVacuum: false,
+    freeSpace: roomy,
+    archiveDir: null,
+    nowMs: NOW,
+    ...extra,
+  });
 }
 
 const newMessage = (db: Database, key: string) => {
-  const conv = (db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = ?`).get(key) as { id: number }).id;
-  return Number(db.prepare(`INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'arrived mid-pass', '2026-11-30 11:59:00')`).run(conv).lastInsertRowid);
+  const conv = (
+    db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = ?`).get(key) as { id: number }
+  ).id;
+  return Number(
+    db
+      .prepare(
+        `INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'arrived mid-pass', '2026-11-30 11:59:00')`,
+      )
+      .run(conv).lastInsertRowid,
+  );
 };
-const newLine = (path: string) => appendFileSync(path, '{"role":"user","content":"arrived mid-pass","created_at":"2026-11-30T11:59:00Z"}\n');
+const newLine = (path: string) =>
+  appendFileSync(path, '{"role":"user","content":"arrived mid-pass","created_at":"2026-11-30T11:59:00Z"}\n');
 
 describe('alias group: every member re-checked before each irreversible step', () => {
   const group: HandSession[] = [
@@ -67,7 +96,8 @@ describe('alias group: every member re-checked before each irreversible step', (
     const out = res.groups.get(g.id)!;
     expect(out).toMatchObject({ action: 'keep', reason: 'changed_since_plan' });
     expect(out.partial).toBeUndefined();
-    for (const n of ['legacy_1.jsonl', 'legacy_1.meta.json', 'sk_v1_grp.jsonl', 'sk_v1_grp.meta.json']) expect(existsSync(join(sessionsDir, n)), n).toBe(true);
+    for (const n of ['legacy_1.jsonl', 'legacy_1.meta.json', 'sk_v1_grp.jsonl', 'sk_v1_grp.meta.json'])
+      expect(existsSync(join(sessionsDir, n)), n).toBe(true);
     expect(dumpSeahorse(dbPath)).toEqual(rowsBefore);
     expect(res.deletedSessions).toBe(0);
   });
@@ -133,22 +163,37 @@ describe('a conversation larger than one transaction is re-checked in every tran
     db.close();
     // Plan again: the conversation is now part of the inventory.
     const inv = buildInventory(discoverHome({ home: s.home, env }));
-    const plan = planPrune({ sessions: inv.sessions, orphanConversations: inv.orphanConversations, agentIds: ['main'], policy: { ...DEFAULT_POLICY }, now: NOW, db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null } });
+    const plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: inv.orphanConversations,
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY },
+      now: NOW,
+      db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    });
     return { ...s, plan };
   }
 
   it('SeahorseDeleter: a message written between two chunk transactions is never deleted', () => {
     const { dbPath } = bigConversation(2500);
     const db = openSeahorseWrite(dbPath);
-    const conv = (db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = 'sk_v1_big'`).get() as { id: number }).id;
+    const conv = (
+      db.prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = 'sk_v1_big'`).get() as {
+        id: number;
+      }
+    ).id;
     const stat = db.prepare(`SELECT COUNT(*) AS n, MAX(message_id) AS last FROM messages WHERE conversation_id = ?`);
     const planned = stat.get(conv) as { n: number; last: number };
     let txns = 0;
     let fresh = 0;
-    const deleter = new SeahorseDeleter(db, { chunk: 1000, targetTxnMs: 1e9, onTxn: () => {
-      // After the summaries and the first chunk: the gateway stores a new message.
-      if (++txns === 2) fresh = newMessage(db, 'sk_v1_big');
-    } });
+    const deleter = new SeahorseDeleter(db, {
+      chunk: 1000,
+      targetTxnMs: 1e9,
+      onTxn: () => {
+        // After the summaries and the first chunk: the gateway stores a new message.
+        if (++txns === 2) fresh = newMessage(db, 'sk_v1_big');
+      },
+    });
     const d = deleter.deleteConversation(conv, (gone) => {
       const now = stat.get(conv) as { n: number; last: number };
       return now.n === planned.n - gone && now.last === planned.last;
@@ -156,7 +201,9 @@ describe('a conversation larger than one transaction is re-checked in every tran
     expect(d.complete).toBe(false);
     expect(d.touched).toBe(true);
     expect(d.deletedMessages).toBe(1000);
-    expect(db.prepare(`SELECT content FROM messages WHERE message_id = ?`).get(fresh)).toEqual({ content: 'arrived mid-pass' });
+    expect(db.prepare(`SELECT content FROM messages WHERE message_id = ?`).get(fresh)).toEqual({
+      content: 'arrived mid-pass',
+    });
     expect((stat.get(conv) as { n: number }).n).toBe(planned.n - 1000 + 1);
     db.close();
     expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
@@ -182,7 +229,9 @@ describe('a conversation larger than one transaction is re-checked in every tran
     expect(out.partial).toMatch(/^\d+ of 2500 seahorse messages of sk_v1_big/);
     expect(out.detail).toMatch(/stopped part-way/);
     expect(out.detail).toContain('sk_v1_big.jsonl, sk_v1_big.meta.json');
-    expect(db.prepare(`SELECT content FROM messages WHERE message_id = ?`).get(fresh)).toEqual({ content: 'arrived mid-pass' });
+    expect(db.prepare(`SELECT content FROM messages WHERE message_id = ?`).get(fresh)).toEqual({
+      content: 'arrived mid-pass',
+    });
     expect(res.seahorse!.messages).toBeLessThan(2500);
     db.close();
     expect(existsSync(join(sessionsDir, 'sk_v1_big.jsonl'))).toBe(true);
@@ -201,7 +250,14 @@ describe('shared conversations get the same guard, and their errors are reported
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();
     const inv = buildInventory(discoverHome({ home: s.home, env }));
-    const plan = planPrune({ sessions: inv.sessions, orphanConversations: inv.orphanConversations, agentIds: ['main'], policy: { ...DEFAULT_POLICY }, now: NOW, db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null } });
+    const plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: inv.orphanConversations,
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY },
+      now: NOW,
+      db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    });
     expect(plan.shared).toHaveLength(1);
     return { ...s, plan };
   }
@@ -218,7 +274,9 @@ describe('shared conversations get the same guard, and their errors are reported
     db.close();
     const id = plan.shared[0]!.conversation.conversationId;
     expect(res.shared.get(id)).toMatchObject({ action: 'keep', reason: 'changed_since_plan' });
-    expect((dumpSeahorse(dbPath).messages as { conversation_id: number }[]).filter((m) => m.conversation_id === id)).toHaveLength(3);
+    expect(
+      (dumpSeahorse(dbPath).messages as { conversation_id: number }[]).filter((m) => m.conversation_id === id),
+    ).toHaveLength(3);
   });
 
   it('unchanged, it goes once every claimant is gone and is listed as deleted', () => {
@@ -227,7 +285,9 @@ describe('shared conversations get the same guard, and their errors are reported
     const res = apply(plan, db, dbPath);
     db.close();
     expect(res.shared.get(plan.shared[0]!.conversation.conversationId)).toMatchObject({ action: 'delete' });
-    expect((dumpSeahorse(dbPath).conversations as { session_key: string }[]).map((c) => c.session_key)).not.toContain('agent:main:shared');
+    expect((dumpSeahorse(dbPath).conversations as { session_key: string }[]).map((c) => c.session_key)).not.toContain(
+      'agent:main:shared',
+    );
   });
 
   it('a failing delete is reported (delete_failed), not swallowed', () => {
@@ -238,7 +298,10 @@ describe('shared conversations get the same guard, and their errors are reported
     const res = apply(plan, db, dbPath, {
       onStep: (step, m) => {
         // The shared conversation's rows become undeletable: a trigger refuses it.
-        if (step === 'meta' && m === last.members.at(-1)) db.exec(`CREATE TRIGGER refuse BEFORE DELETE ON conversations WHEN old.conversation_id = ${id} BEGIN SELECT RAISE(ABORT, 'refused by test'); END`);
+        if (step === 'meta' && m === last.members.at(-1))
+          db.exec(
+            `CREATE TRIGGER refuse BEFORE DELETE ON conversations WHEN old.conversation_id = ${id} BEGIN SELECT RAISE(ABORT, 'refused by test'); END`,
+          );
       },
     });
     db.close();

@@ -101,7 +101,13 @@ describe('secrets never reach output, logs, reports or metrics', () => {
     const cfgPath = join(home, 'config.json');
     const goodConfig = readFileSync(cfgPath, 'utf8');
     writeFileSync(cfgPath, goodConfig.replace('"providers"', '"providers" oops'));
-    for (const args of [['sessions'], ['prune'], ['prune', '--apply', '--state-dir', state], ['health', '--json', '--state-dir', state], ['startup']]) {
+    for (const args of [
+      ['sessions'],
+      ['prune'],
+      ['prune', '--apply', '--state-dir', state],
+      ['health', '--json', '--state-dir', state],
+      ['startup'],
+    ]) {
       const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
       expectClean(r.stdout + r.stderr, `${args.join(' ')} (broken config)`);
     }
@@ -110,13 +116,19 @@ describe('secrets never reach output, logs, reports or metrics', () => {
     writeFileSync(cfgPath, goodConfig);
     const guardCfg = join(root, 'guard.jsonc');
     writeFileSync(guardCfg, BROKEN_GUARD_CONFIG);
-    for (const args of [['prune', '--config', guardCfg], ['health', '--json', '--config', guardCfg, '--state-dir', state]]) {
+    for (const args of [
+      ['prune', '--config', guardCfg],
+      ['health', '--json', '--config', guardCfg, '--state-dir', state],
+    ]) {
       const r = runCli([...args, '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1' });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(`the guard config ${guardCfg} is not valid JSON at line 3, column 24`);
       expectClean(r.stdout + r.stderr, `${args.join(' ')} (broken guard config)`);
     }
-    const viaEnv = runCli(['prune', '--home', home], { PICOGUARD_NO_SYSTEM_STATE: '1', PICOCLAW_GUARD_CONFIG: guardCfg });
+    const viaEnv = runCli(['prune', '--home', home], {
+      PICOGUARD_NO_SYSTEM_STATE: '1',
+      PICOCLAW_GUARD_CONFIG: guardCfg,
+    });
     expect(viaEnv.code).toBe(2);
     expectClean(viaEnv.stdout + viaEnv.stderr, 'PICOCLAW_GUARD_CONFIG (broken guard config)');
   });
@@ -128,14 +140,18 @@ describe('secrets never reach output, logs, reports or metrics', () => {
     plant(home);
     const cfg = join(root, 'guard.json');
     writeFileSync(cfg, JSON.stringify({ prune: { enabled: true } }));
-    const child = spawn(process.execPath, [CLI, 'run', '--home', home, '--config', cfg, '--state-dir', join(root, 'state'), '--port', '0'], {
-      env: { PATH: process.env.PATH, HOME: root, PICOGUARD_NO_SYSTEM_STATE: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'run', '--home', home, '--config', cfg, '--state-dir', join(root, 'state'), '--port', '0'],
+      {
+        env: { PATH: process.env.PATH, HOME: root, PICOGUARD_NO_SYSTEM_STATE: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     try {
       const port = await new Promise<number>((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`no listening line: ${out} ${err}`)), 20_000);

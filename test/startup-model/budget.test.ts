@@ -28,10 +28,20 @@ function board(restarts: number) {
   const rng = new Rng(5);
   const vols: Volume[] = Array.from({ length: restarts }, (_, i) => {
     const f = 0.35 + (0.65 * i) / Math.max(1, restarts - 1);
-    return { sessions: Math.round(now.sessions * f), jsonl_bytes: Math.round(now.jsonl_bytes * f * (0.7 + 0.6 * rng.next())) };
+    return {
+      sessions: Math.round(now.sessions * f),
+      jsonl_bytes: Math.round(now.jsonl_bytes * f * (0.7 + 0.6 * rng.next())),
+    };
   });
   // Whole seconds: the log's rounding of each gap, and so the fit, do not depend on when the test runs.
-  const h = restartHistory({ law: LAW, volumes: vols, seed: 21, endMs: Math.floor(Date.now() / 1000) * 1000 - 60_000, stepMs: 3 * 3600_000, home: dir });
+  const h = restartHistory({
+    law: LAW,
+    volumes: vols,
+    seed: 21,
+    endMs: Math.floor(Date.now() / 1000) * 1000 - 60_000,
+    stepMs: 3 * 3600_000,
+    home: dir,
+  });
   writeFileSync(join(dir, 'logs', 'gateway.log'), historyLog(h, dir, 22));
   const state = join(root, 'state');
   writeSamples(state, dir, h.samples);
@@ -45,16 +55,39 @@ describe('max_bootstrap_seconds', () => {
     const budget = 30;
     expect(before).toBeGreaterThan(budget + 5);
 
-    const r = runCli(['prune', '--home', b.dir, '--state-dir', b.state, '--apply', '--pre-start', '--max-bootstrap-seconds', String(budget), ...OFF, '--json']);
+    const r = runCli([
+      'prune',
+      '--home',
+      b.dir,
+      '--state-dir',
+      b.state,
+      '--apply',
+      '--pre-start',
+      '--max-bootstrap-seconds',
+      String(budget),
+      ...OFF,
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const rep = JSON.parse(r.stdout);
     expect(rep.bootstrap).toMatchObject({ state: 'applied', trusted: true, budget_seconds: budget });
     expect(rep.bootstrap.model.samples).toBe(10);
     expect(rep.totals.by_reason.max_bootstrap_seconds).toBeGreaterThan(0);
     const victims = rep.sessions.filter((s: { reason: string }) => s.reason === 'max_bootstrap_seconds');
-    expect(victims.every((s: { action: string; detail: string }) => s.action === 'delete' && /next restart predicted .* budget \(with 2 × ± of room\) allows about \d+ sessions/.test(s.detail))).toBe(true);
+    expect(
+      victims.every(
+        (s: { action: string; detail: string }) =>
+          s.action === 'delete' &&
+          /next restart predicted .* budget \(with 2 × ± of room\) allows about \d+ sessions/.test(s.detail),
+      ),
+    ).toBe(true);
     // Every earlier rule holds: the newest and the undated are still there.
-    expect(rep.sessions.filter((s: { reason: string; action: string }) => (s.reason === 'newest' || s.reason === 'undated') && s.action === 'delete')).toHaveLength(0);
+    expect(
+      rep.sessions.filter(
+        (s: { reason: string; action: string }) =>
+          (s.reason === 'newest' || s.reason === 'undated') && s.action === 'delete',
+      ),
+    ).toHaveLength(0);
     // The learnt gaps were written back, and the pre-start pass recorded the volume the gateway now starts with.
     const samples = readSamples(b.state, b.dir);
     expect(samples.filter((s) => s.gap_seconds !== null)).toHaveLength(10);
@@ -73,30 +106,64 @@ describe('max_bootstrap_seconds', () => {
     expect(draws.filter((g) => g < budget).length / draws.length).toBeGreaterThan(0.9);
 
     // Logged, it is paired with the pre-start sample; `startup` predicts within its error.
-    const h = restartHistory({ law: { ...LAW, noise: 0 }, volumes: [after], seed: 1, endMs: Date.parse(pending[0]!.recorded_at) + 3000 + 6 * 3600_000, home: b.dir });
+    const h = restartHistory({
+      law: { ...LAW, noise: 0 },
+      volumes: [after],
+      seed: 1,
+      endMs: Date.parse(pending[0]!.recorded_at) + 3000 + 6 * 3600_000,
+      home: b.dir,
+    });
     h.restarts[0]!.gapMs = Math.round(next * 1000);
     h.restarts[0]!.end = 'running';
     appendFileSync(join(b.dir, 'logs', 'gateway.log'), historyLog(h, b.dir, 5));
-    const s = runCli(['startup', '--home', b.dir, '--state-dir', b.state, '--json'], { PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget) });
+    const s = runCli(['startup', '--home', b.dir, '--state-dir', b.state, '--json'], {
+      PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget),
+    });
     expect(s.code, s.stderr).toBe(0);
     const j = JSON.parse(s.stdout);
     // gateway.log's whole-second timestamps measure it to ±1 s.
     expect(Math.abs(j.summary.latest_gap.seconds - next)).toBeLessThanOrEqual(1);
     expect(j.summary.latest_gap.seconds).toBeLessThanOrEqual(budget);
     expect(j.prediction).toMatchObject({ state: 'ok', target_seconds: budget, measured_samples: 11 });
-    expect(Math.abs(j.prediction.predicted_seconds - lawGap(LAW, after, null))).toBeLessThan(3 * j.prediction.error_seconds);
-    const text = runCli(['startup', '--home', b.dir, '--state-dir', b.state, '--wide'], { PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget) }).stdout;
-    expect(text).toMatch(/next restart: about \d+ s \(±\d+ s\) for \d+ sessions \/ \d+ MiB; under 30 s needs ≤ \d+ sessions/);
+    expect(Math.abs(j.prediction.predicted_seconds - lawGap(LAW, after, null))).toBeLessThan(
+      3 * j.prediction.error_seconds,
+    );
+    const text = runCli(['startup', '--home', b.dir, '--state-dir', b.state, '--wide'], {
+      PICOCLAW_SESSION_PRUNE_MAX_BOOTSTRAP_SECONDS: String(budget),
+    }).stdout;
+    expect(text).toMatch(
+      /next restart: about \d+ s \(±\d+ s\) for \d+ sessions \/ \d+ MiB; under 30 s needs ≤ \d+ sessions/,
+    );
   });
 
   it('with too few restarts it deletes nothing for the key and says how many more it needs', () => {
     const b = board(3);
-    const r = runCli(['prune', '--home', b.dir, '--state-dir', b.state, '--max-bootstrap-seconds', '20', ...OFF, '--json']);
+    const r = runCli([
+      'prune',
+      '--home',
+      b.dir,
+      '--state-dir',
+      b.state,
+      '--max-bootstrap-seconds',
+      '20',
+      ...OFF,
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const rep = JSON.parse(r.stdout);
     expect(rep.bootstrap).toMatchObject({ state: 'untrusted', trusted: false, more_restarts_needed: 2 });
     expect(rep.totals.delete).toBe(0);
-    const text = runCli(['prune', '--home', b.dir, '--state-dir', b.state, '--max-bootstrap-seconds', '20', ...OFF, '--wide']).stdout;
+    const text = runCli([
+      'prune',
+      '--home',
+      b.dir,
+      '--state-dir',
+      b.state,
+      '--max-bootstrap-seconds',
+      '20',
+      ...OFF,
+      '--wide',
+    ]).stdout;
     expect(text).toMatch(/startup budget: nothing deleted for max_bootstrap_seconds: .*it needs 2 more restart\(s\)/);
     // A dry-run writes nothing: the samples are still unpaired on disk.
     expect(readSamples(b.state, b.dir).every((s) => s.gap_seconds === null)).toBe(true);

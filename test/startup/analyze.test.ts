@@ -19,7 +19,10 @@ import { ANCHOR, RESTARTS, scenario } from './scenario.js';
 
 const FIX = fileURLToPath(new URL('../fixtures/logs/', import.meta.url));
 
-async function analyzeText(text: string | Buffer, opts: Parameters<typeof analyzeStartupLog>[1] = {}): Promise<StartupReport> {
+async function analyzeText(
+  text: string | Buffer,
+  opts: Parameters<typeof analyzeStartupLog>[1] = {},
+): Promise<StartupReport> {
   const dir = tempDir('pcg-startup-');
   const path = join(dir, 'gateway.log');
   writeFileSync(path, text);
@@ -28,17 +31,35 @@ async function analyzeText(text: string | Buffer, opts: Parameters<typeof analyz
 
 /** What a restart looks like, without the incidental fields. */
 const shape = (r: StartupReport) =>
-  r.restarts.map((x) => ({ end: x.end, gap: x.bootstrap_gap?.seconds ?? null, lb: x.bootstrap_gap?.lower_bound ?? false, ready: x.time_to_ready?.seconds ?? null, ingest: x.gap.ingest_lines, warnings: x.gap.warnings, reloads: x.reloads }));
+  r.restarts.map((x) => ({
+    end: x.end,
+    gap: x.bootstrap_gap?.seconds ?? null,
+    lb: x.bootstrap_gap?.lower_bound ?? false,
+    ready: x.time_to_ready?.seconds ?? null,
+    ingest: x.gap.ingest_lines,
+    warnings: x.gap.warnings,
+    reloads: x.reloads,
+  }));
 
 describe('restarts and their spans, per log level (sample generator)', () => {
   // The generator's timeline (dev/sample/gateway-events.ts): agents registered at start t, short_expand at
   // t+200 ms, the next core tool at t+200+gapMs, Agent initialized 300 ms later, ready 520 ms after that,
   // and gateway.Run began 40 ms before t.
-  const complete = RESTARTS.map((r, i) => ({ r, i })).filter(({ r }) => r.end !== 'failed' && r.crashPhase !== 'bootstrap');
+  const complete = RESTARTS.map((r, i) => ({ r, i })).filter(
+    ({ r }) => r.end !== 'failed' && r.crashPhase !== 'bootstrap',
+  );
 
   it('info: the info-level gap is agent registration → Agent initialized, ±1 s', async () => {
     const rep = await analyzeText(renderGatewayLog(scenario('info', false)));
-    expect(rep.restarts.map((x) => x.end)).toEqual(['stopped', 'crashed', 'failed', 'crashed', 'stopped', 'failed', 'running']);
+    expect(rep.restarts.map((x) => x.end)).toEqual([
+      'stopped',
+      'crashed',
+      'failed',
+      'crashed',
+      'stopped',
+      'failed',
+      'running',
+    ]);
     for (const { r, i } of complete) {
       const gap = rep.restarts[i]!.bootstrap_gap!;
       expect(gap.from).toBe('Registered agent');
@@ -91,11 +112,12 @@ describe('restarts and their spans, per log level (sample generator)', () => {
     const warn = (session: string, time: string) =>
       JSON.stringify({ level: 'warn', component: 'seahorse', session, error, time, message: 'bootstrap' });
     const stale = 'not running (PID: 4533) so will remove the pid file: /h/.picoclaw.pid';
-    const log = [
-      JSON.stringify({ level: 'warn', component: 'pid', time: '2026-06-04T09:00:00+02:00', message: stale }),
-      warn('agent:a', '2026-06-04T09:00:30+02:00'),
-      warn('agent:b', '2026-06-04T09:00:31+02:00'),
-    ].join('\n') + '\n';
+    const log =
+      [
+        JSON.stringify({ level: 'warn', component: 'pid', time: '2026-06-04T09:00:00+02:00', message: stale }),
+        warn('agent:a', '2026-06-04T09:00:30+02:00'),
+        warn('agent:b', '2026-06-04T09:00:31+02:00'),
+      ].join('\n') + '\n';
     const r = (await analyzeText(log)).restarts[0]!;
     expect(r.gap).toMatchObject({ warnings: 2, bootstrap_failures: 2, database_locked: 2 });
     expect(r.gap.warning_messages).toEqual([{ text: error.slice(0, 157) + '...', count: 2 }]);
@@ -123,8 +145,12 @@ describe('restarts and their spans, per log level (sample generator)', () => {
   });
 
   it('reloads repeat `Registered agent` but are not restarts, and runtime ingest lines are not counted', async () => {
-    const restarts: SampleRestart[] = [{ startMs: Date.UTC(2026, 0, 1), sessions: 10, gapMs: 3000, end: 'stopped', reloads: 3, traffic: 40 }];
-    const rep = await analyzeText(renderGatewayLog({ restarts, level: 'debug', events: false, seed: 1, home: '/h', agents: ['main', 'ops'] }));
+    const restarts: SampleRestart[] = [
+      { startMs: Date.UTC(2026, 0, 1), sessions: 10, gapMs: 3000, end: 'stopped', reloads: 3, traffic: 40 },
+    ];
+    const rep = await analyzeText(
+      renderGatewayLog({ restarts, level: 'debug', events: false, seed: 1, home: '/h', agents: ['main', 'ops'] }),
+    );
     expect(rep.restarts).toHaveLength(1);
     expect(rep.restarts[0]!.reloads).toBe(3);
     expect(rep.reloads).toBe(3);
@@ -133,7 +159,9 @@ describe('restarts and their spans, per log level (sample generator)', () => {
 
   it('without seahorse the gap holds no bootstrap and the fallback is reported', async () => {
     const restarts: SampleRestart[] = [{ startMs: Date.UTC(2026, 0, 1), sessions: 10, gapMs: 3000, end: 'running' }];
-    const rep = await analyzeText(renderGatewayLog({ restarts, level: 'info', events: false, seed: 1, home: '/h', seahorse: false }));
+    const rep = await analyzeText(
+      renderGatewayLog({ restarts, level: 'info', events: false, seed: 1, home: '/h', seahorse: false }),
+    );
     expect(rep.restarts[0]!.seahorse_off).toBe(true);
     expect(rep.restarts[0]!.gap.ingest_lines).toBe(0);
     expect(rep.restarts[0]!.gap.warnings).toBe(1);
@@ -151,7 +179,12 @@ describe('formats', () => {
 
   it('journald with +02:00 offsets and short-iso-precise fractions: millisecond spans from journald', async () => {
     const restarts: SampleRestart[] = [{ startMs: Date.UTC(2026, 0, 1, 8), sessions: 5, gapMs: 4321, end: 'running' }];
-    const rep = await analyzeText(renderConsoleLog({ restarts, level: 'info', events: false, seed: 2, home: '/h' }, { journald: { precise: true, colonOffset: true } }));
+    const rep = await analyzeText(
+      renderConsoleLog(
+        { restarts, level: 'info', events: false, seed: 2, home: '/h' },
+        { journald: { precise: true, colonOffset: true } },
+      ),
+    );
     const gap = rep.restarts[0]!.bootstrap_gap!;
     expect(gap.precision_seconds).toBe(0.001);
     expect(gap.seconds).toBeCloseTo(4.821, 3); // agents at t → Agent initialized at t+200+4321+300
@@ -195,7 +228,10 @@ describe('formats', () => {
 
   it('a gateway.log with journald lines appended: both read', async () => {
     const rep = await analyzeStartupLog({ path: join(FIX, 'mixed.log') });
-    expect(rep.restarts.map((r) => [r.end, r.bootstrap_gap?.seconds])).toEqual([['stopped', 12], ['running', 20]]);
+    expect(rep.restarts.map((r) => [r.end, r.bootstrap_gap?.seconds])).toEqual([
+      ['stopped', 12],
+      ['running', 20],
+    ]);
     expect(rep.lines.json).toBe(5);
     expect(rep.lines.journald).toBe(6);
   });
@@ -203,7 +239,12 @@ describe('formats', () => {
   it('the example log (test/fixtures/logs/facts-example.log): 41 s debug gap, 43.12 s to ready, one locked-database warning', async () => {
     const rep = await analyzeStartupLog({ path: join(FIX, 'facts-example.log') });
     const r = rep.restarts[0]!;
-    expect(r.bootstrap_gap).toEqual({ seconds: 41, precision_seconds: 1, from: 'Registered core tool short_expand', to: 'Registered core tool web_search' });
+    expect(r.bootstrap_gap).toEqual({
+      seconds: 41,
+      precision_seconds: 1,
+      from: 'Registered core tool short_expand',
+      to: 'Registered core tool web_search',
+    });
     expect(r.time_to_ready!.seconds).toBe(43.12);
     expect(r.spans.to_agent_initialized!.seconds).toBe(42);
     expect(r.gap).toMatchObject({ ingest_lines: 1, warnings: 1, database_locked: 1 });
@@ -241,22 +282,33 @@ describe('robustness', () => {
   it('property: any bytes, spliced into a real log at any chunk size, never throw and every line is counted', async () => {
     const real = Buffer.from(readFileSync(join(FIX, 'facts-example.log')));
     await fc.assert(
-      fc.asyncProperty(fc.uint8Array({ maxLength: 600 }), fc.nat({ max: real.length }), fc.integer({ min: 1, max: 700 }), async (junk, at, chunkBytes) => {
-        const bytes = Buffer.concat([real.subarray(0, at), Buffer.from(junk), real.subarray(at)]);
-        const pieces: Buffer[] = [];
-        for (let i = 0; i < bytes.length; i += chunkBytes) pieces.push(bytes.subarray(i, i + chunkBytes));
-        const rep = await analyzeStartupLog({ stream: Readable.from(pieces) }, { dateAnchor: null });
-        const newlines = bytes.filter((b) => b === 10).length;
-        const expected = newlines + (bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? 1 : 0);
-        expect(rep.lines.total).toBe(expected);
-        expect(rep.restarts.length).toBeLessThanOrEqual(3);
-      }),
+      fc.asyncProperty(
+        fc.uint8Array({ maxLength: 600 }),
+        fc.nat({ max: real.length }),
+        fc.integer({ min: 1, max: 700 }),
+        async (junk, at, chunkBytes) => {
+          const bytes = Buffer.concat([real.subarray(0, at), Buffer.from(junk), real.subarray(at)]);
+          const pieces: Buffer[] = [];
+          for (let i = 0; i < bytes.length; i += chunkBytes) pieces.push(bytes.subarray(i, i + chunkBytes));
+          const rep = await analyzeStartupLog({ stream: Readable.from(pieces) }, { dateAnchor: null });
+          const newlines = bytes.filter((b) => b === 10).length;
+          const expected = newlines + (bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? 1 : 0);
+          expect(rep.lines.total).toBe(expected);
+          expect(rep.restarts.length).toBeLessThanOrEqual(3);
+        },
+      ),
       { numRuns: 150 },
     );
   });
 
   it('a line over 1 MiB is skipped without holding it in memory', async () => {
-    const head = renderGatewayLog({ restarts: [{ startMs: Date.UTC(2026, 0, 1), sessions: 3, gapMs: 2000, end: 'running' }], level: 'info', events: false, seed: 3, home: '/h' });
+    const head = renderGatewayLog({
+      restarts: [{ startMs: Date.UTC(2026, 0, 1), sessions: 3, gapMs: 2000, end: 'running' }],
+      level: 'info',
+      events: false,
+      seed: 3,
+      home: '/h',
+    });
     const lines = head.split('\n');
     const text = [lines[0], 'x'.repeat(3 * 1024 * 1024), ...lines.slice(1)].join('\n');
     const rep = await analyzeText(text, { chunkBytes: 256 * 1024 });
@@ -273,7 +325,8 @@ describe('robustness', () => {
   });
 
   it('chunk boundaries do not change the result (every split of lines and of UTF-8 sequences)', async () => {
-    const text = renderRedirectedLog(scenario('info', true)) + readFileSync(join(FIX, 'garbage.log')).toString('latin1');
+    const text =
+      renderRedirectedLog(scenario('info', true)) + readFileSync(join(FIX, 'garbage.log')).toString('latin1');
     const whole = await analyzeText(Buffer.from(text, 'latin1'));
     for (const chunkBytes of [64, 97, 1000, 4099]) {
       const part = await analyzeText(Buffer.from(text, 'latin1'), { chunkBytes });
@@ -284,13 +337,14 @@ describe('robustness', () => {
   it('a stop without a time in the bootstrap: its last progress line is read before its buffer is reused', async () => {
     const line = (time: string | null, message: string) =>
       JSON.stringify({ level: 'info', component: 'gateway', ...(time === null ? {} : { time }), message });
-    const log = [
-      line('2026-06-01T08:00:00+02:00', 'Log level set to "info"'),
-      line('2026-06-01T08:00:01+02:00', 'Registered agent'),
-      line('2026-06-01T08:00:09+02:00', 'ingest'),
-      line(null, '✓ Gateway stopped'),
-      ...Array.from({ length: 40 }, (_, i) => line(`2026-06-01T09:00:${10 + i}+02:00`, 'x'.repeat(i))),
-    ].join('\n') + '\n';
+    const log =
+      [
+        line('2026-06-01T08:00:00+02:00', 'Log level set to "info"'),
+        line('2026-06-01T08:00:01+02:00', 'Registered agent'),
+        line('2026-06-01T08:00:09+02:00', 'ingest'),
+        line(null, '✓ Gateway stopped'),
+        ...Array.from({ length: 40 }, (_, i) => line(`2026-06-01T09:00:${10 + i}+02:00`, 'x'.repeat(i))),
+      ].join('\n') + '\n';
     const to = 'last line before it died';
     const gap = { seconds: 8, precision_seconds: 1, from: 'Registered agent', to, lower_bound: true };
     for (let chunkBytes = 64; chunkBytes <= 1024; chunkBytes += 40) {
@@ -316,16 +370,22 @@ describe('robustness', () => {
     const text = renderGatewayLog(scenario('info', false));
     writeFileSync(path, text);
     let calls = 0;
-    const rep = await analyzeStartupLog({ path }, {
-      chunkBytes: 4096,
-      onChunk: () => {
-        // logrotate copytruncate: the file is copied, emptied, and the gateway (O_APPEND) writes on.
-        if (++calls === 3) {
-          truncateSync(path, 0);
-          appendFileSync(path, '{"level":"info","component":"gateway","time":"2026-06-09T00:00:00+02:00","caller":"/src/pkg/gateway/gateway.go:165","message":"Log level set to \\"info\\""}\n');
-        }
+    const rep = await analyzeStartupLog(
+      { path },
+      {
+        chunkBytes: 4096,
+        onChunk: () => {
+          // logrotate copytruncate: the file is copied, emptied, and the gateway (O_APPEND) writes on.
+          if (++calls === 3) {
+            truncateSync(path, 0);
+            appendFileSync(
+              path,
+              '{"level":"info","component":"gateway","time":"2026-06-09T00:00:00+02:00","caller":"/src/pkg/gateway/gateway.go:165","message":"Log level set to \\"info\\""}\n',
+            );
+          }
+        },
       },
-    });
+    );
     // The reader reads one chunk ahead: it stops after the third or the fourth chunk of the old content.
     const cut = rep.source.truncated_while_reading!;
     expect([3 * 4096, 4 * 4096]).toContain(cut.at_byte);
@@ -337,8 +397,17 @@ describe('robustness', () => {
   });
 
   it('keeps only the latest restarts when there are very many, and says how many there were', async () => {
-    const restarts: SampleRestart[] = Array.from({ length: 40 }, (_, i) => ({ startMs: Date.UTC(2026, 0, 1) + i * 3_600_000, sessions: 1, gapMs: 1000, end: 'stopped', stopMs: Date.UTC(2026, 0, 1) + i * 3_600_000 + 600_000, traffic: 0 }));
-    const rep = await analyzeText(renderGatewayLog({ restarts, level: 'info', events: false, seed: 4, home: '/h' }), { maxRestarts: 5 });
+    const restarts: SampleRestart[] = Array.from({ length: 40 }, (_, i) => ({
+      startMs: Date.UTC(2026, 0, 1) + i * 3_600_000,
+      sessions: 1,
+      gapMs: 1000,
+      end: 'stopped',
+      stopMs: Date.UTC(2026, 0, 1) + i * 3_600_000 + 600_000,
+      traffic: 0,
+    }));
+    const rep = await analyzeText(renderGatewayLog({ restarts, level: 'info', events: false, seed: 4, home: '/h' }), {
+      maxRestarts: 5,
+    });
     expect(rep.restarts_found).toBe(40);
     expect(rep.restarts.length + rep.restarts_dropped).toBe(40);
     expect(rep.restarts[rep.restarts.length - 1]!.n).toBe(40);
@@ -365,8 +434,20 @@ describe('summary, prunes and the latest restart', () => {
       { at: '2026-06-07T12:00:00.000Z', deleted_sessions: 0, freed_bytes: 0, outcome: 'ok' },
     ]);
     expect(rep.restarts.filter((r) => r.after_prune).map((r) => r.n)).toEqual([7]);
-    expect(rep.restarts[6]!.after_prune).toEqual({ at: '2026-06-06T12:00:00.000Z', deleted_sessions: 510, freed_bytes: 9_000_000 });
-    expect(effects).toEqual([{ at: '2026-06-06T12:00:00.000Z', deleted_sessions: 510, freed_bytes: 9_000_000, gap_before: { restart: 5, seconds: 95 }, gap_after: { restart: 7, seconds: 45 } }]);
+    expect(rep.restarts[6]!.after_prune).toEqual({
+      at: '2026-06-06T12:00:00.000Z',
+      deleted_sessions: 510,
+      freed_bytes: 9_000_000,
+    });
+    expect(effects).toEqual([
+      {
+        at: '2026-06-06T12:00:00.000Z',
+        deleted_sessions: 510,
+        freed_bytes: 9_000_000,
+        gap_before: { restart: 5, seconds: 95 },
+        gap_after: { restart: 7, seconds: 45 },
+      },
+    ]);
   });
 
   it('settleLatest: a "running" restart whose gateway is gone becomes crashed', async () => {
@@ -378,8 +459,13 @@ describe('summary, prunes and the latest restart', () => {
     expect(rep.summary.running).toBe(0);
   });
 
-  it('the sample-home builder\'s log, for each level', async () => {
-    for (const [level, events] of [['warn', false], ['info', false], ['debug', false], ['info', true]] as const) {
+  it("the sample-home builder's log, for each level", async () => {
+    for (const [level, events] of [
+      ['warn', false],
+      ['info', false],
+      ['debug', false],
+      ['info', true],
+    ] as const) {
       const home = join(tempDir(), '.picoclaw');
       buildSampleHome({ dir: home, sessions: 20, seed: 8, logLevel: level, logEvents: events, restarts: 6 });
       const rep = await analyzeStartupLog({ path: join(home, 'logs', 'gateway.log') });
@@ -390,7 +476,13 @@ describe('summary, prunes and the latest restart', () => {
       }
       expect(rep.restarts.map((r) => r.end)).toEqual(['stopped', 'stopped', 'crashed', 'failed', 'stopped', 'running']);
       expect(rep.restarts.filter((r) => r.bootstrap_gap).length).toBe(5);
-      expect(rep.restarts.every((r) => r.end === 'failed' || (events ? r.time_to_ready!.precision_seconds === 0.001 : r.time_to_ready!.precision_seconds === 1))).toBe(true);
+      expect(
+        rep.restarts.every(
+          (r) =>
+            r.end === 'failed' ||
+            (events ? r.time_to_ready!.precision_seconds === 0.001 : r.time_to_ready!.precision_seconds === 1),
+        ),
+      ).toBe(true);
     }
   });
 });

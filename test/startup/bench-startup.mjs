@@ -26,8 +26,24 @@ if (!existsSync('/usr/bin/time')) throw new Error('needs /usr/bin/time (apt-get 
 const DAY = 86_400_000;
 const base = Date.UTC(2026, 0, 1, 8);
 const shapes = {
-  dense: Array.from({ length: 150 }, (_, i) => ({ startMs: base + i * DAY, sessions: 20 + i * 5, gapMs: 2000 + i * 400, end: i % 10 === 3 ? 'crashed' : i % 17 === 5 ? 'failed' : 'stopped', stopMs: base + i * DAY + DAY / 2, traffic: 118, reloads: i % 5 === 0 ? 1 : 0 })),
-  typical: Array.from({ length: 12 }, (_, i) => ({ startMs: base + i * 7 * DAY, sessions: 100 + i * 60, gapMs: 8000 + i * 4000, end: i % 4 === 3 ? 'crashed' : 'stopped', stopMs: base + i * 7 * DAY + 6 * DAY, traffic: 1650, reloads: 1 })),
+  dense: Array.from({ length: 150 }, (_, i) => ({
+    startMs: base + i * DAY,
+    sessions: 20 + i * 5,
+    gapMs: 2000 + i * 400,
+    end: i % 10 === 3 ? 'crashed' : i % 17 === 5 ? 'failed' : 'stopped',
+    stopMs: base + i * DAY + DAY / 2,
+    traffic: 118,
+    reloads: i % 5 === 0 ? 1 : 0,
+  })),
+  typical: Array.from({ length: 12 }, (_, i) => ({
+    startMs: base + i * 7 * DAY,
+    sessions: 100 + i * 60,
+    gapMs: 8000 + i * 4000,
+    end: i % 4 === 3 ? 'crashed' : 'stopped',
+    stopMs: base + i * 7 * DAY + 6 * DAY,
+    traffic: 1650,
+    reloads: 1,
+  })),
 };
 
 /** Fastest of `runs` wall times (hrtime around the spawn), and the peak RSS of a /usr/bin/time -v run. */
@@ -52,7 +68,10 @@ const fixed = timed(process.execPath, [cli, 'startup', '--log', empty, '--json']
 const rows = [];
 for (const [shape, restarts] of Object.entries(shapes)) {
   const unit = join(dir, `${shape}-10.log`);
-  writeFileSync(unit, renderGatewayLog({ restarts, level: 'info', events: true, seed: 9, home: '/home/pi/.picoclaw', utcOffsetMin: 120 }));
+  writeFileSync(
+    unit,
+    renderGatewayLog({ restarts, level: 'info', events: true, seed: 9, home: '/home/pi/.picoclaw', utcOffsetMin: 120 }),
+  );
   const unitBytes = statSync(unit).size;
   for (const mb of sizes) {
     const file = join(dir, `${shape}-${mb}.log`);

@@ -13,7 +13,15 @@ const FIX = fileURLToPath(new URL('../fixtures/logs/', import.meta.url));
 function sampleHome(opts: Parameters<typeof buildSampleHome>[0] extends infer O ? Partial<O> : never = {}) {
   const root = tempDir('pcg-startup-cli-');
   const home = join(root, '.picoclaw');
-  const sample = buildSampleHome({ dir: home, sessions: 30, seed: 12, logLevel: 'info', logEvents: true, restarts: 6, ...opts });
+  const sample = buildSampleHome({
+    dir: home,
+    sessions: 30,
+    seed: 12,
+    logLevel: 'info',
+    logEvents: true,
+    restarts: 6,
+    ...opts,
+  });
   return { root, home, sample, env: { HOME: root, STATE_DIRECTORY: join(root, 'state') } };
 }
 
@@ -37,11 +45,38 @@ describe('picoclaw-guard startup', () => {
     const r = runCli(['startup', '--home', home, '--json'], env);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(expect.arrayContaining(['version', 'source', 'lines', 'levels', 'content_level', 'timestamps', 'restarts', 'summary', 'notes', 'advice', 'sessions_now', 'prunes', 'shown_last']));
-    expect(j.restarts.map((x: { end: string }) => x.end)).toEqual(['stopped', 'stopped', 'crashed', 'failed', 'stopped', 'crashed']);
+    expect(Object.keys(j)).toEqual(
+      expect.arrayContaining([
+        'version',
+        'source',
+        'lines',
+        'levels',
+        'content_level',
+        'timestamps',
+        'restarts',
+        'summary',
+        'notes',
+        'advice',
+        'sessions_now',
+        'prunes',
+        'shown_last',
+      ]),
+    );
+    expect(j.restarts.map((x: { end: string }) => x.end)).toEqual([
+      'stopped',
+      'stopped',
+      'crashed',
+      'failed',
+      'stopped',
+      'crashed',
+    ]);
     // The sample's PID file names a process that does not exist: the last "running" restart died.
     expect(j.restarts[5].end_detail).toMatch(/no gateway runs now/);
-    expect(j.restarts[0].bootstrap_gap).toMatchObject({ from: 'Registered agent', to: 'Agent initialized', precision_seconds: 1 });
+    expect(j.restarts[0].bootstrap_gap).toMatchObject({
+      from: 'Registered agent',
+      to: 'Agent initialized',
+      precision_seconds: 1,
+    });
     expect(j.restarts[0].time_to_ready).toMatchObject({ precision_seconds: 0.001 });
     expect(j.sessions_now).toMatchObject({ agents: 3, bootstrapped: { agent: 'main' } });
     expect(j.summary.latest_gap.restart).toBe(6);
@@ -56,12 +91,26 @@ describe('picoclaw-guard startup', () => {
     expect(j.restarts_found).toBe(6);
   });
 
-  it('marks the restart after a prune from the guard\'s history', () => {
+  it("marks the restart after a prune from the guard's history", () => {
     const { home, env, sample } = sampleHome();
-    const starts = JSON.parse(runCli(['startup', '--home', home, '--json'], env).stdout).restarts.map((x: { started_at: string }) => Date.parse(x.started_at));
+    const starts = JSON.parse(runCli(['startup', '--home', home, '--json'], env).stdout).restarts.map(
+      (x: { started_at: string }) => Date.parse(x.started_at),
+    );
     const at = new Date((starts[3] + starts[4]) / 2).toISOString();
     mkdirSync(env.STATE_DIRECTORY, { recursive: true });
-    const entry = { at, home: sample.home, mode: 'apply', outcome: 'ok', deleted_sessions: 12, deleted_orphans: 0, freed_bytes: 2_000_000, sessions_before: 30, sessions_after: 18, duration_ms: 40, reason: null };
+    const entry = {
+      at,
+      home: sample.home,
+      mode: 'apply',
+      outcome: 'ok',
+      deleted_sessions: 12,
+      deleted_orphans: 0,
+      freed_bytes: 2_000_000,
+      sessions_before: 30,
+      sessions_after: 18,
+      duration_ms: 40,
+      reason: null,
+    };
     writeFileSync(join(env.STATE_DIRECTORY, 'prune-history.jsonl'), JSON.stringify(entry) + '\n');
     const j = JSON.parse(runCli(['startup', '--home', home, '--json'], env).stdout);
     expect(j.restarts[4].after_prune).toEqual({ at, deleted_sessions: 12, freed_bytes: 2_000_000 });
@@ -109,7 +158,9 @@ describe('picoclaw-guard startup', () => {
     for (const bad of ['0', '-1', 'x', '1.5']) {
       const r = runCli(['startup', '--home', home, '--last', bad], env);
       expect(r.code).toBe(2);
-      expect(r.stderr).toBe(`picoclaw-guard: option '--last <n>' argument '${bad}' is invalid. Expected a whole number of 1 or more.\n`);
+      expect(r.stderr).toBe(
+        `picoclaw-guard: option '--last <n>' argument '${bad}' is invalid. Expected a whole number of 1 or more.\n`,
+      );
     }
     expect(runCli(['startup', '--home', join(tempDir(), 'nohome')], { HOME: tempDir() }).code).toBe(2);
   });

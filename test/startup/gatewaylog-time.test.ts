@@ -10,7 +10,10 @@ import { analyzeStartupLog, type StartupReport } from '../../src/startup/index.j
  */
 
 const FIX = fileURLToPath(new URL('../fixtures/logs/', import.meta.url));
-const lines = (name: string) => readFileSync(FIX + name, 'utf8').trimEnd().split('\n');
+const lines = (name: string) =>
+  readFileSync(FIX + name, 'utf8')
+    .trimEnd()
+    .split('\n');
 
 /** The line's date replaced by `date` (same length), in its JSON `time` or its journald prefix. */
 function restamp(line: string, date: string): string {

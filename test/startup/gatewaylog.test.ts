@@ -33,15 +33,28 @@ const scan = (line: string) => {
   return out;
 };
 
-/** Example lines in PicoClaw's file format (docs/picoclaw.md#line-format), with message strings and callers of the upstream source. */
-const FACTS = readFileSync(fileURLToPath(new URL('../fixtures/logs/facts-example.log', import.meta.url)), 'utf8').trim().split('\n');
+/**
+ * Example lines in PicoClaw's file format (docs/picoclaw.md#line-format), with message strings and callers of the
+ * upstream source.
+ */
+const FACTS = readFileSync(fileURLToPath(new URL('../fixtures/logs/facts-example.log', import.meta.url)), 'utf8')
+  .trim()
+  .split('\n');
 
 describe('scanLine: the cheap look (JSON)', () => {
-  it('recognises every marker in the facts document\'s example lines', () => {
+  it("recognises every marker in the facts document's example lines", () => {
     const kinds = FACTS.map((l) => scan(l).marker);
     expect(kinds.slice(0, 10)).toEqual([
-      Marker.LOG_LEVEL_SET, Marker.FOUND_PID, Marker.PID_NOT_RUNNING, Marker.WROTE_PID, Marker.AGENT_REGISTERED,
-      Marker.CORE_TOOL, Marker.INGEST, Marker.BOOTSTRAP_WARN, Marker.CORE_TOOL, Marker.AGENT_INITIALIZED,
+      Marker.LOG_LEVEL_SET,
+      Marker.FOUND_PID,
+      Marker.PID_NOT_RUNNING,
+      Marker.WROTE_PID,
+      Marker.AGENT_REGISTERED,
+      Marker.CORE_TOOL,
+      Marker.INGEST,
+      Marker.BOOTSTRAP_WARN,
+      Marker.CORE_TOOL,
+      Marker.AGENT_INITIALIZED,
     ]);
     expect(kinds).toContain(Marker.HTTP_LISTENING);
     expect(kinds).toContain(Marker.CHANNELS_STARTED);
@@ -59,7 +72,16 @@ describe('scanLine: the cheap look (JSON)', () => {
   });
 
   it('exact markers must end where the message ends', () => {
-    const j = (m: string) => scan(JSON.stringify({ level: 'info', component: 'seahorse', time: '2026-06-13T18:19:58+02:00', caller: '/src/x.go:1', message: m })).marker;
+    const j = (m: string) =>
+      scan(
+        JSON.stringify({
+          level: 'info',
+          component: 'seahorse',
+          time: '2026-06-13T18:19:58+02:00',
+          caller: '/src/x.go:1',
+          message: m,
+        }),
+      ).marker;
     expect(j('ingest')).toBe(Marker.INGEST);
     expect(j('ingest failed')).toBe(Marker.NONE);
     expect(j('bootstrap')).toBe(Marker.BOOTSTRAP_WARN);
@@ -71,7 +93,8 @@ describe('scanLine: the cheap look (JSON)', () => {
   });
 
   it('only the top-level message counts (a nested "message" key is a field)', () => {
-    const line = '{"level":"info","component":"events","payload":{"message":"Agent initialized"},"time":"2026-06-13T18:19:58+02:00","caller":"/src/x.go:1","message":"Runtime event: agent.turn"}';
+    const line =
+      '{"level":"info","component":"events","payload":{"message":"Agent initialized"},"time":"2026-06-13T18:19:58+02:00","caller":"/src/x.go:1","message":"Runtime event: agent.turn"}';
     expect(scan(line).marker).toBe(Marker.NONE);
     const b = Buffer.from(line);
     const msgStart = jsonMessageStart(b, 0, b.length);
@@ -86,15 +109,26 @@ describe('scanLine: the cheap look (JSON)', () => {
       return msgStart < 0 ? null : b.toString('utf8', msgStart, b.length - 2);
     };
     expect(at(FACTS[0]!)).toBe('Log level set to \\"info\\"');
-    expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1","message":"a \\\\"}')).toBe('a \\\\');
+    expect(
+      at(
+        '{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1","message":"a \\\\"}',
+      ),
+    ).toBe('a \\\\');
     expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1"}')).toBeNull(); // zerolog omits an empty message
     expect(at('{"level":"info","component":"x","note":"\\"message\\":\\"Agent initialized"}')).toBeNull();
     expect(at('{"level":"info","message":"ok","n":1}')).toBeNull(); // message not last: not zerolog's shape
   });
 
   it('torn JSON, NUL holes, binary, empty, CRLF', () => {
-    expect(scan('{"level":"info","component":"seahorse","conv_id":2,"messa')).toMatchObject({ format: LineFormat.JSON, torn: true });
-    expect(scan('\u0000\u0000\u0000' + FACTS[0])).toMatchObject({ format: LineFormat.JSON, marker: Marker.LOG_LEVEL_SET, nulPrefix: true });
+    expect(scan('{"level":"info","component":"seahorse","conv_id":2,"messa')).toMatchObject({
+      format: LineFormat.JSON,
+      torn: true,
+    });
+    expect(scan('\u0000\u0000\u0000' + FACTS[0])).toMatchObject({
+      format: LineFormat.JSON,
+      marker: Marker.LOG_LEVEL_SET,
+      nulPrefix: true,
+    });
     expect(scan('\u0000\u0000').format).toBe(LineFormat.BINARY);
     expect(scan('\u001f\u008b\u0008binary').format).toBe(LineFormat.BINARY);
     expect(scan('').format).toBe(LineFormat.EMPTY);
@@ -149,27 +183,40 @@ describe('parseJsonLight: marker lines read from their bytes', () => {
     expect(checked).toBeGreaterThan(100);
   });
 
-  it('declines what is not in zerolog\'s shape (the caller then parses in full)', () => {
+  it("declines what is not in zerolog's shape (the caller then parses in full)", () => {
     const b = Buffer.from('{"level":"info","component":"agent","message":"Agent initialized"}');
-    expect(parseJsonLight(b, 0, b.length, jsonMessageStart(b, 0, b.length), Level.INFO, Marker.AGENT_INITIALIZED)).toBeNull();
-    const c = Buffer.from('{"level":"debug","component":"tools","time":"2026-06-13T18:19:36+02:00","caller":"/src/pkg/tools/registry.go:88","message":"Registered core tool"}');
+    expect(
+      parseJsonLight(b, 0, b.length, jsonMessageStart(b, 0, b.length), Level.INFO, Marker.AGENT_INITIALIZED),
+    ).toBeNull();
+    const c = Buffer.from(
+      '{"level":"debug","component":"tools","time":"2026-06-13T18:19:36+02:00","caller":"/src/pkg/tools/registry.go:88","message":"Registered core tool"}',
+    );
     expect(parseJsonLight(c, 0, c.length, jsonMessageStart(c, 0, c.length), Level.DEBUG, Marker.CORE_TOOL)).toBeNull(); // no name
   });
 });
 
 describe('console and journald lines', () => {
-  const line = '18:20:09 WRN seahorse src/pkg/agent/context_seahorse.go:189 > bootstrap error="bootstrap: get messages: database is locked" session=agent:cron-3f9a';
+  const line =
+    '18:20:09 WRN seahorse src/pkg/agent/context_seahorse.go:189 > bootstrap error="bootstrap: get messages: database is locked" session=agent:cron-3f9a';
 
   it('a console line: level, marker, message, fields (quoted values read back)', () => {
     expect(scan(line)).toMatchObject({ format: LineFormat.CONSOLE, level: Level.WARN, marker: Marker.BOOTSTRAP_WARN });
     const p = parseLine(line)!;
     expect(p.message).toBe('bootstrap');
-    expect(p.fields).toMatchObject({ error: 'bootstrap: get messages: database is locked', session: 'agent:cron-3f9a', component: 'seahorse' });
+    expect(p.fields).toMatchObject({
+      error: 'bootstrap: get messages: database is locked',
+      session: 'agent:cron-3f9a',
+      component: 'seahorse',
+    });
     expect(p.time).toEqual({ kind: 'timeOfDay', secondOfDay: 18 * 3600 + 20 * 60 + 9, precisionMs: 1000 });
   });
 
   it('numbers, booleans and JSON values in console fields', () => {
-    expect(splitConsoleMessage('Runtime event: gateway.ready duration_ms=43120 event_kind=gateway.ready ok=false tags=["a b","c"]')).toEqual({
+    expect(
+      splitConsoleMessage(
+        'Runtime event: gateway.ready duration_ms=43120 event_kind=gateway.ready ok=false tags=["a b","c"]',
+      ),
+    ).toEqual({
       message: 'Runtime event: gateway.ready',
       fields: { duration_ms: 43120, event_kind: 'gateway.ready', ok: false, tags: ['a b', 'c'] },
     });
@@ -189,14 +236,19 @@ describe('console and journald lines', () => {
   });
 
   it('journald short (no year) and a banner behind the prefix', () => {
-    expect(scan(`Jun 13 18:20:09 raspberrypi picoclaw[4242]: ${line}`)).toMatchObject({ format: LineFormat.JOURNALD, marker: Marker.BOOTSTRAP_WARN });
+    expect(scan(`Jun 13 18:20:09 raspberrypi picoclaw[4242]: ${line}`)).toMatchObject({
+      format: LineFormat.JOURNALD,
+      marker: Marker.BOOTSTRAP_WARN,
+    });
     const banner = '2026-06-13T18:20:17+0200 raspberrypi picoclaw[4242]: 📦 Agent Status:';
     expect(scan(banner)).toMatchObject({ format: LineFormat.JOURNALD, marker: Marker.NONE });
     expect(parseLine(banner)!.message).toBe('📦 Agent Status:');
   });
 
   it('every sample event survives console rendering: the same marker, message and fields', () => {
-    const events = sampleGatewayEvents(scenario('debug', true)).filter((e) => !e.stdoutOnly && !Object.values(e.fields).some((v) => typeof v === 'string' && v.includes('\n')));
+    const events = sampleGatewayEvents(scenario('debug', true)).filter(
+      (e) => !e.stdoutOnly && !Object.values(e.fields).some((v) => typeof v === 'string' && v.includes('\n')),
+    );
     for (const e of events) {
       const jsonLine = renderJsonLine(e, 120);
       const consoleLine = renderConsoleLine(e, 120);
@@ -212,8 +264,16 @@ describe('console and journald lines', () => {
 
 describe('times', () => {
   it('parseInstant: RFC3339 with Z, ±hh:mm, ±hhmm and fractions; rejects the rest', () => {
-    expect(parseInstant('2026-06-13T18:19:35+02:00')).toEqual({ ms: Date.UTC(2026, 5, 13, 16, 19, 35), offsetMin: 120, precisionMs: 1000 });
-    expect(parseInstant('2026-06-13T18:19:35Z')).toEqual({ ms: Date.UTC(2026, 5, 13, 18, 19, 35), offsetMin: 0, precisionMs: 1000 });
+    expect(parseInstant('2026-06-13T18:19:35+02:00')).toEqual({
+      ms: Date.UTC(2026, 5, 13, 16, 19, 35),
+      offsetMin: 120,
+      precisionMs: 1000,
+    });
+    expect(parseInstant('2026-06-13T18:19:35Z')).toEqual({
+      ms: Date.UTC(2026, 5, 13, 18, 19, 35),
+      offsetMin: 0,
+      precisionMs: 1000,
+    });
     expect(parseInstant('2026-06-13T18:19:35-0530')!.offsetMin).toBe(-330);
     expect(parseInstant('2026-06-13T18:19:35.412907311+02:00')).toMatchObject({ precisionMs: 1 });
     expect(parseInstant('2026-13-13T18:19:35Z')).toBeNull();
@@ -249,7 +309,7 @@ describe('times', () => {
     expect(parseInstant('2024-02-29T12:00:00Z')).toMatchObject({ ms: Date.UTC(2024, 1, 29, 12) }); // a leap year
   });
 
-  it('formatInstant keeps the log\'s offset', () => {
+  it("formatInstant keeps the log's offset", () => {
     expect(formatInstant(Date.UTC(2026, 5, 13, 16, 19, 35), 120)).toBe('2026-06-13T18:19:35+02:00');
     expect(formatInstant(Date.UTC(2026, 5, 13, 16, 19, 35), 0)).toBe('2026-06-13T16:19:35Z');
     expect(formatInstant(Date.UTC(2026, 5, 13, 16, 19, 35, 412), -330)).toBe('2026-06-13T10:49:35.412-05:30');
@@ -267,8 +327,10 @@ describe('times', () => {
     expect(d.resolve(30)).toEqual({ ms: Date.UTC(2026, 5, 13, 22, 0, 30), offsetMin: 120, floating: false });
   });
 
-  it('ConsoleClock.withDate: journald\'s date, the console\'s time of day, the nearest day', () => {
-    expect(ConsoleClock.withDate(23 * 3600 + 59 * 60 + 59, { ms: Date.UTC(2026, 5, 13, 22, 0, 0), offsetMin: 120 })).toBe(Date.UTC(2026, 5, 13, 21, 59, 59));
+  it("ConsoleClock.withDate: journald's date, the console's time of day, the nearest day", () => {
+    expect(
+      ConsoleClock.withDate(23 * 3600 + 59 * 60 + 59, { ms: Date.UTC(2026, 5, 13, 22, 0, 0), offsetMin: 120 }),
+    ).toBe(Date.UTC(2026, 5, 13, 21, 59, 59));
   });
 
   it('property: no line steps back from the line before it by more than the jitter allowance', () => {
@@ -281,7 +343,7 @@ describe('times', () => {
         for (const s of secs) {
           const t = c.resolve(s).ms;
           expect(t).toBeGreaterThanOrEqual(prev - MAX_STEP_BACK_MS);
-          expect(((t / 1000) % 86_400 + 86_400) % 86_400).toBe(s);
+          expect((((t / 1000) % 86_400) + 86_400) % 86_400).toBe(s);
           prev = t;
         }
       }),

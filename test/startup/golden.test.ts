@@ -15,11 +15,41 @@ import { ANCHOR, RESTARTS, scenario } from './scenario.js';
 const FIX = fileURLToPath(new URL('../fixtures/logs/', import.meta.url));
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 
-export const GENERATED: { name: string; level: 'warn' | 'info' | 'debug'; events: boolean; dated: boolean; render: () => string }[] = [
-  { name: 'sample-warn.log', level: 'warn', events: false, dated: true, render: () => renderGatewayLog(scenario('warn', false)) },
-  { name: 'sample-info.log', level: 'info', events: false, dated: true, render: () => renderGatewayLog(scenario('info', false)) },
-  { name: 'sample-debug.log', level: 'debug', events: false, dated: true, render: () => renderGatewayLog(scenario('debug', false)) },
-  { name: 'sample-info-events.log', level: 'info', events: true, dated: true, render: () => renderGatewayLog(scenario('info', true)) },
+export const GENERATED: {
+  name: string;
+  level: 'warn' | 'info' | 'debug';
+  events: boolean;
+  dated: boolean;
+  render: () => string;
+}[] = [
+  {
+    name: 'sample-warn.log',
+    level: 'warn',
+    events: false,
+    dated: true,
+    render: () => renderGatewayLog(scenario('warn', false)),
+  },
+  {
+    name: 'sample-info.log',
+    level: 'info',
+    events: false,
+    dated: true,
+    render: () => renderGatewayLog(scenario('info', false)),
+  },
+  {
+    name: 'sample-debug.log',
+    level: 'debug',
+    events: false,
+    dated: true,
+    render: () => renderGatewayLog(scenario('debug', false)),
+  },
+  {
+    name: 'sample-info-events.log',
+    level: 'info',
+    events: true,
+    dated: true,
+    render: () => renderGatewayLog(scenario('info', true)),
+  },
   {
     name: 'sample-journald.log',
     level: 'info',
@@ -27,10 +57,31 @@ export const GENERATED: { name: string; level: 'warn' | 'info' | 'debug'; events
     dated: true,
     render: () => renderConsoleLog(scenario('info', true), { journald: { host: 'raspberrypi' } }),
   },
-  { name: 'sample-console.log', level: 'debug', events: false, dated: false, render: () => renderConsoleLog(scenario('debug', false)) },
-  { name: 'sample-redirected.log', level: 'info', events: true, dated: true, render: () => renderRedirectedLog(scenario('info', true)) },
+  {
+    name: 'sample-console.log',
+    level: 'debug',
+    events: false,
+    dated: false,
+    render: () => renderConsoleLog(scenario('debug', false)),
+  },
+  {
+    name: 'sample-redirected.log',
+    level: 'info',
+    events: true,
+    dated: true,
+    render: () => renderRedirectedLog(scenario('info', true)),
+  },
 ];
-const HAND = ['facts-example.log', 'garbage.log', 'midrun.log', 'warn-only.log', 'rollover-console.log', 'mixed.log', 'reload.log', 'empty.log'];
+const HAND = [
+  'facts-example.log',
+  'garbage.log',
+  'midrun.log',
+  'warn-only.log',
+  'rollover-console.log',
+  'mixed.log',
+  'reload.log',
+  'empty.log',
+];
 
 /** The report with the machine-specific path reduced to the file name. */
 export async function reportFor(name: string): Promise<StartupReport> {
@@ -73,7 +124,9 @@ describe('golden reports of generated logs agree with their scenario', () => {
   const complete = (i: number) => RESTARTS[i]!.end !== 'failed' && RESTARTS[i]!.crashPhase !== 'bootstrap';
   for (const g of GENERATED) {
     it(g.name, () => {
-      const golden = JSON.parse(readFileSync(join(FIX, g.name.replace(/\.log$/, '.golden.json')), 'utf8')) as StartupReport;
+      const golden = JSON.parse(
+        readFileSync(join(FIX, g.name.replace(/\.log$/, '.golden.json')), 'utf8'),
+      ) as StartupReport;
       if (g.level === 'warn') {
         // At warn level a start shows only through its warnings and errors (and a stop not at all, so an end
         // is what the visible lines allow): each restart reported is one of the scenario's, in order.
@@ -104,4 +157,3 @@ describe('golden reports of generated logs agree with their scenario', () => {
     });
   }
 });
-

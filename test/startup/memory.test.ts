@@ -18,9 +18,19 @@ describe('memory', () => {
   it('256 MiB of log, peak RSS under 100 MB', () => {
     const DAY = 86_400_000;
     const base = Date.UTC(2026, 0, 1);
-    const restarts: SampleRestart[] = Array.from({ length: 40 }, (_, i) => ({ startMs: base + i * DAY, sessions: 20 + i * 10, gapMs: 2000 + i * 500, end: i % 7 === 3 ? 'crashed' : 'stopped', stopMs: base + i * DAY + DAY / 2, traffic: 300 }));
+    const restarts: SampleRestart[] = Array.from({ length: 40 }, (_, i) => ({
+      startMs: base + i * DAY,
+      sessions: 20 + i * 10,
+      gapMs: 2000 + i * 500,
+      end: i % 7 === 3 ? 'crashed' : 'stopped',
+      stopMs: base + i * DAY + DAY / 2,
+      traffic: 300,
+    }));
     const blockFile = join(tempDir(), 'block.log');
-    writeFileSync(blockFile, renderGatewayLog({ restarts, level: 'info', events: true, seed: 1, home: '/h', utcOffsetMin: 120 }));
+    writeFileSync(
+      blockFile,
+      renderGatewayLog({ restarts, level: 'info', events: true, seed: 1, home: '/h', utcOffsetMin: 120 }),
+    );
     const script = `
       const { readFileSync } = await import('node:fs');
       const { analyzeStartupLog } = await import(${JSON.stringify(DIST + 'startup/index.js')});
@@ -30,7 +40,10 @@ describe('memory', () => {
       const r = await analyzeStartupLog({ stream: stream() }, { dateAnchor: null });
       console.log(JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS, bytes: r.source.bytes_read, restarts: r.restarts_found }));
     `;
-    const p = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+    const p = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect(p.stderr).toBe('');
     const m = JSON.parse(p.stdout) as { maxRssKiB: number; bytes: number; restarts: number };
     expect(m.bytes).toBeGreaterThanOrEqual(256 * 1024 * 1024);

@@ -26,7 +26,14 @@ function reserialise(line: string, ascii: boolean): string {
     const t = JSON.stringify(v);
     return ascii ? t.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : t;
   };
-  return '{ ' + Object.keys(o).reverse().map((k) => `${json(k)}: ${json(o[k])}`).join(', ') + ' }';
+  return (
+    '{ ' +
+    Object.keys(o)
+      .reverse()
+      .map((k) => `${json(k)}: ${json(o[k])}`)
+      .join(', ') +
+    ' }'
+  );
 }
 
 /** What a report says about the restarts, without where and how its bytes were read. */

@@ -21,7 +21,15 @@ export const RESTARTS: SampleRestart[] = [
 ];
 
 export function scenario(level: SampleLogOptions['level'], events: boolean): SampleLogOptions {
-  return { restarts: RESTARTS, level, events, seed: 6, home: '/home/pi/.picoclaw', utcOffsetMin: 120, agents: ['main', 'research'] };
+  return {
+    restarts: RESTARTS,
+    level,
+    events,
+    seed: 6,
+    home: '/home/pi/.picoclaw',
+    utcOffsetMin: 120,
+    agents: ['main', 'research'],
+  };
 }
 
 /**

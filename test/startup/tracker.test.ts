@@ -83,7 +83,11 @@ describe('RestartTracker', () => {
     expect(first!.endT).toEqual(at(7)); // its last line
     const e = toEntry(first!, same);
     expect(e.bootstrap_gap).toEqual({
-      seconds: 5, precision_seconds: 1, from: 'Registered agent', to: 'last line before it died', lower_bound: true,
+      seconds: 5,
+      precision_seconds: 1,
+      from: 'Registered agent',
+      to: 'last line before it died',
+      lower_bound: true,
     });
     expect(second!.end).toBe('running');
     expect(second!.endDetail).toBe('no closing line yet: still starting when the log ends');

@@ -19,9 +19,17 @@ function setup(passes: { at: string; home?: string; deleted_sessions: number }[]
   const stateDir = tempDir('pcg-view-state-');
   const lines = passes.map((p) =>
     JSON.stringify({
-      at: p.at, home: p.home ?? home.home, mode: 'apply', outcome: 'ok', deleted_sessions: p.deleted_sessions,
-      deleted_orphans: 0, freed_bytes: 1000 * p.deleted_sessions, sessions_before: 600, sessions_after: 90,
-      duration_ms: 40, reason: null,
+      at: p.at,
+      home: p.home ?? home.home,
+      mode: 'apply',
+      outcome: 'ok',
+      deleted_sessions: p.deleted_sessions,
+      deleted_orphans: 0,
+      freed_bytes: 1000 * p.deleted_sessions,
+      sessions_before: 600,
+      sessions_after: 90,
+      duration_ms: 40,
+      reason: null,
     }),
   );
   writeFileSync(join(stateDir, 'prune-history.jsonl'), lines.map((l) => l + '\n').join(''));
@@ -37,7 +45,7 @@ describe('settleAndMarkPrunes', () => {
     { at: '2026-06-06T14:00:00.000Z', deleted_sessions: 7, home: '/another/home' },
   ];
 
-  it('the home\'s own log with no gateway running: the latest restart crashed; the prune is placed', async () => {
+  it("the home's own log with no gateway running: the latest restart crashed; the prune is placed", async () => {
     const { home, stateDir } = setup(passes);
     const rep = await report();
     expect(rep.restarts[6]!.end).toBe('running');
@@ -52,7 +60,7 @@ describe('settleAndMarkPrunes', () => {
     expect(prunes).toEqual([{ ...pass, ...gaps }]);
   });
 
-  it('the gateway\'s PID file names a live process: the latest restart is still running', async () => {
+  it("the gateway's PID file names a live process: the latest restart is still running", async () => {
     const { home, stateDir } = setup(passes);
     writeFileSync(home.pidPath, JSON.stringify({ pid: process.pid, token: 'not-read', version: '0.2.7' }));
     const rep = await report();
@@ -61,7 +69,7 @@ describe('settleAndMarkPrunes', () => {
     expect(rep.summary.running).toBe(1);
   });
 
-  it('another log (not the home\'s own): not settled by this home\'s PID file, prunes still placed', async () => {
+  it("another log (not the home's own): not settled by this home's PID file, prunes still placed", async () => {
     const { home, stateDir } = setup(passes);
     const rep = await report();
     const prunes = await settleAndMarkPrunes(rep, home, { stateDir, ownLog: false });

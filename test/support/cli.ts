@@ -12,7 +12,9 @@ export const CLI = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.ur
  */
 export function assertBuilt(): void {
   if (process.env.VITEST && process.env.PICOGUARD_TEST_BUILT !== '1') {
-    throw new Error('this test file spawns the built CLI (dist/): list it in the e2e project in vitest.config.ts, whose global setup builds it');
+    throw new Error(
+      'this test file spawns the built CLI (dist/): list it in the e2e project in vitest.config.ts, whose global setup builds it',
+    );
   }
 }
 
@@ -30,9 +32,23 @@ function repoDir(): string {
 export const NO_GUARD_CONFIG = join(repoDir(), 'test', 'fixtures', 'guard-config-empty.json');
 
 /** Run the built CLI as a user would; the environment is cleaned of PicoClaw variables. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): SpawnSyncReturns<string> & { code: number } {
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  input?: string,
+): SpawnSyncReturns<string> & { code: number } {
   assertBuilt();
-  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_NO_SYSTEM_STATE: '1' };
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...base, ...env }, input, timeout: 120_000 });
+  const base: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+    PICOGUARD_NO_SYSTEM_STATE: '1',
+  };
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    encoding: 'utf8',
+    env: { ...base, ...env },
+    input,
+    timeout: 120_000,
+  });
   return Object.assign(r, { code: r.status ?? -1 });
 }

@@ -46,7 +46,13 @@ export const CLI_PATH = join(repoRoot(), 'dist', 'src', 'cli.js');
 
 /** The environment the CLI runs with: no PicoClaw variables, no guard config, no system state dir. */
 export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_NO_SYSTEM_STATE: '1', ...extra };
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+    PICOGUARD_NO_SYSTEM_STATE: '1',
+    ...extra,
+  };
 }
 
 // --- The parts of the --json report the harnesses read -------------------------------
@@ -79,23 +85,46 @@ export interface PruneJson {
   gateway: { state: string; reason: string } | null;
   sessions: ReportSession[];
   orphans: ReportOrphan[];
-  database: { present: boolean; longest_write_ms: number | null; transactions: number | null; vacuum: { ran: boolean; reason: string } | null };
-  totals: { sessions: number; groups: number; delete: number; keep: number; deleted_sessions: number; deleted_orphan_conversations: number; by_reason: Record<string, number> };
+  database: {
+    present: boolean;
+    longest_write_ms: number | null;
+    transactions: number | null;
+    vacuum: { ran: boolean; reason: string } | null;
+  };
+  totals: {
+    sessions: number;
+    groups: number;
+    delete: number;
+    keep: number;
+    deleted_sessions: number;
+    deleted_orphan_conversations: number;
+    by_reason: Record<string, number>;
+  };
   warnings: string[];
   duration_ms: number;
 }
 
 /** Run the built CLI and parse its --json report; throws with stderr when there is none. */
-export function cliJson(args: string[], env: NodeJS.ProcessEnv = cliEnv()): { code: number; report: PruneJson; wallMs: number } {
+export function cliJson(
+  args: string[],
+  env: NodeJS.ProcessEnv = cliEnv(),
+): { code: number; report: PruneJson; wallMs: number } {
   assertBuilt();
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [CLI_PATH, ...args], { encoding: 'utf8', env, maxBuffer: 1 << 30, timeout: 600_000 });
+  const r = spawnSync(process.execPath, [CLI_PATH, ...args], {
+    encoding: 'utf8',
+    env,
+    maxBuffer: 1 << 30,
+    timeout: 600_000,
+  });
   const wallMs = performance.now() - t0;
   if (r.error) throw r.error;
   try {
     return { code: r.status ?? -1, report: JSON.parse(r.stdout) as PruneJson, wallMs };
   } catch {
-    throw new Error(`picoclaw-guard ${args.join(' ')} exited ${r.status ?? r.signal} without a JSON report: ${r.stderr.slice(0, 2000)}`);
+    throw new Error(
+      `picoclaw-guard ${args.join(' ')} exited ${r.status ?? r.signal} without a JSON report: ${r.stderr.slice(0, 2000)}`,
+    );
   }
 }
 
@@ -132,11 +161,31 @@ const MARGIN_MS = 60_000;
  * the real build is shifted so that the cutoff sits at the start of a wide gap.
  */
 export function buildStableHome(o: StableHomeOptions): StableHome {
-  const base = { seed: o.seed, sessions: o.sessions, agents: o.agents, messagesPerSession: o.messagesPerSession, toolResultBytes: o.toolResultBytes, spanDays: o.spanDays, seahorse: true, pidFile: o.pidFile ?? 'none' } as const;
+  const base = {
+    seed: o.seed,
+    sessions: o.sessions,
+    agents: o.agents,
+    messagesPerSession: o.messagesPerSession,
+    toolResultBytes: o.toolResultBytes,
+    spanDays: o.spanDays,
+    seahorse: true,
+    pidFile: o.pidFile ?? 'none',
+  } as const;
   const probeDir = join(o.dir, 'probe-home');
   const n0 = Date.now();
   buildSampleHome({ ...base, dir: probeDir, now: n0 });
-  const { report } = cliJson(['prune', '--home', probeDir, '--json', '--max-age-days', '0', '--max-sessions', '0', '--max-db-size-mb', '0']);
+  const { report } = cliJson([
+    'prune',
+    '--home',
+    probeDir,
+    '--json',
+    '--max-age-days',
+    '0',
+    '--max-sessions',
+    '0',
+    '--max-db-size-mb',
+    '0',
+  ]);
   rmSync(probeDir, { recursive: true, force: true });
   const ages: number[] = [];
   for (const s of report.sessions) {
@@ -154,7 +203,10 @@ export function buildStableHome(o: StableHomeOptions): StableHome {
     if (a < -hi * DAY || b > -lo * DAY || b - a < need) continue;
     if (!best || b - a > best.b - best.a) best = { a, b };
   }
-  if (!best) throw new Error(`no gap of ${Math.round(need / 60_000)} min between session times ${lo} to ${hi} days old: use fewer sessions or a shorter run`);
+  if (!best)
+    throw new Error(
+      `no gap of ${Math.round(need / 60_000)} min between session times ${lo} to ${hi} days old: use fewer sessions or a shorter run`,
+    );
   const g = best.a + MARGIN_MS;
   const maxAgeDays = Math.ceil(-g / DAY);
   const t0 = Date.now();
@@ -213,16 +265,31 @@ export function normalizedDump(d: Dump): string {
     rank.set(k, n + 1);
     msgRef.set(Number(m.message_id), `${k}#${n}`);
   }
-  const ref = (id: unknown) => (id === null || id === undefined ? null : (msgRef.get(Number(id)) ?? `<no message ${String(id)}>`));
+  const ref = (id: unknown) =>
+    id === null || id === undefined ? null : (msgRef.get(Number(id)) ?? `<no message ${String(id)}>`);
   const sortRows = (rows: Record<string, unknown>[]) => rows.map((r) => JSON.stringify(r)).sort();
   const out: Record<string, string[]> = {
     conversations: sortRows(d.conversations!.map(({ conversation_id: _c, ...r }) => r)),
-    messages: sortRows(d.messages!.map(({ message_id, conversation_id, ...r }) => ({ ref: ref(message_id), conv: keyOf(conversation_id), ...r }))),
-    message_parts: sortRows(d.message_parts!.map(({ part_id: _p, message_id, ...r }) => ({ msg: ref(message_id), ...r }))),
+    messages: sortRows(
+      d.messages!.map(({ message_id, conversation_id, ...r }) => ({
+        ref: ref(message_id),
+        conv: keyOf(conversation_id),
+        ...r,
+      })),
+    ),
+    message_parts: sortRows(
+      d.message_parts!.map(({ part_id: _p, message_id, ...r }) => ({ msg: ref(message_id), ...r })),
+    ),
     summaries: sortRows(d.summaries!.map(({ conversation_id, ...r }) => ({ conv: keyOf(conversation_id), ...r }))),
     summary_parents: sortRows(d.summary_parents!),
     summary_messages: sortRows(d.summary_messages!.map(({ message_id, ...r }) => ({ msg: ref(message_id), ...r }))),
-    context_items: sortRows(d.context_items!.map(({ conversation_id, message_id, ...r }) => ({ conv: keyOf(conversation_id), msg: ref(message_id), ...r }))),
+    context_items: sortRows(
+      d.context_items!.map(({ conversation_id, message_id, ...r }) => ({
+        conv: keyOf(conversation_id),
+        msg: ref(message_id),
+        ...r,
+      })),
+    ),
     messages_fts: sortRows(d.messages_fts!.map(({ message_id, ...r }) => ({ msg: ref(message_id), ...r }))),
     summaries_fts: sortRows(d.summaries_fts!),
   };
@@ -235,15 +302,28 @@ export function danglingRows(d: Dump): string[] {
   const msgs = new Set(d.messages!.map((r) => Number(r.message_id)));
   const sums = new Set(d.summaries!.map((r) => String(r.summary_id)));
   const out: string[] = [];
-  for (const r of d.messages!) if (!convs.has(Number(r.conversation_id))) out.push(`messages ${String(r.message_id)} -> conversation ${String(r.conversation_id)}`);
-  for (const r of d.message_parts!) if (!msgs.has(Number(r.message_id))) out.push(`message_parts ${String(r.part_id)} -> message ${String(r.message_id)}`);
-  for (const r of d.summaries!) if (!convs.has(Number(r.conversation_id))) out.push(`summaries ${String(r.summary_id)} -> conversation ${String(r.conversation_id)}`);
-  for (const r of d.summary_messages!) if (!sums.has(String(r.summary_id)) || !msgs.has(Number(r.message_id))) out.push(`summary_messages ${String(r.summary_id)}/${String(r.message_id)}`);
-  for (const r of d.summary_parents!) if (!sums.has(String(r.summary_id)) || !sums.has(String(r.parent_summary_id))) out.push(`summary_parents ${String(r.summary_id)}/${String(r.parent_summary_id)}`);
+  for (const r of d.messages!)
+    if (!convs.has(Number(r.conversation_id)))
+      out.push(`messages ${String(r.message_id)} -> conversation ${String(r.conversation_id)}`);
+  for (const r of d.message_parts!)
+    if (!msgs.has(Number(r.message_id)))
+      out.push(`message_parts ${String(r.part_id)} -> message ${String(r.message_id)}`);
+  for (const r of d.summaries!)
+    if (!convs.has(Number(r.conversation_id)))
+      out.push(`summaries ${String(r.summary_id)} -> conversation ${String(r.conversation_id)}`);
+  for (const r of d.summary_messages!)
+    if (!sums.has(String(r.summary_id)) || !msgs.has(Number(r.message_id)))
+      out.push(`summary_messages ${String(r.summary_id)}/${String(r.message_id)}`);
+  for (const r of d.summary_parents!)
+    if (!sums.has(String(r.summary_id)) || !sums.has(String(r.parent_summary_id)))
+      out.push(`summary_parents ${String(r.summary_id)}/${String(r.parent_summary_id)}`);
   for (const r of d.context_items!) {
-    if (!convs.has(Number(r.conversation_id))) out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> conversation`);
-    else if (r.message_id !== null && !msgs.has(Number(r.message_id))) out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> message ${String(r.message_id)}`);
-    else if (r.summary_id !== null && !sums.has(String(r.summary_id))) out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> summary ${String(r.summary_id)}`);
+    if (!convs.has(Number(r.conversation_id)))
+      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> conversation`);
+    else if (r.message_id !== null && !msgs.has(Number(r.message_id)))
+      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> message ${String(r.message_id)}`);
+    else if (r.summary_id !== null && !sums.has(String(r.summary_id)))
+      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> summary ${String(r.summary_id)}`);
   }
   return out;
 }
@@ -277,8 +357,14 @@ class RowIndex {
     for (const r of d.messages!) add(Number(r.conversation_id), 'messages', r);
     for (const r of d.message_parts!) add(this.msgConv.get(Number(r.message_id)), 'message_parts', r);
     for (const r of d.summaries!) add(Number(r.conversation_id), 'summaries', r);
-    for (const r of d.summary_parents!) add(this.sumConv.get(String(r.summary_id)) ?? this.sumConv.get(String(r.parent_summary_id)), 'summary_parents', r);
-    for (const r of d.summary_messages!) add(this.sumConv.get(String(r.summary_id)) ?? this.msgConv.get(Number(r.message_id)), 'summary_messages', r);
+    for (const r of d.summary_parents!)
+      add(
+        this.sumConv.get(String(r.summary_id)) ?? this.sumConv.get(String(r.parent_summary_id)),
+        'summary_parents',
+        r,
+      );
+    for (const r of d.summary_messages!)
+      add(this.sumConv.get(String(r.summary_id)) ?? this.msgConv.get(Number(r.message_id)), 'summary_messages', r);
     for (const r of d.context_items!) add(Number(r.conversation_id), 'context_items', r);
     for (const r of d.messages_fts!) add(this.msgConv.get(Number(r.message_id)), 'messages_fts', r);
     for (const r of d.summaries_fts!) add(this.sumConv.get(String(r.summary_id)), 'summaries_fts', r);
@@ -337,7 +423,17 @@ export interface CrashFixture {
   keptConversations: number[];
   expectedFiles: Map<string, string>;
   expectedDb: string;
-  reference: { wallMs: number; walEvents: number; unlinkEvents: number; durationMs: number; longestWriteMs: number | null; transactions: number | null; vacuum: boolean; deletedSessions: number; deletedOrphans: number };
+  reference: {
+    wallMs: number;
+    walEvents: number;
+    unlinkEvents: number;
+    durationMs: number;
+    longestWriteMs: number | null;
+    transactions: number | null;
+    vacuum: boolean;
+    deletedSessions: number;
+    deletedOrphans: number;
+  };
 }
 
 export interface FixtureOptions extends Omit<StableHomeOptions, 'dir'> {
@@ -366,10 +462,30 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
   const agentIds = sample.agents.map((a) => a.id);
 
   // max_sessions: a share of what the age check keeps, so both checks delete.
-  const ageOnly = cliJson(['prune', '--home', pristine, '--json', '--max-age-days', String(stable.maxAgeDays), '--max-sessions', '0', '--max-db-size-mb', '0']).report;
-  const keptGroups = new Set(ageOnly.sessions.filter((s) => s.action === 'keep').map((s) => s.group ?? `${s.agent}/${s.file}`)).size;
+  const ageOnly = cliJson([
+    'prune',
+    '--home',
+    pristine,
+    '--json',
+    '--max-age-days',
+    String(stable.maxAgeDays),
+    '--max-sessions',
+    '0',
+    '--max-db-size-mb',
+    '0',
+  ]).report;
+  const keptGroups = new Set(
+    ageOnly.sessions.filter((s) => s.action === 'keep').map((s) => s.group ?? `${s.agent}/${s.file}`),
+  ).size;
   const maxSessions = Math.max(1, Math.floor(keptGroups * (o.keepShare ?? 0.7)));
-  const policyArgs = ['--max-age-days', String(stable.maxAgeDays), '--max-sessions', String(maxSessions), '--max-db-size-mb', '0'];
+  const policyArgs = [
+    '--max-age-days',
+    String(stable.maxAgeDays),
+    '--max-sessions',
+    String(maxSessions),
+    '--max-db-size-mb',
+    '0',
+  ];
   const plan = cliJson(['prune', '--home', pristine, '--json', ...policyArgs]).report;
   if (plan.skipped) throw new Error(`the dry-run was skipped: ${plan.skipped}`);
 
@@ -389,7 +505,12 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
     if (!dirRel) throw new Error(`the plan names agent ${s.agent}, which the sample home does not have`);
     const jsonl = join(dirRel, `${s.file}.jsonl`);
     const meta = join(dirRel, `${s.file}.meta.json`);
-    const m: VictimMember = { agent: s.agent, key: s.key, jsonl: pristineFiles.has(jsonl) ? jsonl : null, meta: pristineFiles.has(meta) ? meta : null };
+    const m: VictimMember = {
+      agent: s.agent,
+      key: s.key,
+      jsonl: pristineFiles.has(jsonl) ? jsonl : null,
+      meta: pristineFiles.has(meta) ? meta : null,
+    };
     if (m.jsonl) victimFiles.add(m.jsonl);
     if (m.meta) victimFiles.add(m.meta);
     let g = groups.get(id);
@@ -404,7 +525,9 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
   const victims = [...groups.values()];
   const deletedOrphans = plan.orphans.filter((x) => x.action === 'delete').map((x) => x.conversation_id);
   const doomed = new Set([...victims.flatMap((g) => g.conversations), ...deletedOrphans]);
-  const keptConversations = pristineDump.conversations!.map((c) => Number(c.conversation_id)).filter((c) => !doomed.has(c));
+  const keptConversations = pristineDump
+    .conversations!.map((c) => Number(c.conversation_id))
+    .filter((c) => !doomed.has(c));
 
   const fx: CrashFixture = {
     dir: o.dir,
@@ -425,24 +548,55 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
     keptConversations,
     expectedFiles: new Map(),
     expectedDb: '',
-    reference: { wallMs: 0, walEvents: 0, unlinkEvents: 0, durationMs: 0, longestWriteMs: null, transactions: null, vacuum: false, deletedSessions: 0, deletedOrphans: 0 },
+    reference: {
+      wallMs: 0,
+      walEvents: 0,
+      unlinkEvents: 0,
+      durationMs: 0,
+      longestWriteMs: null,
+      transactions: null,
+      vacuum: false,
+      deletedSessions: 0,
+      deletedOrphans: 0,
+    },
   };
 
   // The uninterrupted pass on a copy: the expected end state, and the calibration.
   const ref = join(o.dir, 'reference');
   copyHome(pristine, ref);
   const run = await runApply(fx, ref, join(o.dir, 'reference-state'), null);
-  if (run.signal || !run.report) throw new Error(`the uninterrupted reference pass failed (${run.signal ?? run.code}): ${run.stderr.slice(0, 2000)}`);
+  if (run.signal || !run.report)
+    throw new Error(
+      `the uninterrupted reference pass failed (${run.signal ?? run.code}): ${run.stderr.slice(0, 2000)}`,
+    );
   const r = run.report;
-  if (r.exit_code !== 0) throw new Error(`the uninterrupted reference pass exited ${r.exit_code}: ${r.skipped ?? JSON.stringify(r.sessions.filter((s) => s.detail))}`);
-  const planned = plan.sessions.filter((s) => s.action === 'delete').map((s) => `${s.agent}/${s.file}`).sort();
-  const done = r.sessions.filter((s) => s.action === 'delete').map((s) => `${s.agent}/${s.file}`).sort();
-  if (JSON.stringify(planned) !== JSON.stringify(done)) throw new Error(`the uninterrupted pass did not delete exactly the dry-run's plan (${planned.length} planned, ${done.length} deleted)`);
+  if (r.exit_code !== 0)
+    throw new Error(
+      `the uninterrupted reference pass exited ${r.exit_code}: ${r.skipped ?? JSON.stringify(r.sessions.filter((s) => s.detail))}`,
+    );
+  const planned = plan.sessions
+    .filter((s) => s.action === 'delete')
+    .map((s) => `${s.agent}/${s.file}`)
+    .sort();
+  const done = r.sessions
+    .filter((s) => s.action === 'delete')
+    .map((s) => `${s.agent}/${s.file}`)
+    .sort();
+  if (JSON.stringify(planned) !== JSON.stringify(done))
+    throw new Error(
+      `the uninterrupted pass did not delete exactly the dry-run's plan (${planned.length} planned, ${done.length} deleted)`,
+    );
   const refDump = dump(join(ref, dbRel));
   const refConvs = new Set(refDump.conversations!.map((c) => Number(c.conversation_id)));
-  const gone = pristineDump.conversations!.map((c) => Number(c.conversation_id)).filter((c) => !refConvs.has(c)).sort((a, b) => a - b);
+  const gone = pristineDump
+    .conversations!.map((c) => Number(c.conversation_id))
+    .filter((c) => !refConvs.has(c))
+    .sort((a, b) => a - b);
   const expectGone = [...doomed].sort((a, b) => a - b);
-  if (JSON.stringify(gone) !== JSON.stringify(expectGone)) throw new Error(`the uninterrupted pass deleted conversations ${JSON.stringify(gone)}, the plan names ${JSON.stringify(expectGone)}`);
+  if (JSON.stringify(gone) !== JSON.stringify(expectGone))
+    throw new Error(
+      `the uninterrupted pass deleted conversations ${JSON.stringify(gone)}, the plan names ${JSON.stringify(expectGone)}`,
+    );
   fx.expectedFiles = sessionFiles(ref, sessionsDirsRel);
   fx.expectedDb = normalizedDump(refDump);
   fx.reference = {
@@ -489,7 +643,13 @@ export interface PassRun {
  * (inotify): writes to seahorse.db-wal and unlinks of session files are counted,
  * and `kill` may fire SIGKILL at the Nth of either, or after a delay.
  */
-export function runApply(fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'>, home: string, stateDir: string, kill: KillAt | null, timeoutMs = 600_000): Promise<PassRun> {
+export function runApply(
+  fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'>,
+  home: string,
+  stateDir: string,
+  kill: KillAt | null,
+  timeoutMs = 600_000,
+): Promise<PassRun> {
   return new Promise((resolve, reject) => {
     const events = { wal: 0, unlink: 0 };
     const watchers: FSWatcher[] = [];
@@ -517,7 +677,11 @@ export function runApply(fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'
     }
     assertBuilt();
     const t0 = performance.now();
-    child = spawn(process.execPath, [CLI_PATH, 'prune', '--apply', '--json', '--home', home, '--state-dir', stateDir, ...fx.policyArgs], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(
+      process.execPath,
+      [CLI_PATH, 'prune', '--apply', '--json', '--home', home, '--state-dir', stateDir, ...fx.policyArgs],
+      { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const me = child;
     passes.add(me);
     let stdout = '';
@@ -557,7 +721,14 @@ export function runApply(fx: Pick<CrashFixture, 'sessionsDirsRel' | 'policyArgs'
 
 // --- Checks after a kill ---------------------------------------------------------------
 
-export type Phase = 'completed' | 'before-deleting' | 'seahorse-rows' | 'file-unlinks' | 'between-sessions' | 'orphan-conversations' | 'after-deleting';
+export type Phase =
+  | 'completed'
+  | 'before-deleting'
+  | 'seahorse-rows'
+  | 'file-unlinks'
+  | 'between-sessions'
+  | 'orphan-conversations'
+  | 'after-deleting';
 
 export interface Inspection {
   failures: string[];
@@ -582,7 +753,8 @@ export function inspectAfterKill(fx: CrashFixture, home: string, completed: bool
     } else if (now === undefined) failures.push(`(a) kept file ${rel} is missing`);
     else if (now !== h) failures.push(`(a) kept file ${rel} changed`);
   }
-  for (const rel of files.keys()) if (!fx.pristineFiles.has(rel)) failures.push(`unexpected file ${rel} in a sessions folder`);
+  for (const rel of files.keys())
+    if (!fx.pristineFiles.has(rel)) failures.push(`unexpected file ${rel} in a sessions folder`);
 
   const dbPath = join(home, fx.dbRel);
   const integ = integrity(dbPath);
@@ -591,9 +763,13 @@ export function inspectAfterKill(fx: CrashFixture, home: string, completed: bool
   if (!integ.ftsSummariesMatch) failures.push('(b) summaries_fts does not hold exactly the remaining summaries');
   const d = dump(dbPath);
   const dangling = danglingRows(d);
-  if (dangling.length > 0) failures.push(`(b) ${dangling.length} dangling rows, e.g. ${dangling.slice(0, 3).join('; ')}`);
+  if (dangling.length > 0)
+    failures.push(`(b) ${dangling.length} dangling rows, e.g. ${dangling.slice(0, 3).join('; ')}`);
   const { rows, unattributed } = fx.index.byConversation(d);
-  if (unattributed.length > 0) failures.push(`(b) ${unattributed.length} rows that were not in the pristine database, e.g. ${unattributed[0]!.slice(0, 200)}`);
+  if (unattributed.length > 0)
+    failures.push(
+      `(b) ${unattributed.length} rows that were not in the pristine database, e.g. ${unattributed[0]!.slice(0, 200)}`,
+    );
   for (const c of fx.keptConversations) {
     const st = convState(fx.pristineRows.get(c), rows.get(c));
     if (st !== 'full') failures.push(`(a) kept conversation ${c} is ${st}`);
@@ -605,7 +781,11 @@ export function inspectAfterKill(fx: CrashFixture, home: string, completed: bool
   let intactGroups = 0;
   for (const g of fx.victims) {
     const states = g.conversations.map((c) => convState(fx.pristineRows.get(c), rows.get(c)));
-    for (const [i, st] of states.entries()) if (st === 'altered') failures.push(`(c) conversation ${g.conversations[i]} of victim ${g.id} holds rows that differ from the pristine ones`);
+    for (const [i, st] of states.entries())
+      if (st === 'altered')
+        failures.push(
+          `(c) conversation ${g.conversations[i]} of victim ${g.id} holds rows that differ from the pristine ones`,
+        );
     const rowsFull = states.every((s) => s === 'full');
     const rowsGone = states.every((s) => s === 'gone');
     let anyFileGone = false;
@@ -616,18 +796,28 @@ export function inspectAfterKill(fx: CrashFixture, home: string, completed: bool
       const mt = m.meta ? files.has(m.meta) : false;
       if ((m.jsonl && !j) || (m.meta && !mt)) anyFileGone = true;
       if (j || mt) allFilesGone = false;
-      if (m.jsonl && m.meta && j && !mt) failures.push(`(c) victim ${m.key ?? m.jsonl}: .meta.json deleted while its .jsonl remains`);
+      if (m.jsonl && m.meta && j && !mt)
+        failures.push(`(c) victim ${m.key ?? m.jsonl}: .meta.json deleted while its .jsonl remains`);
       if (m.jsonl && m.meta && !j && mt) halfMembers++;
     }
-    if (anyFileGone && !rowsGone) failures.push(`(c) victim ${g.id}: a session file is gone while seahorse rows remain (${states.join(',')})`);
+    if (anyFileGone && !rowsGone)
+      failures.push(`(c) victim ${g.id}: a session file is gone while seahorse rows remain (${states.join(',')})`);
     if (halfMembers > 1) failures.push(`(c) victim ${g.id}: ${halfMembers} members half-deleted at once`);
     if (rowsFull && !anyFileGone) intactGroups++;
     else if (rowsGone && allFilesGone) deletedGroups++;
     else inProgress.push({ g, filesGone: anyFileGone });
   }
-  if (inProgress.length > 1) failures.push(`(c) ${inProgress.length} victims are half-deleted at once (${inProgress.slice(0, 3).map((x) => x.g.id).join(', ')})`);
+  if (inProgress.length > 1)
+    failures.push(
+      `(c) ${inProgress.length} victims are half-deleted at once (${inProgress
+        .slice(0, 3)
+        .map((x) => x.g.id)
+        .join(', ')})`,
+    );
   const orphanStates = fx.deletedOrphans.map((c) => convState(fx.pristineRows.get(c), rows.get(c)));
-  for (const [i, st] of orphanStates.entries()) if (st === 'altered') failures.push(`(c) orphan conversation ${fx.deletedOrphans[i]} holds rows that differ from the pristine ones`);
+  for (const [i, st] of orphanStates.entries())
+    if (st === 'altered')
+      failures.push(`(c) orphan conversation ${fx.deletedOrphans[i]} holds rows that differ from the pristine ones`);
 
   let phase: Inspection['phase'];
   if (completed) phase = 'completed';
@@ -650,12 +840,20 @@ export function checkConverged(fx: CrashFixture, home: string): string[] {
     if (now === undefined) fileFailures.push(`(d) ${rel} is missing after the recovery pass`);
     else if (now !== h) fileFailures.push(`(d) ${rel} differs after the recovery pass`);
   }
-  for (const rel of files.keys()) if (!fx.expectedFiles.has(rel)) fileFailures.push(`(d) ${rel} remains after the recovery pass (the uninterrupted pass deleted it)`);
+  for (const rel of files.keys())
+    if (!fx.expectedFiles.has(rel))
+      fileFailures.push(`(d) ${rel} remains after the recovery pass (the uninterrupted pass deleted it)`);
   failures.push(...fileFailures.slice(0, 5));
-  if (fileFailures.length > 5) failures.push(`(d) ... and ${fileFailures.length - 5} more session files differ from the uninterrupted pass's result`);
+  if (fileFailures.length > 5)
+    failures.push(
+      `(d) ... and ${fileFailures.length - 5} more session files differ from the uninterrupted pass's result`,
+    );
   const dbPath = join(home, fx.dbRel);
   const integ = integrity(dbPath);
-  if (integ.ok !== 'ok' || !integ.ftsMessagesMatch || !integ.ftsSummariesMatch) failures.push(`(d) after the recovery pass: integrity ${integ.ok}, fts messages ${integ.ftsMessagesMatch}, fts summaries ${integ.ftsSummariesMatch}`);
+  if (integ.ok !== 'ok' || !integ.ftsMessagesMatch || !integ.ftsSummariesMatch)
+    failures.push(
+      `(d) after the recovery pass: integrity ${integ.ok}, fts messages ${integ.ftsMessagesMatch}, fts summaries ${integ.ftsSummariesMatch}`,
+    );
   const d = dump(dbPath);
   if (normalizedDump(d) !== fx.expectedDb) {
     const want = JSON.parse(fx.expectedDb) as Record<string, string[]>;
@@ -665,7 +863,10 @@ export function checkConverged(fx: CrashFixture, home: string): string[] {
       const g = new Set(got[t]);
       const extra = [...g].filter((x) => !w.has(x));
       const missing = [...w].filter((x) => !g.has(x));
-      if (extra.length || missing.length) failures.push(`(d) ${t}: ${extra.length} rows more and ${missing.length} fewer than after the uninterrupted pass, e.g. ${(extra[0] ?? missing[0] ?? '').slice(0, 200)}`);
+      if (extra.length || missing.length)
+        failures.push(
+          `(d) ${t}: ${extra.length} rows more and ${missing.length} fewer than after the uninterrupted pass, e.g. ${(extra[0] ?? missing[0] ?? '').slice(0, 200)}`,
+        );
     }
   }
   return failures;
@@ -707,26 +908,41 @@ export function chooseKill(rng: Rng, fx: CrashFixture, i: number): KillAt {
   const ref = fx.reference;
   const mode = (['delay', 'wal', 'unlink'] as const)[i % 3]!;
   // Event counts vary a little from run to run (inotify merges some): stay below the reference's.
-  if (mode === 'wal' && ref.walEvents > 0) return { mode, nth: rng.int(1, Math.max(1, Math.floor(ref.walEvents * 0.9))) };
-  if (mode === 'unlink' && ref.unlinkEvents > 0) return { mode, nth: rng.int(1, Math.max(1, Math.floor(ref.unlinkEvents * 0.95))) };
+  if (mode === 'wal' && ref.walEvents > 0)
+    return { mode, nth: rng.int(1, Math.max(1, Math.floor(ref.walEvents * 0.9))) };
+  if (mode === 'unlink' && ref.unlinkEvents > 0)
+    return { mode, nth: rng.int(1, Math.max(1, Math.floor(ref.unlinkEvents * 0.95))) };
   // Anywhere from process start to a little past the reference's end (VACUUM, report).
   return { mode: 'delay', ms: Math.round(rng.next() * ref.wallMs * 1.05) };
 }
 
 export async function killOnce(fx: CrashFixture, i: number, kill: KillAt, keepFailed = false): Promise<KillResult> {
-  if (Date.now() > fx.stableUntil) throw new Error('the run outlived the window in which its age policy is stable; give it a longer stableForMs');
+  if (Date.now() > fx.stableUntil)
+    throw new Error('the run outlived the window in which its age policy is stable; give it a longer stableForMs');
   const home = join(fx.dir, `kill-${i}`);
   const state = join(fx.dir, `kill-${i}-state`);
   copyHome(fx.pristine, home);
   const failures: string[] = [];
   const run = await runApply(fx, home, state, kill);
   const completed = !run.signal;
-  if (completed && (run.code !== 0 || !run.report)) failures.push(`the pass was not killed and exited ${run.code}: ${run.stderr.slice(0, 500)}`);
+  if (completed && (run.code !== 0 || !run.report))
+    failures.push(`the pass was not killed and exited ${run.code}: ${run.stderr.slice(0, 500)}`);
   const seen = inspectAfterKill(fx, home, completed);
   failures.push(...seen.failures);
   const rec = await runApply(fx, home, state, null);
-  if (rec.signal || !rec.report) failures.push(`the recovery pass died (${rec.signal ?? rec.code}): ${rec.stderr.slice(0, 500)}`);
-  else if (rec.report.exit_code !== 0) failures.push(`the recovery pass exited ${rec.report.exit_code}: ${rec.report.skipped ?? rec.report.sessions.filter((s) => s.detail).map((s) => `${s.key}: ${s.detail}`).slice(0, 3).join('; ')}`);
+  if (rec.signal || !rec.report)
+    failures.push(`the recovery pass died (${rec.signal ?? rec.code}): ${rec.stderr.slice(0, 500)}`);
+  else if (rec.report.exit_code !== 0)
+    failures.push(
+      `the recovery pass exited ${rec.report.exit_code}: ${
+        rec.report.skipped ??
+        rec.report.sessions
+          .filter((s) => s.detail)
+          .map((s) => `${s.key}: ${s.detail}`)
+          .slice(0, 3)
+          .join('; ')
+      }`,
+    );
   failures.push(...checkConverged(fx, home));
   const res: KillResult = {
     i,
@@ -763,7 +979,9 @@ export async function runCrashHarness(o: CrashRunOptions): Promise<CrashRun> {
   return {
     fixture,
     results,
-    failures: results.flatMap((r) => r.failures.map((f) => `kill ${r.i} (${JSON.stringify(r.kill)}, ${r.phase}): ${f}`)),
+    failures: results.flatMap((r) =>
+      r.failures.map((f) => `kill ${r.i} (${JSON.stringify(r.kill)}, ${r.phase}): ${f}`),
+    ),
     phases,
     setupMs,
     killsMs: performance.now() - t1,

@@ -1,5 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +31,8 @@ import { integrity } from './home.js';
  *
  * The simulator is a process of its own (`node dist/test/support/gateway-sim.js
  * <config json>`) that writes like a running PicoClaw gateway (docs/picoclaw.md#the-jsonl-file,
- * docs/picoclaw.md#temp-files-and-other-files-in-a-sessions-folder, docs/picoclaw.md#seahorsedb): it serves /ready (200) and /health on a loopback port and writes
+ * docs/picoclaw.md#temp-files-and-other-files-in-a-sessions-folder, docs/picoclaw.md#seahorsedb): it serves /ready
+ * (200) and /health on a loopback port and writes
  * the PID file, so the guard sees a ready gateway and runs online passes; then, turn
  * after turn, it picks a session (mostly recent ones, now and then an old one a pass
  * may be deleting), appends a JSONL line (O_APPEND, fsync), rewrites the .meta.json
@@ -78,7 +92,10 @@ export interface TurnLog {
   ctx: StepLog;
 }
 
-type SimLog = TurnLog | { kind: 'start'; t: number; pid: number; port: number; sessions: number; old: number } | { kind: 'stop'; t: number; turns: number };
+type SimLog =
+  | TurnLog
+  | { kind: 'start'; t: number; pid: number; port: number; sessions: number; old: number }
+  | { kind: 'stop'; t: number; turns: number };
 
 const clock = () => performance.timeOrigin + performance.now();
 
@@ -91,7 +108,10 @@ interface SimSession {
 }
 
 function goMetaJson(meta: Record<string, unknown>): string {
-  return JSON.stringify(meta, null, 2).replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  return JSON.stringify(meta, null, 2).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'),
+  );
 }
 
 function fsyncDir(dir: string): void {
@@ -110,7 +130,10 @@ function errInfo(err: unknown): { err: string; code: string | null } {
 
 let nanoSeq = 0;
 
-/** pkg/fileutil WriteFileAtomic: temp file `.tmp-<pid>-<unixnano>` in the same folder, fsync, chmod, close, rename, fsync the folder. */
+/**
+ * pkg/fileutil WriteFileAtomic: temp file `.tmp-<pid>-<unixnano>` in the same folder, fsync, chmod, close, rename,
+ * fsync the folder.
+ */
 function writeFileAtomicGo(path: string, data: string, dir: string): void {
   const nanos = BigInt(Math.floor(clock())) * 1_000_000n + BigInt(nanoSeq++ % 1_000_000);
   const tmp = join(dir, `.tmp-${process.pid}-${nanos}`);
@@ -136,7 +159,9 @@ class Simulator {
   private readonly logFd: number;
   private readonly recent: SimSession[] = [];
   private readonly old: (SimSession & { updatedMs: number })[] = [];
-  /** Sessions older than this (epoch ms) are the next pass's victims (told by the harness); old picks go there first. */
+  /**
+   * Sessions older than this (epoch ms) are the next pass's victims (told by the harness); old picks go there first.
+   */
   victimsBefore: number | null = null;
   private seq = 0;
   private stopping = false;
@@ -156,11 +181,17 @@ class Simulator {
     this.q = {
       getConv: this.db.prepare('SELECT conversation_id AS id FROM conversations WHERE session_key = ?'),
       addConv: this.db.prepare('INSERT INTO conversations (session_key) VALUES (?)'),
-      addMsg: this.db.prepare('INSERT INTO messages (conversation_id, role, content, model_name, reasoning_content, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      addPart: this.db.prepare(`INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id, media_uri, mime_type, ordinal) VALUES (?, 'text', ?, '', '', '', '', '', 0)`),
+      addMsg: this.db.prepare(
+        'INSERT INTO messages (conversation_id, role, content, model_name, reasoning_content, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      addPart: this.db.prepare(
+        `INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id, media_uri, mime_type, ordinal) VALUES (?, 'text', ?, '', '', '', '', '', 0)`,
+      ),
       maxOrd: this.db.prepare('SELECT COALESCE(MAX(ordinal), 0) AS m FROM context_items WHERE conversation_id = ?'),
       tokens: this.db.prepare('SELECT token_count AS n FROM messages WHERE message_id = ?'),
-      addCtx: this.db.prepare(`INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, message_id, token_count) VALUES (?, ?, 'message', NULL, ?, ?)`),
+      addCtx: this.db.prepare(
+        `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, message_id, token_count) VALUES (?, ?, 'message', NULL, ?, ?)`,
+      ),
     };
     const cutoff = Date.now() - cfg.oldDays * 86_400_000;
     for (const dir of cfg.sessionsDirs) {
@@ -172,7 +203,8 @@ class Simulator {
           const s = { key: meta.key, dir, base: name.slice(0, -'.meta.json'.length) };
           const updated = parseGoTime(meta.updated_at);
           // Undated sessions are never pruned: they count as recent here.
-          if (updated !== null && updated >= Date.UTC(2024, 0, 1) && updated < cutoff) this.old.push({ ...s, updatedMs: updated });
+          if (updated !== null && updated >= Date.UTC(2024, 0, 1) && updated < cutoff)
+            this.old.push({ ...s, updatedMs: updated });
           else this.recent.push(s);
         } catch {
           // unreadable meta: PicoClaw's ListSessions skips it too
@@ -195,7 +227,8 @@ class Simulator {
       // the harness said which, else any old one. Those already gone are dropped.
       for (let tries = 0; tries < 8 && this.old.length > 0; tries++) {
         const before = this.victimsBefore;
-        const pool = before === null ? this.old.map((_, i) => i) : this.old.flatMap((x, i) => (x.updatedMs < before ? [i] : []));
+        const pool =
+          before === null ? this.old.map((_, i) => i) : this.old.flatMap((x, i) => (x.updatedMs < before ? [i] : []));
         if (pool.length === 0) break;
         const i = pool[this.rng.int(0, pool.length - 1)]!;
         const s = this.old[i]!;
@@ -208,7 +241,9 @@ class Simulator {
     }
     if (this.recent.length === 0) return null;
     // Mostly the most active sessions: a few chats carry most of the traffic.
-    const i = this.rng.chance(0.7) ? this.rng.int(Math.max(0, this.recent.length - 20), this.recent.length - 1) : this.rng.int(0, this.recent.length - 1);
+    const i = this.rng.chance(0.7)
+      ? this.rng.int(Math.max(0, this.recent.length - 20), this.recent.length - 1)
+      : this.rng.int(0, this.recent.length - 1);
     return { s: this.recent[i]!, old: false };
   }
 
@@ -223,7 +258,15 @@ class Simulator {
     const content = `sim turn ${seq} in ${s.key}: ${this.rng.hex(12)}`;
     const line = goJson({ role: 'user', content, created_at: formatGoTime(nowMs, this.rng.int(0, 999_999)) });
     const rec: TurnLog = {
-      kind: 'turn', seq, key: s.key, dir: s.dir, base: s.base, old: p.old, t, tEnd: 0, line,
+      kind: 'turn',
+      seq,
+      key: s.key,
+      dir: s.dir,
+      base: s.base,
+      old: p.old,
+      t,
+      tEnd: 0,
+      line,
       jsonl: { t0: t, ms: 0, err: null, code: null, created: false, unlinkedUnder: false },
       meta: { t0: 0, ms: 0, err: null, code: null, recreated: false },
       conv: { t0: 0, ms: 0, err: null, code: null, id: null, created: false },
@@ -254,7 +297,14 @@ class Simulator {
         meta = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
       } catch {
         rec.meta.recreated = true;
-        meta = { key: s.key, summary: '', skip: 0, count: 0, created_at: formatGoTime(nowMs), updated_at: formatGoTime(nowMs) };
+        meta = {
+          key: s.key,
+          summary: '',
+          skip: 0,
+          count: 0,
+          created_at: formatGoTime(nowMs),
+          updated_at: formatGoTime(nowMs),
+        };
       }
       meta.count = (typeof meta.count === 'number' ? meta.count : 0) + 1;
       meta.updated_at = formatGoTime(nowMs, this.rng.int(0, 999_999));
@@ -281,7 +331,17 @@ class Simulator {
       rec.msg.t0 = clock();
       try {
         db.exec('BEGIN');
-        const id = Number(this.q.addMsg!.run(rec.conv.id, 'user', content, '', '', Math.ceil(content.length / 4), formatSqliteTime(nowMs)).lastInsertRowid);
+        const id = Number(
+          this.q.addMsg!.run(
+            rec.conv.id,
+            'user',
+            content,
+            '',
+            '',
+            Math.ceil(content.length / 4),
+            formatSqliteTime(nowMs),
+          ).lastInsertRowid,
+        );
         this.q.addPart!.run(id, content);
         db.exec('COMMIT');
         rec.msg.id = id;
@@ -445,7 +505,10 @@ export interface LiveRun {
     /** The slowest seahorse write of the run, and the pass it overlapped (with that pass's longest transaction). */
     slowestSeahorseWrite: { ms: number; step: string; pass: number | null; passLongestWriteMs: number | null };
     fileWrite: { duringPasses: LatencyStats; noPass: LatencyStats };
-    /** Lines appended to a session while a pass deleted it, and lost with it (the accepted race: docs/picoclaw.md#rules-for-a-separate-pruner). */
+    /**
+     * Lines appended to a session while a pass deleted it, and lost with it (the accepted race:
+     * docs/picoclaw.md#rules-for-a-separate-pruner).
+     */
     raceLostLines: number;
     raceAppendsIntoUnlinkedFile: number;
     /** Appends that came after a pass deleted the session: PicoClaw recreates it; the line is there. */
@@ -481,10 +544,14 @@ export function stopChildren(): void {
 
 function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }> {
   assertBuilt();
-  if (!existsSync(SIM_PATH)) throw new Error(`${SIM_PATH} is missing: run npm run build (tsc compiles it with bench/live-gateway-soak.ts)`);
+  if (!existsSync(SIM_PATH))
+    throw new Error(`${SIM_PATH} is missing: run npm run build (tsc compiles it with bench/live-gateway-soak.ts)`);
   return new Promise((resolve, reject) => {
     // argv0 names it PicoClaw in /proc, where the guard checks that a silent PID is the gateway's.
-    const child = spawn(process.execPath, [SIM_PATH, JSON.stringify(cfg)], { argv0: 'picoclaw-gateway-sim', stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const child = spawn(process.execPath, [SIM_PATH, JSON.stringify(cfg)], {
+      argv0: 'picoclaw-gateway-sim',
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
     let out = '';
     let err = '';
     const timer = setTimeout(() => {
@@ -502,7 +569,7 @@ function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }
           if (msg.ready && msg.port) resolve({ child, port: msg.port });
           else reject(new Error(`unexpected simulator output ${out}`));
         } catch (e) {
-          reject(e as Error);
+          reject(e);
         }
       }
     });
@@ -513,14 +580,37 @@ function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }
   });
 }
 
-function runPass(home: string, stateDir: string, maxAgeDays: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+function runPass(
+  home: string,
+  stateDir: string,
+  maxAgeDays: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_PATH, 'prune', '--apply', '--json', '--home', home, '--state-dir', stateDir, '--max-age-days', String(maxAgeDays), '--max-sessions', '0', '--max-db-size-mb', '0'], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        CLI_PATH,
+        'prune',
+        '--apply',
+        '--json',
+        '--home',
+        home,
+        '--state-dir',
+        stateDir,
+        '--max-age-days',
+        String(maxAgeDays),
+        '--max-sessions',
+        '0',
+        '--max-db-size-mb',
+        '0',
+      ],
+      { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     running.add(child);
     let stdout = '';
     let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {
@@ -534,7 +624,15 @@ function runPass(home: string, stateDir: string, maxAgeDays: number): Promise<{ 
 export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   const t0 = clock();
   mkdirSync(o.dir, { recursive: true });
-  const home = buildSampleHome({ dir: join(o.dir, 'home'), seed: o.seed, sessions: o.sessions, agents: o.agents, now: Date.now(), pidFile: 'none', spanDays: 120 });
+  const home = buildSampleHome({
+    dir: join(o.dir, 'home'),
+    seed: o.seed,
+    sessions: o.sessions,
+    agents: o.agents,
+    now: Date.now(),
+    pidFile: 'none',
+    spanDays: 120,
+  });
   const stateDir = join(o.dir, 'state');
   const logPath = join(o.dir, 'gateway-sim.log');
   const dirs = home.agents.map((a) => a.sessionsDir);
@@ -554,7 +652,8 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   const failures: string[] = [];
   // Each key's conversation before the run, to tell which kept sessions lost theirs.
   const convAtStart = new Map<string, number>();
-  for (const c of dump(home.seahorsePath!).conversations!) convAtStart.set(String(c.session_key), Number(c.conversation_id));
+  for (const c of dump(home.seahorsePath!).conversations!)
+    convAtStart.set(String(c.session_key), Number(c.conversation_id));
   const { child: sim } = await startSim(cfg);
   running.add(sim);
   const simExit = new Promise<number | null>((resolve) => sim.on('exit', (code) => resolve(code)));
@@ -588,8 +687,12 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
         signal: r.signal,
         stderr: r.stderr.slice(0, 2000),
         report,
-        deleted: (report?.sessions ?? []).filter((s) => s.action === 'delete').map((s) => ({ ...where(s), key: s.key })),
-        changed: (report?.sessions ?? []).filter((s) => s.reason === 'changed_since_plan').map((s) => ({ ...where(s), key: s.key, detail: s.detail })),
+        deleted: (report?.sessions ?? [])
+          .filter((s) => s.action === 'delete')
+          .map((s) => ({ ...where(s), key: s.key })),
+        changed: (report?.sessions ?? [])
+          .filter((s) => s.reason === 'changed_since_plan')
+          .map((s) => ({ ...where(s), key: s.key, detail: s.detail })),
       };
       passes.push(p);
       o.onPass?.(p);
@@ -626,15 +729,20 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
       continue;
     }
     if (r.skipped) failures.push(`pass ${p.i} was skipped: ${r.skipped}`);
-    if (r.gateway?.state !== 'ready') failures.push(`pass ${p.i} saw the gateway ${r.gateway?.state} (${r.gateway?.reason}), not ready`);
+    if (r.gateway?.state !== 'ready')
+      failures.push(`pass ${p.i} saw the gateway ${r.gateway?.state} (${r.gateway?.reason}), not ready`);
     if (r.database.vacuum?.ran) failures.push(`pass ${p.i} ran VACUUM while the gateway was ready`);
     if (r.exit_code !== 0 && r.exit_code !== 7) failures.push(`pass ${p.i} exited ${r.exit_code}`);
-    const other = r.sessions.filter((s) => s.action === 'keep' && ['delete_failed', 'not_writable', 'interrupted', 'archive_failed'].includes(s.reason));
+    const other = r.sessions.filter(
+      (s) =>
+        s.action === 'keep' && ['delete_failed', 'not_writable', 'interrupted', 'archive_failed'].includes(s.reason),
+    );
     for (const s of other.slice(0, 5)) failures.push(`pass ${p.i} kept ${s.key}: ${s.reason} ${s.detail ?? ''}`);
     longest = Math.max(longest, r.database.longest_write_ms ?? 0);
     txns += r.database.transactions ?? 0;
   }
-  if (longest >= 5000) failures.push(`the guard held a write transaction for ${longest} ms, past the gateway's busy_timeout`);
+  if (longest >= 5000)
+    failures.push(`the guard held a write transaction for ${longest} ms, past the gateway's busy_timeout`);
 
   // Writer failures: any error in any step.
   const writerFailures: Record<string, number> = {};
@@ -651,7 +759,10 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
       }
     }
   }
-  for (const [k, n] of Object.entries(writerFailures)) failures.push(`writer failure x${n}: ${k} (each after at most ${Math.round(slowestFailure[k]! * 10) / 10} ms; ${failedDuringPasses} of all failures fell inside a pass)`);
+  for (const [k, n] of Object.entries(writerFailures))
+    failures.push(
+      `writer failure x${n}: ${k} (each after at most ${Math.round(slowestFailure[k]! * 10) / 10} ms; ${failedDuringPasses} of all failures fell inside a pass)`,
+    );
 
   // Latency: seahorse writes (conversation, message, context item) and file writes (append, meta).
   const sea = { duringPasses: [] as number[], noPass: [] as number[] };
@@ -664,7 +775,12 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
       (during(s.t0, s.t0 + s.ms) ? sea.duringPasses : sea.noPass).push(s.ms);
       if (s.ms > slowest.ms) {
         const p = passes.find((q) => s.t0 <= q.end && s.t0 + s.ms >= q.start) ?? null;
-        slowest = { ms: Math.round(s.ms * 10) / 10, step, pass: p?.i ?? null, passLongestWriteMs: p?.report?.database.longest_write_ms ?? null };
+        slowest = {
+          ms: Math.round(s.ms * 10) / 10,
+          step,
+          pass: p?.i ?? null,
+          passLongestWriteMs: p?.report?.database.longest_write_ms ?? null,
+        };
       }
     }
     for (const step of ['jsonl', 'meta'] as const) {
@@ -700,16 +816,24 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
       continue;
     }
     if (racing) raceLost++;
-    else failures.push(`lost append: turn ${t.seq} to ${t.key} (${relative(home.home, t.dir)}/${t.base}.jsonl) at ${new Date(t.t).toISOString()} is not in the file, and no pass deleted that session while it was written`);
+    else
+      failures.push(
+        `lost append: turn ${t.seq} to ${t.key} (${relative(home.home, t.dir)}/${t.base}.jsonl) at ${new Date(t.t).toISOString()} is not in the file, and no pass deleted that session while it was written`,
+      );
   }
   // A deleted session must not have had a message before the pass that deleted it started
   // (the plan would then be stale), counting from its previous deletion.
   for (const p of passes) {
     for (const d of p.deleted) {
-      const prev = passes.filter((q) => q.end < p.start && q.deleted.some((x) => x.dir === d.dir && x.base === d.base)).map((q) => q.end);
+      const prev = passes
+        .filter((q) => q.end < p.start && q.deleted.some((x) => x.dir === d.dir && x.base === d.base))
+        .map((q) => q.end);
       const since = prev.length ? Math.max(...prev) : -Infinity;
-      const stale = turns.filter((t) => t.dir === d.dir && t.base === d.base && t.t > since && t.tEnd < p.start && !t.jsonl.err);
-      for (const t of stale.slice(0, 3)) failures.push(`pass ${p.i} deleted ${d.key}, which received turn ${t.seq} before the pass started`);
+      const stale = turns.filter(
+        (t) => t.dir === d.dir && t.base === d.base && t.t > since && t.tEnd < p.start && !t.jsonl.err,
+      );
+      for (const t of stale.slice(0, 3))
+        failures.push(`pass ${p.i} deleted ${d.key}, which received turn ${t.seq} before the pass started`);
     }
   }
 
@@ -723,7 +847,10 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
     if (t.msg.id === null || t.msg.err || msgIds.has(t.msg.id)) continue;
     const p = passAt(t.msg.t0) ?? passAt(t.msg.t0 + t.msg.ms);
     if (p && (deletedBy(p, t) || p.changed.some((c) => c.dir === t.dir && c.base === t.base))) raceLostMsgs++;
-    else failures.push(`lost seahorse message ${t.msg.id} (turn ${t.seq}, ${t.key}) outside any pass that touched that session`);
+    else
+      failures.push(
+        `lost seahorse message ${t.msg.id} (turn ${t.seq}, ${t.key}) outside any pass that touched that session`,
+      );
   }
   // A session kept because it changed mid-pass may have lost its seahorse rows already
   // (rows go first, the files' re-check comes after): count those whose conversation is gone.
@@ -731,14 +858,19 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   for (const p of passes) {
     for (const c of p.changed) {
       if (c.key === null) continue;
-      const before = turns.filter((t) => t.dir === c.dir && t.base === c.base && t.conv.id !== null && t.conv.t0 < p.end);
+      const before = turns.filter(
+        (t) => t.dir === c.dir && t.base === c.base && t.conv.id !== null && t.conv.t0 < p.end,
+      );
       const conv = before.length ? before[before.length - 1]!.conv.id! : convAtStart.get(c.key);
       if (conv !== undefined && !convIds.has(conv)) keptWithoutConversation++;
     }
   }
   const integ = integrity(dbPath);
   if (integ.ok !== 'ok') failures.push(`integrity_check after the run: ${integ.ok}`);
-  if (!integ.ftsMessagesMatch || !integ.ftsSummariesMatch) failures.push(`FTS tables out of step after the run (messages ${integ.ftsMessagesMatch}, summaries ${integ.ftsSummariesMatch})`);
+  if (!integ.ftsMessagesMatch || !integ.ftsSummariesMatch)
+    failures.push(
+      `FTS tables out of step after the run (messages ${integ.ftsMessagesMatch}, summaries ${integ.ftsSummariesMatch})`,
+    );
 
   const passMs = passes.reduce((n, p) => n + (p.end - p.start), 0);
   return {

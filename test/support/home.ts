@@ -52,7 +52,12 @@ export function createSeahorse(path: string, variant: 'current' | 'legacy' = 'cu
 }
 
 /** Insert one conversation with messages (each with a part, FTS row by trigger), a summary and context items. */
-export function addConversation(db: Database, key: string, times: string[], opts: { withModel?: boolean; contentBytes?: number } = {}): number {
+export function addConversation(
+  db: Database,
+  key: string,
+  times: string[],
+  opts: { withModel?: boolean; contentBytes?: number } = {},
+): number {
   const conv = Number(db.prepare(`INSERT INTO conversations (session_key) VALUES (?)`).run(key).lastInsertRowid);
   const withModel = opts.withModel ?? true;
   const pad = opts.contentBytes ? ' ' + 'x'.repeat(opts.contentBytes) : '';
@@ -63,31 +68,52 @@ export function addConversation(db: Database, key: string, times: string[], opts
       : `INSERT INTO messages (conversation_id, role, content, token_count, created_at) VALUES (?, 'user', ?, 3, ?)`;
     const id = Number(db.prepare(sql).run(conv, `text ${i} of ${key} 你好${pad}`, t).lastInsertRowid);
     ids.push(id);
-    db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', ?, 0)`).run(id, `text ${i}`);
-    db.prepare(`INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)`).run(conv, i * 100 + 100, id);
+    db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', ?, 0)`).run(
+      id,
+      `text ${i}`,
+    );
+    db.prepare(
+      `INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)`,
+    ).run(conv, i * 100 + 100, id);
   });
   if (ids.length >= 2) {
     const sid = `sum_${key.replace(/\W/g, '')}_${conv}`;
-    db.prepare(`INSERT INTO summaries (summary_id, conversation_id, kind, content) VALUES (?, ?, 'leaf', ?)`).run(sid, conv, `summary of ${key}`);
+    db.prepare(`INSERT INTO summaries (summary_id, conversation_id, kind, content) VALUES (?, ?, 'leaf', ?)`).run(
+      sid,
+      conv,
+      `summary of ${key}`,
+    );
     db.prepare(`INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, 0)`).run(sid, ids[0]);
     const cid = `${sid}_c`;
-    db.prepare(`INSERT INTO summaries (summary_id, conversation_id, kind, depth, content) VALUES (?, ?, 'condensed', 1, ?)`).run(cid, conv, `condensed ${key}`);
+    db.prepare(
+      `INSERT INTO summaries (summary_id, conversation_id, kind, depth, content) VALUES (?, ?, 'condensed', 1, ?)`,
+    ).run(cid, conv, `condensed ${key}`);
     db.prepare(`INSERT INTO summary_parents (summary_id, parent_summary_id) VALUES (?, ?)`).run(cid, sid);
-    db.prepare(`INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id) VALUES (?, 0, 'summary', ?)`).run(conv, cid);
+    db.prepare(
+      `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id) VALUES (?, 0, 'summary', ?)`,
+    ).run(conv, cid);
   }
   return conv;
 }
 
 /** Build a home: <home>/workspace/sessions for main, plus the given sessions and seahorse rows. */
-export function handHome(home: string, sessions: HandSession[], opts: { seahorse?: boolean; variant?: 'current' | 'legacy'; config?: Record<string, unknown> } = {}): { sessionsDir: string; dbPath: string } {
+export function handHome(
+  home: string,
+  sessions: HandSession[],
+  opts: { seahorse?: boolean; variant?: 'current' | 'legacy'; config?: Record<string, unknown> } = {},
+): { sessionsDir: string; dbPath: string } {
   const sessionsDir = join(home, 'workspace', 'sessions');
   mkdirSync(sessionsDir, { recursive: true });
-  writeFileSync(join(home, 'config.json'), JSON.stringify(opts.config ?? { agents: { defaults: { context_manager: 'seahorse' } } }));
+  writeFileSync(
+    join(home, 'config.json'),
+    JSON.stringify(opts.config ?? { agents: { defaults: { context_manager: 'seahorse' } } }),
+  );
   const dbPath = join(sessionsDir, 'seahorse.db');
   const db = opts.seahorse === false ? null : createSeahorse(dbPath, opts.variant ?? 'current');
   for (const s of sessions) {
     writeSession(s.agentDir ?? sessionsDir, s);
-    if (db && s.seahorse) addConversation(db, s.key, s.seahorse, { withModel: (opts.variant ?? 'current') === 'current' });
+    if (db && s.seahorse)
+      addConversation(db, s.key, s.seahorse, { withModel: (opts.variant ?? 'current') === 'current' });
   }
   if (db) {
     db.pragma('wal_checkpoint(TRUNCATE)');
@@ -110,7 +136,8 @@ export function dailyHome(home: string, now: Date, opts: { undated?: boolean } =
   const { dbPath } = handHome(home, sessions);
   const db = new (sqlite())(dbPath);
   db.transaction(() => {
-    for (let d = 0; d < 24; d++) addConversation(db, dayKey(d), Array(6).fill(at(d).slice(0, 19).replace('T', ' ')), { contentBytes: 20_000 });
+    for (let d = 0; d < 24; d++)
+      addConversation(db, dayKey(d), Array(6).fill(at(d).slice(0, 19).replace('T', ' ')), { contentBytes: 20_000 });
   })();
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
@@ -138,10 +165,20 @@ export function dumpSeahorse(path: string): Record<string, unknown[]> {
   const db = new (sqlite())(path, { readonly: true });
   try {
     const out: Record<string, unknown[]> = {};
-    for (const t of ['conversations', 'messages', 'message_parts', 'summaries', 'summary_parents', 'summary_messages', 'context_items']) {
+    for (const t of [
+      'conversations',
+      'messages',
+      'message_parts',
+      'summaries',
+      'summary_parents',
+      'summary_messages',
+      'context_items',
+    ]) {
       out[t] = db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).all();
     }
-    out.messages_fts = db.prepare(`SELECT message_id, content FROM messages_fts ORDER BY CAST(message_id AS INTEGER)`).all();
+    out.messages_fts = db
+      .prepare(`SELECT message_id, content FROM messages_fts ORDER BY CAST(message_id AS INTEGER)`)
+      .all();
     out.summaries_fts = db.prepare(`SELECT summary_id, content FROM summaries_fts ORDER BY summary_id`).all();
     return out;
   } finally {
@@ -155,10 +192,18 @@ export function integrity(path: string): { ok: string; ftsMessagesMatch: boolean
     const ok = db.pragma('integrity_check', { simple: true }) as string;
     const m1 = db.prepare(`SELECT COUNT(*) AS n FROM messages`).get() as { n: number };
     const f1 = db.prepare(`SELECT COUNT(*) AS n FROM messages_fts`).get() as { n: number };
-    const j1 = db.prepare(`SELECT COUNT(*) AS n FROM messages m JOIN messages_fts f ON CAST(f.message_id AS INTEGER) = m.message_id AND f.content = m.content`).get() as { n: number };
+    const j1 = db
+      .prepare(
+        `SELECT COUNT(*) AS n FROM messages m JOIN messages_fts f ON CAST(f.message_id AS INTEGER) = m.message_id AND f.content = m.content`,
+      )
+      .get() as { n: number };
     const m2 = db.prepare(`SELECT COUNT(*) AS n FROM summaries`).get() as { n: number };
     const f2 = db.prepare(`SELECT COUNT(*) AS n FROM summaries_fts`).get() as { n: number };
-    const j2 = db.prepare(`SELECT COUNT(*) AS n FROM summaries s JOIN summaries_fts f ON f.summary_id = s.summary_id AND f.content = s.content`).get() as { n: number };
+    const j2 = db
+      .prepare(
+        `SELECT COUNT(*) AS n FROM summaries s JOIN summaries_fts f ON f.summary_id = s.summary_id AND f.content = s.content`,
+      )
+      .get() as { n: number };
     return { ok, ftsMessagesMatch: m1.n === f1.n && f1.n === j1.n, ftsSummariesMatch: m2.n === f2.n && f2.n === j2.n };
   } finally {
     db.close();

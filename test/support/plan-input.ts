@@ -45,5 +45,7 @@ export function verdicts(p: Plan): Record<string, string> {
  * keeps every pair of neighbours together and so misses many order dependencies).
  */
 export function withPermutation<T>(items: fc.Arbitrary<T[]>): fc.Arbitrary<[T[], number[]]> {
-  return items.chain((xs) => fc.tuple(fc.constant(xs), fc.shuffledSubarray([...xs.keys()], { minLength: xs.length, maxLength: xs.length })));
+  return items.chain((xs) =>
+    fc.tuple(fc.constant(xs), fc.shuffledSubarray([...xs.keys()], { minLength: xs.length, maxLength: xs.length })),
+  );
 }

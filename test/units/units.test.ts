@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +36,10 @@ function setup(gatewayUnit = 'picoclaw.service') {
   writeFileSync(join(home, 'config.json'), '{}');
   const dest = join(root, 'units');
   mkdirSync(dest);
-  writeFileSync(join(dest, gatewayUnit), `[Unit]\nDescription=fake PicoClaw gateway\n\n[Service]\nType=exec\nExecStart=${process.execPath} -e "setInterval(() => {}, 1000)"\n\n[Install]\nWantedBy=multi-user.target\n`);
+  writeFileSync(
+    join(dest, gatewayUnit),
+    `[Unit]\nDescription=fake PicoClaw gateway\n\n[Service]\nType=exec\nExecStart=${process.execPath} -e "setInterval(() => {}, 1000)"\n\n[Install]\nWantedBy=multi-user.target\n`,
+  );
   return { root, home, dest };
 }
 
@@ -42,9 +54,17 @@ function verify(dest: string, files: string[]) {
 }
 
 function security(dest: string, file: string) {
-  const r = spawnSync(SA!, ['security', '--offline=true', `--threshold=${THRESHOLD}`, '--no-pager', join(dest, file)], { encoding: 'utf8', cwd: dest });
+  const r = spawnSync(SA!, ['security', '--offline=true', `--threshold=${THRESHOLD}`, '--no-pager', join(dest, file)], {
+    encoding: 'utf8',
+    cwd: dest,
+  });
   const level = /Overall exposure level for \S+: (\d+\.\d) (\w+)/.exec(r.stdout);
-  return { code: r.status, exposure: level ? Number(level[1]) : null, level: level?.[2] ?? null, out: r.stdout + r.stderr };
+  return {
+    code: r.status,
+    exposure: level ? Number(level[1]) : null,
+    level: level?.[2] ?? null,
+    out: r.stdout + r.stderr,
+  };
 }
 
 /** Active (uncommented) settings of a unit: key → values. */
@@ -64,10 +84,17 @@ describe('install-units', () => {
     const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--dry-run']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service.d/picoclaw-guard.conf']) expect(r.stdout).toContain(`# ---- ${join(dest, f)} ----`);
+    for (const f of [
+      'picoclaw-guard.service',
+      'picoclaw-guard-prestart.service',
+      'picoclaw.service.d/picoclaw-guard.conf',
+    ])
+      expect(r.stdout).toContain(`# ---- ${join(dest, f)} ----`);
     expect(r.stdout).toMatch(/systemctl daemon-reload\n/);
     const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    expect(r.stdout.match(/^# Written by .*$/gm)).toEqual(Array(3).fill(`# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${version})`));
+    expect(r.stdout.match(/^# Written by .*$/gm)).toEqual(
+      Array(3).fill(`# Written by \`picoclaw-guard install-units\` (picoclaw-guard ${version})`),
+    );
     expect(r.stdout).toMatch(/systemctl enable --now picoclaw-guard\.service\n/);
     // Long paths (a Node outside /usr/bin) are continued onto the next line: read it as systemd does.
     expect(settings(r.stdout).get('ExecStart')).toContain(`${process.execPath} ${CLI_REAL} run`);
@@ -80,7 +107,12 @@ describe('install-units', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`wrote ${join(dest, 'picoclaw-guard.service')}`);
-    expect(r.stdout.trim().split('\n').filter((l) => l.trim().startsWith('systemctl') || l.trim().startsWith('sudo systemctl'))).toHaveLength(2);
+    expect(
+      r.stdout
+        .trim()
+        .split('\n')
+        .filter((l) => l.trim().startsWith('systemctl') || l.trim().startsWith('sudo systemctl')),
+    ).toHaveLength(2);
 
     const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
     expect(guard.get('Type')).toEqual(['exec']);
@@ -93,7 +125,10 @@ describe('install-units', () => {
     expect(guard.get('PartOf')).toEqual(['picoclaw.service']);
     expect(guard.get('After')).toEqual(['picoclaw.service']);
     expect(guard.get('WantedBy')).toEqual(['picoclaw.service']);
-    expect(guard.get('Environment')).toEqual([`PICOCLAW_HOME=${realpathSync(home)}`, 'NODE_OPTIONS=--max-semi-space-size=2']);
+    expect(guard.get('Environment')).toEqual([
+      `PICOCLAW_HOME=${realpathSync(home)}`,
+      'NODE_OPTIONS=--max-semi-space-size=2',
+    ]);
     expect(guard.get('ReadWritePaths')).toEqual([realpathSync(home)]);
     expect(guard.get('ProtectSystem')).toEqual(['strict']);
     expect(guard.get('NoNewPrivileges')).toEqual(['yes']);
@@ -120,7 +155,10 @@ describe('install-units', () => {
   it.skipIf(!SA)('systemd-analyze verify prints nothing at all for the units and the gateway with its drop-in', () => {
     const { home, dest } = setup();
     expect(install(['--dest', dest, '--home', home, '--user', 'picoclaw']).code).toBe(0);
-    expect(verify(dest, ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service'])).toEqual({ code: 0, out: '' });
+    expect(verify(dest, ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw.service'])).toEqual({
+      code: 0,
+      out: '',
+    });
   });
 
   it.skipIf(!SA)(`systemd-analyze security --offline=true: both units under ${THRESHOLD / 10} ("OK")`, () => {
@@ -134,19 +172,38 @@ describe('install-units', () => {
     }
   });
 
-  it.skipIf(!SA)('another gateway unit name: the drop-in goes to its .d folder and PartOf= follows; verify stays silent', () => {
-    const { home, dest } = setup('picoclaw-gateway.service');
-    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--gateway-unit', 'picoclaw-gateway.service']);
-    expect(r.code).toBe(0);
-    expect(existsSync(join(dest, 'picoclaw-gateway.service.d', 'picoclaw-guard.conf'))).toBe(true);
-    expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('PartOf')).toEqual(['picoclaw-gateway.service']);
-    expect(verify(dest, ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw-gateway.service'])).toEqual({ code: 0, out: '' });
-  });
+  it.skipIf(!SA)(
+    'another gateway unit name: the drop-in goes to its .d folder and PartOf= follows; verify stays silent',
+    () => {
+      const { home, dest } = setup('picoclaw-gateway.service');
+      const r = install([
+        '--dest',
+        dest,
+        '--home',
+        home,
+        '--user',
+        'picoclaw',
+        '--gateway-unit',
+        'picoclaw-gateway.service',
+      ]);
+      expect(r.code).toBe(0);
+      expect(existsSync(join(dest, 'picoclaw-gateway.service.d', 'picoclaw-guard.conf'))).toBe(true);
+      expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('PartOf')).toEqual([
+        'picoclaw-gateway.service',
+      ]);
+      expect(
+        verify(dest, ['picoclaw-guard.service', 'picoclaw-guard-prestart.service', 'picoclaw-gateway.service']),
+      ).toEqual({ code: 0, out: '' });
+    },
+  );
 
   it('serving a non-loopback address (with a token) drops the loopback-only IP filter; agents elsewhere are writable too', () => {
     const { root, home, dest } = setup();
     const other = join(root, 'elsewhere', 'workspace-ops');
-    writeFileSync(join(home, 'config.json'), JSON.stringify({ agents: { list: [{ id: 'main' }, { id: 'ops', workspace: other }] } }));
+    writeFileSync(
+      join(home, 'config.json'),
+      JSON.stringify({ agents: { list: [{ id: 'main' }, { id: 'ops', workspace: other }] } }),
+    );
     const cfg = join(root, 'guard.json');
     writeFileSync(cfg, JSON.stringify({ server: { host: '0.0.0.0', token: 'x'.repeat(24) } }));
     const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--config', cfg]);
@@ -165,7 +222,8 @@ describe('install-units', () => {
     const allowed = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('DeviceAllow') ?? [];
     const present = ['/dev/vchiq', '/dev/vcio'].filter((d) => existsSync(d));
     expect(allowed).toEqual(present.map((d) => `${d} rw`));
-    if (present.length < 2) expect(r.stdout).toMatch(/note: no \/dev\/\S+( or \/dev\/\S+)? on this board .*DeviceAllow= lines were left out/);
+    if (present.length < 2)
+      expect(r.stdout).toMatch(/note: no \/dev\/\S+( or \/dev\/\S+)? on this board .*DeviceAllow= lines were left out/);
   });
 
   it('creates the archive and textfile folders for the user (ReadWritePaths=- skips missing ones); --dry-run says what to create', () => {
@@ -187,14 +245,19 @@ describe('install-units', () => {
     const r = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    for (const [dir, mode] of [[archive, 0o750], [textfile, 0o755]] as const) {
+    for (const [dir, mode] of [
+      [archive, 0o750],
+      [textfile, 0o755],
+    ] as const) {
       const st = statSync(dir);
       expect(st.isDirectory()).toBe(true);
       expect(st.uid).toBe(userInfo().uid);
       expect(st.mode & 0o777).toBe(mode);
       expect(r.stdout).toContain(`created ${dir}`);
     }
-    expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('ReadWritePaths')).toEqual([`${realpathSync(home)} -${join(root, 'var', 'archive')} -${join(root, 'var', 'textfile')}`]);
+    expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('ReadWritePaths')).toEqual([
+      `${realpathSync(home)} -${join(root, 'var', 'archive')} -${join(root, 'var', 'textfile')}`,
+    ]);
 
     // A folder that exists is never changed; one the user cannot write gets a note.
     chmodSync(archive, 0o500);
@@ -225,20 +288,43 @@ describe('install-units', () => {
 });
 
 describe('the shipped units (package root)', () => {
-  const values: UnitValues = { node: '/usr/bin/node', cli: '/opt/pcg/dist/src/cli.js', user: 'pi', group: 'pi', home: '/home/pi/.picoclaw', readWritePaths: [], protectHome: 'read-only', gatewayUnit: 'picoclaw.service', videoGroup: true, devices: ['/dev/vchiq', '/dev/vcio'], loopbackOnly: true, version: 'test' };
+  const values: UnitValues = {
+    node: '/usr/bin/node',
+    cli: '/opt/pcg/dist/src/cli.js',
+    user: 'pi',
+    group: 'pi',
+    home: '/home/pi/.picoclaw',
+    readWritePaths: [],
+    protectHome: 'read-only',
+    gatewayUnit: 'picoclaw.service',
+    videoGroup: true,
+    devices: ['/dev/vchiq', '/dev/vcio'],
+    loopbackOnly: true,
+    version: 'test',
+  };
 
   it('are what install-units rewrites: only the board-specific lines change', () => {
     const shipped = readFileSync(join(ROOT, 'picoclaw-guard.service'), 'utf8').split('\n');
     const rendered = renderUnits(values)[0]!.text.split('\n').slice(2); // minus the two-line "Written by" header
     const changed = rendered.filter((l, i) => l !== shipped[i]);
-    expect(changed).toEqual(['ExecStart=/usr/bin/node /opt/pcg/dist/src/cli.js run', 'User=pi', 'Group=pi', 'Environment=PICOCLAW_HOME=/home/pi/.picoclaw', 'ReadWritePaths=/home/pi/.picoclaw', 'SupplementaryGroups=video']);
+    expect(changed).toEqual([
+      'ExecStart=/usr/bin/node /opt/pcg/dist/src/cli.js run',
+      'User=pi',
+      'Group=pi',
+      'Environment=PICOCLAW_HOME=/home/pi/.picoclaw',
+      'ReadWritePaths=/home/pi/.picoclaw',
+      'SupplementaryGroups=video',
+    ]);
     for (const f of ['picoclaw-guard.service', 'picoclaw-guard-prestart.service']) {
       expect(readFileSync(join(ROOT, f), 'utf8')).not.toMatch(/^MemoryDenyWriteExecute=/m);
     }
   });
 
   it('DeviceAllow= only for the firmware devices this board has', () => {
-    const deviceLines = (devices: string[]) => renderUnits({ ...values, devices })[0]!.text.split('\n').filter((l) => l.startsWith('DeviceAllow='));
+    const deviceLines = (devices: string[]) =>
+      renderUnits({ ...values, devices })[0]!
+        .text.split('\n')
+        .filter((l) => l.startsWith('DeviceAllow='));
     expect(deviceLines(['/dev/vchiq', '/dev/vcio'])).toEqual(['DeviceAllow=/dev/vchiq rw', 'DeviceAllow=/dev/vcio rw']);
     expect(deviceLines(['/dev/vcio'])).toEqual(['DeviceAllow=/dev/vcio rw']);
     expect(deviceLines([])).toEqual([]);
