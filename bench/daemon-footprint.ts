@@ -83,7 +83,7 @@ child.stdout.on('data', (d: string) => {
   let i;
   while ((i = buf.indexOf('\n')) >= 0) {
     try {
-      lines.push(JSON.parse(buf.slice(0, i)));
+      lines.push(JSON.parse(buf.slice(0, i)) as Record<string, unknown>);
     } catch {
       // not a log line
     }
@@ -108,13 +108,13 @@ const sample = () => {
       .split('\n')
       .map((l) => l.split(': '))
       .map(([k, v]) => [k, Number(v)]),
-  );
+  ) as Record<string, number>;
   return {
     t: Date.now(),
     rssMb: kb('VmRSS') / 1024,
     hwmMb: kb('VmHWM') / 1024,
     cpuS: (Number(stat[11]) + Number(stat[12])) / 100,
-    writeBytes: io.write_bytes as number,
+    writeBytes: io.write_bytes!,
   };
 };
 const listening = (await waitFor('listening')) as { port: number };

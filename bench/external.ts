@@ -135,7 +135,7 @@ export const ONLINE: ExternalSpec = {
         title: 'Gateway simulator writing while online prune --apply passes run (one soak)',
         headers: ['figure', 'value'],
         rows: [
-          ['sessions in the home', String(s.sessions ?? '-')],
+          ['sessions in the home', typeof s.sessions === 'number' ? String(s.sessions) : '-'],
           ['passes / time in passes', `${f.passes ?? '-'} / ${fmtMs(f.passMs)}`],
           ['guard write transactions', String(f.guardTransactions ?? '-')],
           ['longest guard write transaction', fmtMs(f.longestGuardWriteMs)],
@@ -145,7 +145,7 @@ export const ONLINE: ExternalSpec = {
           ['simulator JSONL append, no pass running: p50 / p99 / max (n)', lat(f.fileWrite?.noPass)],
           ['simulator turns (during passes)', `${f.turns ?? '-'} (${f.turnsDuringPasses ?? '-'})`],
           ['simulator write failures', JSON.stringify(f.writerFailures ?? {})],
-          ['soak check failures', String(s.failures ?? '-')],
+          ['soak check failures', typeof s.failures === 'number' ? String(s.failures) : '-'],
         ],
       },
     ];

@@ -91,7 +91,7 @@ function start(name: string, cli: string): Run {
     let i;
     while ((i = buf.indexOf('\n')) >= 0) {
       try {
-        run.lines.push(JSON.parse(buf.slice(0, i)));
+        run.lines.push(JSON.parse(buf.slice(0, i)) as Record<string, unknown>);
       } catch {
         // not a log line
       }

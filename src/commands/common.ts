@@ -1,4 +1,3 @@
-import { ExitCode, GuardError } from '../errors.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 
 /** Find PicoClaw from the command's --home (else $PICOCLAW_HOME, else ~/.picoclaw). */

@@ -18,7 +18,7 @@ function walkable(v: unknown): v is Record<string, unknown> | unknown[] {
   if (typeof v !== 'object' || v === null) return false;
   if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return false;
   if (Array.isArray(v)) return true;
-  const proto = Object.getPrototypeOf(v);
+  const proto = Object.getPrototypeOf(v) as unknown;
   return proto === Object.prototype || proto === null;
 }
 

@@ -101,7 +101,8 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
         !(GUARD_ONLY_KEYS.has(k as PolicyKey) && v.source === 'default'),
     )
     .map(
-      ([k, v]) => `${k}=${v.value === null ? '-' : String(v.value)}${v.source === 'default' ? '' : ` (${v.source})`}`,
+      ([k, v]) =>
+        `${k}=${v.value === null ? '-' : typeof v.value === 'object' ? JSON.stringify(v.value) : String(v.value as string | number | boolean)}${v.source === 'default' ? '' : ` (${v.source})`}`,
     )
     .join('  ');
   out.push(dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY');

@@ -141,8 +141,16 @@ export class ReadingHistory {
       for (let k = i; k < end; k++) {
         const j = (this.head - this.count + k + this.capacity) % this.capacity;
         const v = [this.at[j]!, this.temp[j]!, this.freq[j]!, this.mem[j]!];
-        for (let c = 0; c < 4; c++) if (Number.isFinite(v[c]!)) ((sum[c]! += v[c]!), n[c]!++);
-        if (this.flags[j] !== 255) ((flags |= this.flags[j]!), (known = true));
+        for (let c = 0; c < 4; c++) {
+          if (Number.isFinite(v[c]!)) {
+            sum[c]! += v[c]!;
+            n[c]!++;
+          }
+        }
+        if (this.flags[j] !== 255) {
+          flags |= this.flags[j]!;
+          known = true;
+        }
         sessions = this.sessions[j]!;
       }
       const mean = (c: number) => (n[c] ? sum[c]! / n[c] : NaN);
@@ -196,7 +204,12 @@ export function downsample(samples: Sample[], max: number): Sample[] {
     const mean = (f: (s: Sample) => number) => {
       let sum = 0;
       let n = 0;
-      for (const s of run) if (Number.isFinite(f(s))) ((sum += f(s)), n++);
+      for (const s of run) {
+        if (Number.isFinite(f(s))) {
+          sum += f(s);
+          n++;
+        }
+      }
       return n ? sum / n : NaN;
     };
     out.push({

@@ -50,7 +50,11 @@ const SOURCE_TEXT: Record<string, string> = {
 };
 
 function value(v: unknown): string {
-  return v === null ? 'none' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v);
+  if (v === null) return 'none';
+  if (typeof v === 'boolean') return v ? 'on' : 'off';
+  if (typeof v === 'string' || typeof v === 'number') return String(v);
+  // Policy values are numbers, booleans, strings or null; anything else is shown as JSON, never "[object Object]".
+  return JSON.stringify(v) ?? 'undefined';
 }
 
 export function pruneSection(p: PageInput): string {

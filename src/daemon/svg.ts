@@ -74,8 +74,16 @@ function rangeOf(series: Series[], axis: 'left' | 'right', include: number[] = [
   let hi = -Infinity;
   for (const s of series)
     if (s.axis === axis)
-      for (const p of s.points) if (Number.isFinite(p.y)) ((lo = Math.min(lo, p.y)), (hi = Math.max(hi, p.y)));
-  for (const v of include) ((lo = Math.min(lo, v)), (hi = Math.max(hi, v)));
+      for (const p of s.points) {
+        if (Number.isFinite(p.y)) {
+          lo = Math.min(lo, p.y);
+          hi = Math.max(hi, p.y);
+        }
+      }
+  for (const v of include) {
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
   if (!Number.isFinite(lo)) return { lo: 0, hi: 1 };
   return { lo, hi };
 }
@@ -87,7 +95,10 @@ export function chart(c: ChartSpec): string {
   const ih = H - PAD.t - PAD.b;
   let x0 = c.xMin;
   let x1 = c.xMax;
-  if (!(x1 > x0)) ((x0 -= 60_000), (x1 += 60_000));
+  if (!(x1 > x0)) {
+    x0 -= 60_000;
+    x1 += 60_000;
+  }
   const sx = (x: number) => r1(PAD.l + ((x - x0) / (x1 - x0)) * iw);
   const axes = {
     left: niceTicks(...(Object.values(rangeOf(c.series, 'left', c.left.include)) as [number, number])),

@@ -152,6 +152,7 @@ function scanOtherJson(str: string, s: number, e: number, out: LineScan): boolea
   out.level = typeof level === 'string' ? (JSON_LEVELS[level.toLowerCase()] ?? Level.UNKNOWN) : Level.UNKNOWN;
   if (typeof message === 'string') {
     // \u escapes decode to characters above latin1; the marker table holds UTF-8 bytes as latin1.
+    // eslint-disable-next-line no-control-regex -- the latin1 range starts at U+0000 on purpose
     const m = /[^\u0000-\u00ff]/.test(message) ? Buffer.from(message, 'utf8').toString('latin1') : message;
     out.marker = matchMarker(m + '"', 0, m.length + 1, true);
   }

@@ -172,6 +172,7 @@ function parseConsoleText(text: string, format: LineFormatValue, journald: Parse
  * lines that are not PicoClaw log lines or do not parse (never throws).
  */
 export function parseLine(text: string): ParsedLine | null {
+  // eslint-disable-next-line no-control-regex -- NUL padding a crash left at the head of a line
   let t = text.replace(/^\u0000+/, '');
   if (t.endsWith('\r')) t = t.slice(0, -1);
   if (t.startsWith('{')) {

@@ -266,7 +266,9 @@ function gunzipCapped(path: string, cap: number): Readable {
   });
   const src = createReadStream(path);
   const gz = createGunzip();
-  pipeline(src, gz, counter).catch((err) => counter.destroy(err instanceof Error ? err : new Error(String(err))));
+  pipeline(src, gz, counter).catch((err: unknown) =>
+    counter.destroy(err instanceof Error ? err : new Error(String(err))),
+  );
   return counter;
 }
 
@@ -353,9 +355,9 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
     };
     handle().then(
       () => next(),
-      (err) => {
+      (err: unknown) => {
         stream.resume();
-        ex.destroy(err);
+        ex.destroy(err instanceof Error ? err : new Error(String(err)));
       },
     );
   });

@@ -213,6 +213,7 @@ describe('control characters in keys are shown escaped', () => {
       const { home, env } = evilHome();
       const r = runCli([...args, '--home', home], env);
       expect(r.code, r.stderr).toBe(0);
+      // eslint-disable-next-line no-control-regex -- the point: no control character reaches the terminal
       expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
       expect(r.stdout).not.toMatch(/^DELETE {2}forged-row/m);
       expect(r.stdout).toMatch(
@@ -223,6 +224,7 @@ describe('control characters in keys are shown escaped', () => {
   it('an error message naming such a path', () => {
     const r = runCli(['sessions', '--home', join(tempDir(), 'no\x1b[2Jhome')]);
     expect(r.code).toBe(2);
+    // eslint-disable-next-line no-control-regex -- no raw ESC in the error
     expect(r.stderr).not.toMatch(/\x1b/);
     expect(r.stderr).toContain('no\\x1b[2Jhome');
   });
@@ -233,6 +235,7 @@ describe('control characters in keys are shown escaped', () => {
       0,
     );
     const r = runCli(['restore', archive, '--home', home, '--list', '--wide'], env);
+    // eslint-disable-next-line no-control-regex -- the point: no control character reaches the terminal
     expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
     expect(r.stdout).toContain('sk_v1_evil\\x1b[2J\\nDELETE  forged-row\\x07');
   });

@@ -38,7 +38,11 @@ function refusal(fn: () => unknown): GuardError | null {
 }
 
 /** Every key of a section refuses at least one candidate, naming the file and the key but no value. */
-function expectNoEcho(keys: readonly string[], parse: (key: string, value: unknown) => unknown, named: (key: string) => string[]) {
+function expectNoEcho(
+  keys: readonly string[],
+  parse: (key: string, value: unknown) => unknown,
+  named: (key: string) => string[],
+) {
   for (const key of keys) {
     let refused = 0;
     for (const value of CANDIDATES) {

@@ -68,7 +68,7 @@ function pc(state: PicoClawReading['gateway']['state'], dbBytes = 0): RollupInpu
       health: null,
       health_pid_matches: null,
     },
-    sessions: { count: 0, bytes: 0, stores: [] },
+    sessions: { count: 0, jsonl_bytes: 0, stores: [] },
     seahorse: { path: '/h/s.db', present: true, db_bytes: dbBytes, wal_bytes: 0, total_bytes: dbBytes },
     last_prune: null,
     last_bootstrap_gap_seconds: null,

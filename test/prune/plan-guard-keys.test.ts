@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { OrphanConversation, SessionRecord } from '../../src/picoclaw/inventory.js';
 import type { BootstrapInput } from '../../src/prune/bootstrap-cap.js';
 import { cronJobId } from '../../src/prune/cron.js';
-import { planPrune, type DbFacts, type Plan } from '../../src/prune/plan.js';
+import { planPrune, type Plan } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY, type Policy } from '../../src/prune/policy.js';
 import { DAY, NO_DB, NOW, rec, verdicts, withPermutation } from '../support/plan-input.js';
-import { MIB, predictGap, type BootstrapModel } from '../../src/startup-model/fit.js';
+import { MIB, predictGap, type BootstrapModel, type Trust } from '../../src/startup-model/fit.js';
 
 /** The planner's rules for the guard's own keys: cron runs' budget and the startup-time budget. */
 
@@ -159,8 +159,8 @@ describe('max_bootstrap_seconds', () => {
     distinct_volumes: 8,
     note: null,
   });
-  const trusted = { trusted: true, why: null, more_restarts: null, rmse_bound_seconds: 6 };
-  const input = (m: BootstrapModel, budget: number, t = trusted): BootstrapInput => ({
+  const trusted: Trust = { trusted: true, why: null, more_restarts: null, rmse_bound_seconds: 6 };
+  const input = (m: BootstrapModel, budget: number, t: Trust = trusted): BootstrapInput => ({
     budgetSeconds: budget,
     dir: '/s',
     model: m,

@@ -22,7 +22,6 @@ import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
-const NOW = new Date('2026-11-30T12:00:00Z');
 const down = async (): Promise<GatewayState> => ({
   state: 'down',
   reason: 'test',

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
 import { sqlite } from '../../src/io/sqlite.js';

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { analyzeStartupLog, type StartupReport } from '../../src/startup/index.js';
@@ -22,7 +23,7 @@ function restamp(line: string, date: string): string {
 }
 
 async function analyze(text: string): Promise<StartupReport> {
-  return analyzeStartupLog({ stream: [Buffer.from(text)], name: 'gateway.log' }, { dateAnchor: null });
+  return analyzeStartupLog({ stream: Readable.from([Buffer.from(text)]), name: 'gateway.log' }, { dateAnchor: null });
 }
 
 describe('a gateway.log time that is not on the calendar', () => {

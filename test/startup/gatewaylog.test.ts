@@ -191,7 +191,8 @@ describe('parseJsonLight: marker lines read from their bytes', () => {
     const c = Buffer.from(
       '{"level":"debug","component":"tools","time":"2026-06-13T18:19:36+02:00","caller":"/src/pkg/tools/registry.go:88","message":"Registered core tool"}',
     );
-    expect(parseJsonLight(c, 0, c.length, jsonMessageStart(c, 0, c.length), Level.DEBUG, Marker.CORE_TOOL)).toBeNull(); // no name
+    // no name
+    expect(parseJsonLight(c, 0, c.length, jsonMessageStart(c, 0, c.length), Level.DEBUG, Marker.CORE_TOOL)).toBeNull();
   });
 });
 
@@ -291,7 +292,7 @@ describe('times', () => {
       ['2025-02-29T18:19:35Z', '2025-13-29T18:19:35Z'],
       ['2026-04-31T18:19:35.5+0200', '2026-13-31T18:19:35.5+0200'],
       ['2026-02-30T23:59:60Z', '2026-13-30T23:59:60Z'], // a leap second does not excuse the day
-    ]) {
+    ] as [string, string][]) {
       expect(parseInstant(bad), bad).toBeNull();
       expect(parseInstant(month13), month13).toBeNull();
       const b = Buffer.from(json(bad));
@@ -320,7 +321,8 @@ describe('times', () => {
     const at = (h: number, m: number, s: number) => c.resolve(h * 3600 + m * 60 + s);
     expect(at(23, 59, 58)).toMatchObject({ ms: (23 * 3600 + 59 * 60 + 58) * 1000, floating: true });
     expect(at(0, 0, 1).ms).toBe(86_400_000 + 1000); // the next day
-    expect(at(23, 59, 59).ms).toBe(86_400_000 + 1000 + (86_399 - 1) * 1000); // a whole day later, not a step back of 2 s
+    // a whole day later, not a step back of 2 s
+    expect(at(23, 59, 59).ms).toBe(86_400_000 + 1000 + (86_399 - 1) * 1000);
     expect(at(23, 59, 50).ms).toBe(86_400_000 + (23 * 3600 + 59 * 60 + 50) * 1000); // 9 s back: the same day (jitter)
     const d = new ConsoleClock();
     d.noteInstant(Date.UTC(2026, 5, 13, 21, 59, 0), 120); // 23:59:00 local

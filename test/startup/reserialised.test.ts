@@ -24,6 +24,7 @@ function reserialise(line: string, ascii: boolean): string {
   }
   const json = (v: unknown) => {
     const t = JSON.stringify(v);
+    // eslint-disable-next-line no-control-regex -- everything outside ASCII, which starts at NUL
     return ascii ? t.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : t;
   };
   return (

@@ -266,7 +266,7 @@ export function normalizedDump(d: Dump): string {
     msgRef.set(Number(m.message_id), `${k}#${n}`);
   }
   const ref = (id: unknown) =>
-    id === null || id === undefined ? null : (msgRef.get(Number(id)) ?? `<no message ${String(id)}>`);
+    id === null || id === undefined ? null : (msgRef.get(Number(id)) ?? `<no message ${Number(id)}>`);
   const sortRows = (rows: Record<string, unknown>[]) => rows.map((r) => JSON.stringify(r)).sort();
   const out: Record<string, string[]> = {
     conversations: sortRows(d.conversations!.map(({ conversation_id: _c, ...r }) => r)),
@@ -307,7 +307,7 @@ export function danglingRows(d: Dump): string[] {
       out.push(`messages ${String(r.message_id)} -> conversation ${String(r.conversation_id)}`);
   for (const r of d.message_parts!)
     if (!msgs.has(Number(r.message_id)))
-      out.push(`message_parts ${String(r.part_id)} -> message ${String(r.message_id)}`);
+      out.push(`message_parts ${String(r.part_id)} -> message ${Number(r.message_id)}`);
   for (const r of d.summaries!)
     if (!convs.has(Number(r.conversation_id)))
       out.push(`summaries ${String(r.summary_id)} -> conversation ${String(r.conversation_id)}`);
@@ -321,9 +321,9 @@ export function danglingRows(d: Dump): string[] {
     if (!convs.has(Number(r.conversation_id)))
       out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> conversation`);
     else if (r.message_id !== null && !msgs.has(Number(r.message_id)))
-      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> message ${String(r.message_id)}`);
-    else if (r.summary_id !== null && !sums.has(String(r.summary_id)))
-      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> summary ${String(r.summary_id)}`);
+      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> message ${Number(r.message_id)}`);
+    else if (r.summary_id !== null && !sums.has(r.summary_id as string))
+      out.push(`context_items ${String(r.conversation_id)}/${String(r.ordinal)} -> summary ${r.summary_id as string}`);
   }
   return out;
 }

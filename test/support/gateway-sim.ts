@@ -569,7 +569,7 @@ function startSim(cfg: SimConfig): Promise<{ child: ChildProcess; port: number }
           if (msg.ready && msg.port) resolve({ child, port: msg.port });
           else reject(new Error(`unexpected simulator output ${out}`));
         } catch (e) {
-          reject(e);
+          reject(e instanceof Error ? e : new Error(String(e)));
         }
       }
     });
