@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { releaseGarbage } from '../io/heap.js';
 import type { PicoClawHome } from './home.js';
 import { dbFileBytes, isMainAlias, openSeahorseRead, readConversations, type ConversationStat, type DbFileBytes } from './seahorse.js';
 import { scanStore, storeTimes, type FileFacts, type IgnoredEntry, type Issue, type StoredSession } from './sessions.js';
@@ -181,6 +182,8 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
     for (const e of scan.ignored) ignored.push({ dir, entry: e });
     for (const f of scan.orphanJsonl) orphanJsonl.push({ agent: agents[0]!, file: f });
   }
+  // The scan's listings of every folder are dead now; the seahorse rows take their place.
+  releaseGarbage();
 
   const bytes = dbFileBytes(home.seahorsePath);
   const seahorse: SeahorseSummary = { path: home.seahorsePath, state: 'absent', error: null, errorKind: null, bytes, conversations: 0, messages: 0 };
@@ -225,5 +228,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
       }
     }
   }
+  // The rows not kept and the key index are dead: what follows (a plan, a report) starts clean.
+  releaseGarbage();
   return { home, sessions, orphanJsonl, orphanConversations, ignored, storeErrors, seahorse };
 }

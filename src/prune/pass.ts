@@ -6,12 +6,13 @@ import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } fro
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
 import { tryLock } from '../io/lock.js';
+import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
-import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages } from '../picoclaw/seahorse.js';
+import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages, withWalkCache } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from './holds.js';
@@ -226,13 +227,13 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         const p = readPages(db);
         // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
         const wantShares = needContent || (values.vacuum && (!online || !!o.forceVacuum));
-        dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: wantShares ? readContentBytes(db) : null };
+        dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: wantShares ? withWalkCache(db, () => readContentBytes(db!)) : null };
       } else {
         const r = openSeahorseRead(inv.seahorse.path);
         if (r.state === 'open') {
           try {
             const p = readPages(r.db);
-            dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: needContent ? readContentBytes(r.db) : null };
+            dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: needContent ? withWalkCache(r.db, () => readContentBytes(r.db)) : null };
           } finally {
             r.db.close();
           }
@@ -285,6 +286,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
     });
+    // The planner's indexes are dead; the report or the deletions come next.
+    releaseGarbage();
     if (plan.ageCheck === 'skipped_clock_jump') warnings.push(`${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`);
     if (plan.everyDatedOld) {
       const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
