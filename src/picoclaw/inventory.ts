@@ -90,14 +90,15 @@ class Columns {
     this.digits[at] = NO_TIME;
     if (text === null) return;
     const m = TIME_RE.exec(text);
-    const secs = m ? Date.parse(`${m[1]}Z`) / 1000 : NaN;
-    if (m && Number.isFinite(secs)) {
-      const z = m[3]!;
-      this.num[i * F.STRIDE + F.Time0 + k] = secs;
+    // Only a time `time()` writes back exactly: a real calendar date and clock time (Date.parse would
+    // roll 02-30 over to March), and a zone that is Z or +/-HH:MM with MM under 60, never -00:00.
+    const z = m ? m[3]! : '';
+    if (m && realWallTime(m[1]!) && (z === 'Z' || (z.charCodeAt(4) < 0x36 && z !== '-00:00'))) {
+      this.num[i * F.STRIDE + F.Time0 + k] = Date.parse(`${m[1]}Z`) / 1000;
       this.frac[at] = m[2] ? Number(m[2]) : 0;
       this.digits[at] = m[2] ? m[2].length : 0;
       this.zone[at] = z === 'Z' ? Z_ZONE : (z[0] === '-' ? -1 : 1) * (Number(z.slice(1, 3)) * 60 + Number(z.slice(4, 6)));
-      if (this.time(i, k) === text) return;
+      return;
     }
     this.digits[at] = STRING_TIME;
     this.strings.set(at, text);
@@ -114,6 +115,18 @@ class Columns {
     const zoneText = zone === Z_ZONE ? 'Z' : `${zone < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
     return `${wall}${d > 0 ? `.${String(this.frac[at]).padStart(d, '0')}` : ''}${zoneText}`;
   }
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Whether `YYYY-MM-DDTHH:MM:SS` names a moment that exists (what toISOString gives back unchanged). */
+function realWallTime(w: string): boolean {
+  const y = Number(w.slice(0, 4));
+  const mo = Number(w.slice(5, 7));
+  const d = Number(w.slice(8, 10));
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (mo < 1 || mo > 12 || d < 1 || d > DAYS[mo - 1]! + (mo === 2 && leap ? 1 : 0)) return false;
+  return Number(w.slice(11, 13)) < 24 && Number(w.slice(14, 16)) < 60 && Number(w.slice(17, 19)) < 60;
 }
 
 const nullable = (x: number): number | null => (Number.isNaN(x) ? null : x);
