@@ -97,7 +97,8 @@ class Columns {
       this.num[i * F.STRIDE + F.Time0 + k] = Date.parse(`${m[1]}Z`) / 1000;
       this.frac[at] = m[2] ? Number(m[2]) : 0;
       this.digits[at] = m[2] ? m[2].length : 0;
-      this.zone[at] = z === 'Z' ? Z_ZONE : (z[0] === '-' ? -1 : 1) * (Number(z.slice(1, 3)) * 60 + Number(z.slice(4, 6)));
+      const minutes = Number(z.slice(1, 3)) * 60 + Number(z.slice(4, 6));
+      this.zone[at] = z === 'Z' ? Z_ZONE : (z[0] === '-' ? -1 : 1) * minutes;
       return;
     }
     this.digits[at] = STRING_TIME;
@@ -112,7 +113,8 @@ class Columns {
     const wall = new Date(this.num[i * F.STRIDE + F.Time0 + k]! * 1000).toISOString().slice(0, 19);
     const zone = this.zone[at]!;
     const abs = Math.abs(zone);
-    const zoneText = zone === Z_ZONE ? 'Z' : `${zone < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+    const two = (x: number) => String(x).padStart(2, '0');
+    const zoneText = zone === Z_ZONE ? 'Z' : `${zone < 0 ? '-' : '+'}${two(Math.floor(abs / 60))}:${two(abs % 60)}`;
     return `${wall}${d > 0 ? `.${String(this.frac[at]).padStart(d, '0')}` : ''}${zoneText}`;
   }
 }
@@ -208,7 +210,12 @@ class StoredRecord implements SessionRecord {
 
   get times(): SessionTimes {
     const c = this.cols;
-    return { meta_updated_at: c.time(this.i, 0), meta_created_at: c.time(this.i, 1), jsonl_last_line: c.time(this.i, 2), seahorse_last_message: this.seahorseLast };
+    return {
+      meta_updated_at: c.time(this.i, 0),
+      meta_created_at: c.time(this.i, 1),
+      jsonl_last_line: c.time(this.i, 2),
+      seahorse_last_message: this.seahorseLast,
+    };
   }
 
   get id(): string {
@@ -219,9 +226,11 @@ class StoredRecord implements SessionRecord {
     const base = this.base;
     const jm = this.n(F.JsonlMtime);
     const mm = this.n(F.MetaMtime);
+    const file = (suffix: string, bytes: number, mtimeMs: number, ino: number): FileFacts | null =>
+      Number.isNaN(mtimeMs) ? null : { path: join(this.dir, `${base}${suffix}`), bytes, mtimeMs, ino };
     return {
-      jsonl: !Number.isNaN(jm) ? { path: join(this.dir, `${base}.jsonl`), bytes: this.jsonlBytes, mtimeMs: jm, ino: this.n(F.JsonlIno) } : null,
-      meta: !Number.isNaN(mm) ? { path: join(this.dir, `${base}.meta.json`), bytes: this.metaBytes, mtimeMs: mm, ino: this.n(F.MetaIno) } : null,
+      jsonl: file('.jsonl', this.jsonlBytes, jm, this.n(F.JsonlIno)),
+      meta: file('.meta.json', this.metaBytes, mm, this.n(F.MetaIno)),
     };
   }
 

@@ -12,7 +12,9 @@ import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
-import { hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages, withWalkCache } from '../picoclaw/seahorse.js';
+import {
+  hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages, withWalkCache,
+} from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from './holds.js';
@@ -235,13 +237,24 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         const p = readPages(db);
         // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
         const wantShares = needContent || (values.vacuum && (!online || !!o.forceVacuum));
-        dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: wantShares ? withWalkCache(db, () => readContentBytes(db!)) : null };
+        const wdb = db;
+        dbFacts = {
+          present: true,
+          fileBytes: inv.seahorse.bytes.total,
+          usedBytes: (p.pageCount - p.freelistCount) * p.pageSize,
+          contentBytes: wantShares ? withWalkCache(wdb, () => readContentBytes(wdb)) : null,
+        };
       } else {
         const r = openSeahorseRead(inv.seahorse.path);
         if (r.state === 'open') {
           try {
             const p = readPages(r.db);
-            dbFacts = { present: true, fileBytes: inv.seahorse.bytes.total, usedBytes: (p.pageCount - p.freelistCount) * p.pageSize, contentBytes: needContent ? withWalkCache(r.db, () => readContentBytes(r.db)) : null };
+            dbFacts = {
+              present: true,
+              fileBytes: inv.seahorse.bytes.total,
+              usedBytes: (p.pageCount - p.freelistCount) * p.pageSize,
+              contentBytes: needContent ? withWalkCache(r.db, () => readContentBytes(r.db)) : null,
+            };
           } finally {
             r.db.close();
           }

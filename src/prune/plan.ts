@@ -246,7 +246,8 @@ export function planPrune(input: PlanInput): Plan {
   const raw = groupSessions(input.sessions, input.agentIds).map((members): RawGroup => {
     let last: number | null = null;
     for (const m of members) if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
-    const key = members.length === 1 && members[0]!.key !== null ? members[0]!.key : smallest(members.map((m) => m.key ?? `\uffff${m.id}`));
+    const only = members.length === 1 ? members[0]!.key : null;
+    const key = only ?? smallest(members.map((m) => m.key ?? `\uffff${m.id}`));
     return { members, lastActivityMs: last, key, tie: null };
   });
   raw.sort(compareGroups);
@@ -372,7 +373,9 @@ export function planPrune(input: PlanInput): Plan {
         // Sized to what it holds (most groups own one conversation; a pushed-to empty array reserves 17).
         if (g.ownConversations.length === 0) g.ownConversations = [c];
         else g.ownConversations.push(c);
-      } else if (!shared.has(c.conversationId)) shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
+      } else if (!shared.has(c.conversationId)) {
+        shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
+      }
     }
   }
 

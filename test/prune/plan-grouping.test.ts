@@ -21,7 +21,9 @@ function referenceGroups(sessions: SessionRecord[], agentIds: string[]): Session
   });
   sessions.forEach((s, i) => {
     if (s.key === null) return;
-    for (const a of groupKeys(null, s.aliases, agentIds)) for (const j of byDirKey.get(`${s.dir}\0${a}`) ?? []) union(i, j);
+    for (const a of groupKeys(null, s.aliases, agentIds)) {
+      for (const j of byDirKey.get(`${s.dir}\0${a}`) ?? []) union(i, j);
+    }
   });
   const groups = new Map<number, SessionRecord[]>();
   sessions.forEach((s, i) => groups.set(find(i), [...(groups.get(find(i)) ?? []), s]));
@@ -34,7 +36,9 @@ describe('alias grouping', () => {
     const session = fc.record({
       key,
       dir: fc.constantFrom('/a', '/b'),
-      aliases: fc.array(fc.constantFrom('k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'agent:main:main', 'agent:ops:main'), { maxLength: 4 }),
+      aliases: fc.array(fc.constantFrom('k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'agent:main:main', 'agent:ops:main'), {
+        maxLength: 4,
+      }),
     });
     fc.assert(
       fc.property(fc.array(session, { maxLength: 30 }), (specs) => {
