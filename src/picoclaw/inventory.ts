@@ -1,8 +1,22 @@
 import { join } from 'node:path';
 import { releaseGarbage } from '../io/heap.js';
 import type { PicoClawHome } from './home.js';
-import { dbFileBytes, isMainAlias, openSeahorseRead, readConversations, type ConversationStat, type DbFileBytes } from './seahorse.js';
-import { scanStore, storeTimes, type FileFacts, type IgnoredEntry, type Issue, type StoredSession } from './sessions.js';
+import {
+  dbFileBytes,
+  isMainAlias,
+  openSeahorseRead,
+  readConversations,
+  type ConversationStat,
+  type DbFileBytes,
+} from './seahorse.js';
+import {
+  scanStore,
+  storeTimes,
+  type FileFacts,
+  type IgnoredEntry,
+  type Issue,
+  type StoredSession,
+} from './sessions.js';
 import { parseSqliteTime, usable } from './time.js';
 
 /**
@@ -44,9 +58,17 @@ Object.freeze(NO_STRINGS);
 
 /** The numbers of one record, at `i * STRIDE` in the inventory's one Float64Array (NaN: null). */
 const enum F {
-  JsonlBytes, MetaBytes, Messages, LastActivity, JsonlMtime, JsonlIno, MetaMtime, MetaIno,
+  JsonlBytes,
+  MetaBytes,
+  Messages,
+  LastActivity,
+  JsonlMtime,
+  JsonlIno,
+  MetaMtime,
+  MetaIno,
   /** The three written times (meta updated_at, created_at, the last line's created_at): see packTime. */
-  Time0, STRIDE = Time0 + 3,
+  Time0,
+  STRIDE = Time0 + 3,
 }
 /** Per written time: its fraction as an integer, its digits (NO_TIME: null), its zone (Z_ZONE: `Z`). */
 const NO_TIME = 255;
@@ -239,7 +261,8 @@ class StoredRecord implements SessionRecord {
     if (c.key === this.key && this.key !== null) c.key = this.key;
     if (this.conversations === NO_CONVERSATIONS) this.conversations = [c];
     else this.conversations.push(c);
-    if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast)) this.seahorseLast = c.lastMessageAt;
+    if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast))
+      this.seahorseLast = c.lastMessageAt;
     const last = newest(this.lastActivityMs, lastMs);
     this.cols.num[this.i * F.STRIDE + F.LastActivity] = last ?? NaN;
   }
@@ -312,7 +335,15 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
   }
 
   const bytes = dbFileBytes(home.seahorsePath);
-  const seahorse: SeahorseSummary = { path: home.seahorsePath, state: 'absent', error: null, errorKind: null, bytes, conversations: 0, messages: 0 };
+  const seahorse: SeahorseSummary = {
+    path: home.seahorsePath,
+    state: 'absent',
+    error: null,
+    errorKind: null,
+    bytes,
+    conversations: 0,
+    messages: 0,
+  };
   const orphanConversations: OrphanConversation[] = [];
   if (!opts.skipSeahorse) {
     const opened = openSeahorseRead(home.seahorsePath);
@@ -345,7 +376,10 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
           // A bare row (no message, no summary) is what an interrupted delete leaves behind, or a
           // turn that never stored anything: its insert time is the only activity it has.
           const bare = c.messages === 0 && c.summaries === 0;
-          orphanConversations.push({ ...c, lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null) });
+          orphanConversations.push({
+            ...c,
+            lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null),
+          });
           continue;
         }
         for (const s of owners) {

@@ -10,8 +10,15 @@ import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
  */
 
 export const SEAHORSE_TABLES = [
-  'conversations', 'messages', 'message_parts', 'summaries', 'summary_parents',
-  'summary_messages', 'context_items', 'messages_fts', 'summaries_fts',
+  'conversations',
+  'messages',
+  'message_parts',
+  'summaries',
+  'summary_parents',
+  'summary_messages',
+  'context_items',
+  'messages_fts',
+  'summaries_fts',
 ] as const;
 
 export interface ConversationStat {
@@ -35,7 +42,11 @@ export interface DbFileBytes {
 
 export function dbFileBytes(path: string): DbFileBytes {
   const size = (p: string) => {
-    try { return statSync(p).size; } catch { return 0; }
+    try {
+      return statSync(p).size;
+    } catch {
+      return 0;
+    }
   };
   const db = size(path);
   const wal = size(`${path}-wal`);
@@ -73,14 +84,20 @@ export type SeahorseOpen =
 function classifyOpenError(err: unknown): { reason: string; kind: 'not_a_database' | 'unreadable' | 'locked' } {
   const code = errnoCode(err) ?? '';
   const msg = errorMessage(err);
-  if (code === 'SQLITE_NOTADB' || /not a database/i.test(msg)) return { kind: 'not_a_database', reason: 'file is not a SQLite database' };
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || /locked|busy/i.test(msg)) return { kind: 'locked', reason: `database is locked (${msg})` };
+  if (code === 'SQLITE_NOTADB' || /not a database/i.test(msg))
+    return { kind: 'not_a_database', reason: 'file is not a SQLite database' };
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || /locked|busy/i.test(msg))
+    return { kind: 'locked', reason: `database is locked (${msg})` };
   return { kind: 'unreadable', reason: `${code || 'error'}: ${msg}` };
 }
 
 /** Check that the tables PicoClaw creates are there, and that this SQLite can use FTS5 trigram. */
 export function checkSchema(db: Database): string | null {
-  const names = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type IN ('table')`).all() as { name: string }[]).map((r) => r.name));
+  const names = new Set(
+    (db.prepare(`SELECT name FROM sqlite_master WHERE type IN ('table')`).all() as { name: string }[]).map(
+      (r) => r.name,
+    ),
+  );
   const missing = SEAHORSE_TABLES.filter((t) => !names.has(t));
   if (missing.length > 0) return `not a seahorse database: missing table(s) ${missing.join(', ')}`;
   return null;
@@ -141,9 +158,10 @@ export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } 
   const { realPath, mode } = seahorseReadMode(path);
   try {
     const timeout = opts.busyTimeoutMs ?? 5000;
-    db = mode === 'immutable'
-      ? new Database(sqliteUri(realPath, { immutable: '1' }), { readonly: true, fileMustExist: true, timeout })
-      : new Database(realPath, { readonly: true, fileMustExist: true, timeout });
+    db =
+      mode === 'immutable'
+        ? new Database(sqliteUri(realPath, { immutable: '1' }), { readonly: true, fileMustExist: true, timeout })
+        : new Database(realPath, { readonly: true, fileMustExist: true, timeout });
   } catch (err) {
     const c = classifyOpenError(err);
     return { state: 'error', ...c };
@@ -173,7 +191,12 @@ export function openSeahorseWrite(path: string, busyTimeoutMs = 5000): Database 
   }
   try {
     const bad = checkSchema(db);
-    if (bad) throw new GuardError(`${path}: ${bad}`, { exitCode: ExitCode.DATA, path, hint: 'this is not a PicoClaw seahorse database; move it aside or point --home elsewhere' });
+    if (bad)
+      throw new GuardError(`${path}: ${bad}`, {
+        exitCode: ExitCode.DATA,
+        path,
+        hint: 'this is not a PicoClaw seahorse database; move it aside or point --home elsewhere',
+      });
     // better-sqlite3 defaults foreign_keys to ON (SQLite's own default, which PicoClaw uses, is OFF).
     // Children are deleted before parents anyway; OFF keeps old databases with dangling rows deletable.
     db.pragma('foreign_keys = OFF');
@@ -188,12 +211,24 @@ export function openSeahorseWrite(path: string, busyTimeoutMs = 5000): Database 
 export function seahorseError(path: string, err: unknown): GuardError {
   const c = classifyOpenError(err);
   if (c.kind === 'not_a_database') {
-    return new GuardError(`${path} is not a SQLite database`, { exitCode: ExitCode.DATA, path, hint: 'nothing was deleted; move the file aside (PicoClaw recreates seahorse.db from the JSONL history at its next start)' });
+    return new GuardError(`${path} is not a SQLite database`, {
+      exitCode: ExitCode.DATA,
+      path,
+      hint: 'nothing was deleted; move the file aside (PicoClaw recreates seahorse.db from the JSONL history at its next start)',
+    });
   }
   if (c.kind === 'locked') {
-    return new GuardError(`${path}: ${c.reason}`, { exitCode: ExitCode.SKIPPED, path, hint: 'another process holds a write lock longer than the busy timeout; nothing was deleted, the next pass will try again' });
+    return new GuardError(`${path}: ${c.reason}`, {
+      exitCode: ExitCode.SKIPPED,
+      path,
+      hint: 'another process holds a write lock longer than the busy timeout; nothing was deleted, the next pass will try again',
+    });
   }
-  return new GuardError(`cannot open ${path}: ${c.reason}`, { exitCode: ExitCode.SKIPPED, path, hint: 'check the file and its folder are readable and writable by this user' });
+  return new GuardError(`cannot open ${path}: ${c.reason}`, {
+    exitCode: ExitCode.SKIPPED,
+    path,
+    hint: 'check the file and its folder are readable and writable by this user',
+  });
 }
 
 /**
@@ -260,7 +295,13 @@ export function readContentBytes(db: Database): Map<number, number> {
   const add = (rows: { id: number; b: number | null }[]) => {
     for (const r of rows) out.set(r.id, (out.get(r.id) ?? 0) + (r.b ?? 0));
   };
-  add(db.prepare(`SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`).all() as { id: number; b: number }[]);
+  add(
+    db
+      .prepare(
+        `SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`,
+      )
+      .all() as { id: number; b: number }[],
+  );
   // message_parts has no index on message_id: join in memory through the covering index of
   // messages (a typed array indexed by message_id: 4 bytes a message, no per-row objects kept).
   const maxId = (db.prepare(`SELECT MAX(message_id) AS m FROM messages`).get() as { m: number | null }).m ?? 0;
@@ -268,14 +309,27 @@ export function readContentBytes(db: Database): Map<number, number> {
   const dense = maxId <= 16_000_000;
   const arr = dense ? new Int32Array(maxId + 1) : null;
   const map = dense ? null : new Map<number, number>();
-  for (const r of db.prepare(`SELECT message_id AS m, conversation_id AS c FROM messages`).raw().iterate() as Iterable<[number, number]>) {
+  for (const r of db.prepare(`SELECT message_id AS m, conversation_id AS c FROM messages`).raw().iterate() as Iterable<
+    [number, number]
+  >) {
     if (arr) arr[r[0]] = r[1];
     else map!.set(r[0], r[1]);
   }
-  for (const r of db.prepare(`SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 AS b FROM message_parts`).raw().iterate() as Iterable<[number, number]>) {
+  for (const r of db
+    .prepare(
+      `SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 AS b FROM message_parts`,
+    )
+    .raw()
+    .iterate() as Iterable<[number, number]>) {
     const c = arr ? (r[0] <= maxId ? arr[r[0]]! : 0) : (map!.get(r[0]) ?? 0);
     if (c !== 0) out.set(c, (out.get(c) ?? 0) + r[1]);
   }
-  add(db.prepare(`SELECT conversation_id AS id, SUM(octet_length(content) + 96) AS b FROM summaries GROUP BY conversation_id`).all() as { id: number; b: number }[]);
+  add(
+    db
+      .prepare(
+        `SELECT conversation_id AS id, SUM(octet_length(content) + 96) AS b FROM summaries GROUP BY conversation_id`,
+      )
+      .all() as { id: number; b: number }[],
+  );
   return out;
 }

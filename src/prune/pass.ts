@@ -13,7 +13,12 @@ import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
 import {
-  hasFts5Trigram, openSeahorseRead, openSeahorseWrite, readContentBytes, readPages, withWalkCache,
+  hasFts5Trigram,
+  openSeahorseRead,
+  openSeahorseWrite,
+  readContentBytes,
+  readPages,
+  withWalkCache,
 } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
@@ -80,7 +85,11 @@ export function lockPathFor(home: PicoClawHome, stateDir: string | null): string
     // a home that does not exist is refused before any lock is taken
   }
   const tag = createHash('sha256').update(real).digest('hex').slice(0, 16);
-  for (const [dir, name] of [[real, LOCK_NAME], [stateDir, `${LOCK_NAME}-${tag}`], [tmpdir(), `picoclaw-guard-${tag}.lock`]] as const) {
+  for (const [dir, name] of [
+    [real, LOCK_NAME],
+    [stateDir, `${LOCK_NAME}-${tag}`],
+    [tmpdir(), `picoclaw-guard-${tag}.lock`],
+  ] as const) {
     if (!dir) continue;
     try {
       accessSync(dir, constants.W_OK);
@@ -92,8 +101,28 @@ export function lockPathFor(home: PicoClawHome, stateDir: string | null): string
   return join(tmpdir(), `picoclaw-guard-${tag}.lock`);
 }
 
-function skipped(base: { mode: 'dry-run' | 'apply'; now: Date; home: PicoClawHome; policy: ResolvedPolicy; t0: number; gateway: GatewayState | null }, reason: string, exitCode: ExitCodeValue): PruneReport {
-  return buildReport({ ...base, inventory: null, plan: null, result: null, skipped: reason, exitCode, warnings: [], dbFacts: null });
+function skipped(
+  base: {
+    mode: 'dry-run' | 'apply';
+    now: Date;
+    home: PicoClawHome;
+    policy: ResolvedPolicy;
+    t0: number;
+    gateway: GatewayState | null;
+  },
+  reason: string,
+  exitCode: ExitCodeValue,
+): PruneReport {
+  return buildReport({
+    ...base,
+    inventory: null,
+    plan: null,
+    result: null,
+    skipped: reason,
+    exitCode,
+    warnings: [],
+    dbFacts: null,
+  });
 }
 
 /** SQLite's page cache for the pass's write connection (VACUUM's copy takes the same) and its temp tables, in KiB. */
@@ -154,9 +183,11 @@ function writeLockBusy(db: Database, online: boolean, timeoutMs: number): string
     return null;
   } catch (err) {
     if (db.inTransaction) db.exec('ROLLBACK');
-    if (err instanceof GatewayBusy) return `the gateway kept it busy (writing, or holding its write lock) for ${timeoutMs} ms without a ${ONLINE_QUIET_MS} ms pause`;
+    if (err instanceof GatewayBusy)
+      return `the gateway kept it busy (writing, or holding its write lock) for ${timeoutMs} ms without a ${ONLINE_QUIET_MS} ms pause`;
     const code = errnoCode(err);
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return `another process held its write lock longer than the busy timeout (${errorMessage(err)})`;
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')
+      return `another process held its write lock longer than the busy timeout (${errorMessage(err)})`;
     throw err;
   }
 }
@@ -171,7 +202,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   const policy = resolvePolicy({
     flags: o.flags,
     env,
-    guardConfig: guardConfig.path && guardConfig.sections.prune ? { path: guardConfig.path, values: guardConfig.sections.prune } : null,
+    guardConfig:
+      guardConfig.path && guardConfig.sections.prune
+        ? { path: guardConfig.path, values: guardConfig.sections.prune }
+        : null,
     picoclawConfig: home.sessionPrune ? { path: home.configPath, values: home.sessionPrune } : null,
   });
   const values = policyValues(policy);
@@ -179,20 +213,32 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   assertPicoClawHome(home);
   if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
-    return skipped(base, 'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)', ExitCode.OK);
+    return skipped(
+      base,
+      'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)',
+      ExitCode.OK,
+    );
   }
 
   const gateway = await (o.probe ?? ((h) => probeGateway(h)))(home);
   const withGw = { ...base, gateway };
   if (o.apply && (gateway.state === 'starting' || gateway.state === 'hung')) {
-    return skipped(withGw, `the gateway is ${gateway.state} (${gateway.reason}); pruning now would race its bootstrap`, ExitCode.GATEWAY_STARTING);
+    return skipped(
+      withGw,
+      `the gateway is ${gateway.state} (${gateway.reason}); pruning now would race its bootstrap`,
+      ExitCode.GATEWAY_STARTING,
+    );
   }
   const online = gateway.state === 'ready';
 
   const lock = o.apply ? tryLock(lockPathFor(home, o.stateDir), `prune pid ${process.pid}`) : null;
   if (lock && !lock.ok) {
     const h = lock.holder;
-    return skipped(withGw, `another prune pass holds the lock for ${home.home}${h ? ` (pid ${h.pid}, since ${h.since})` : ''}`, ExitCode.LOCKED);
+    return skipped(
+      withGw,
+      `another prune pass holds the lock for ${home.home}${h ? ` (pid ${h.pid}, since ${h.since})` : ''}`,
+      ExitCode.LOCKED,
+    );
   }
   let db: Database | null = null;
   try {
@@ -205,14 +251,36 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     if (inv.seahorse.state === 'error') {
       const msg = `${inv.seahorse.path}: ${inv.seahorse.error}`;
       if (o.apply) {
-        const code = inv.seahorse.errorKind === 'not_a_database' || inv.seahorse.errorKind === 'schema' ? ExitCode.DATA : ExitCode.SKIPPED;
-        return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${msg}; nothing was deleted anywhere (deleting only the JSONL side would leave its rows behind)`, exitCode: code, warnings, dbFacts: null });
+        const code =
+          inv.seahorse.errorKind === 'not_a_database' || inv.seahorse.errorKind === 'schema'
+            ? ExitCode.DATA
+            : ExitCode.SKIPPED;
+        return buildReport({
+          ...withGw,
+          inventory: inv,
+          plan: null,
+          result: null,
+          skipped: `${msg}; nothing was deleted anywhere (deleting only the JSONL side would leave its rows behind)`,
+          exitCode: code,
+          warnings,
+          dbFacts: null,
+        });
       }
       warnings.push(`${msg}: --apply would skip the pass`);
     } else if (inv.seahorse.state === 'open') {
       if (o.apply) {
         const storeProblem = preflight(inv, null);
-        if (storeProblem) return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${storeProblem}; nothing was deleted anywhere`, exitCode: ExitCode.SKIPPED, warnings, dbFacts: null });
+        if (storeProblem)
+          return buildReport({
+            ...withGw,
+            inventory: inv,
+            plan: null,
+            result: null,
+            skipped: `${storeProblem}; nothing was deleted anywhere`,
+            exitCode: ExitCode.SKIPPED,
+            warnings,
+            dbFacts: null,
+          });
         try {
           db = openSeahorseWrite(inv.seahorse.path, busyTimeoutMs(env));
           // The pass walks each page a few times, in conversation order: better-sqlite3's 16 MB page
@@ -220,19 +288,57 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
           db.pragma(`cache_size = ${-PASS_CACHE_KIB}`);
           db.pragma(`temp.cache_size = ${-PASS_TEMP_CACHE_KIB}`);
         } catch (err) {
-          const ge = err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
-          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${ge.message}; nothing was deleted anywhere`, exitCode: ge.exitCode, warnings, dbFacts: null });
+          const ge =
+            err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
+          return buildReport({
+            ...withGw,
+            inventory: inv,
+            plan: null,
+            result: null,
+            skipped: `${ge.message}; nothing was deleted anywhere`,
+            exitCode: ge.exitCode,
+            warnings,
+            dbFacts: null,
+          });
         }
         const unusable = ftsUnusable(db);
         if (unusable) {
-          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}), so its rows cannot be deleted safely; nothing was deleted`, exitCode: ExitCode.DATA, warnings, dbFacts: null });
+          return buildReport({
+            ...withGw,
+            inventory: inv,
+            plan: null,
+            result: null,
+            skipped: `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}), so its rows cannot be deleted safely; nothing was deleted`,
+            exitCode: ExitCode.DATA,
+            warnings,
+            dbFacts: null,
+          });
         }
         const busy = writeLockBusy(db, online, busyTimeoutMs(env));
         if (busy) {
-          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${inv.seahorse.path}: ${busy}; nothing was deleted, the next pass will try again`, exitCode: ExitCode.SKIPPED, warnings, dbFacts: null });
+          return buildReport({
+            ...withGw,
+            inventory: inv,
+            plan: null,
+            result: null,
+            skipped: `${inv.seahorse.path}: ${busy}; nothing was deleted, the next pass will try again`,
+            exitCode: ExitCode.SKIPPED,
+            warnings,
+            dbFacts: null,
+          });
         }
         if (!hasFts5Trigram(db)) {
-          return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: 'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted', exitCode: ExitCode.DATA, warnings, dbFacts: null });
+          return buildReport({
+            ...withGw,
+            inventory: inv,
+            plan: null,
+            result: null,
+            skipped:
+              'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted',
+            exitCode: ExitCode.DATA,
+            warnings,
+            dbFacts: null,
+          });
         }
         const p = readPages(db);
         // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
@@ -263,10 +369,22 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     if (o.apply) {
       const why = preflight(inv, db);
-      if (why) return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${why}; nothing was deleted anywhere`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+      if (why)
+        return buildReport({
+          ...withGw,
+          inventory: inv,
+          plan: null,
+          result: null,
+          skipped: `${why}; nothing was deleted anywhere`,
+          exitCode: ExitCode.SKIPPED,
+          warnings,
+          dbFacts,
+        });
     }
     if (values.max_age_days > 0 && now.getTime() < Date.UTC(2024, 0, 1)) {
-      warnings.push(`the clock reads ${now.toISOString()}, before 2024: the age check is skipped until it is set (NTP)`);
+      warnings.push(
+        `the clock reads ${now.toISOString()}, before 2024: the age check is skipped until it is set (NTP)`,
+      );
     }
     if (inv.storeErrors.length > 0) for (const e of inv.storeErrors) warnings.push(e.error);
 
@@ -283,18 +401,46 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       }
     }
     if (holdsProblem && o.apply) {
-      return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: fix or remove that file`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+      return buildReport({
+        ...withGw,
+        inventory: inv,
+        plan: null,
+        result: null,
+        skipped: `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: fix or remove that file`,
+        exitCode: ExitCode.SKIPPED,
+        warnings,
+        dbFacts,
+      });
     }
     if (holdsProblem) warnings.push(`${holdsProblem}: --apply would skip the pass`);
-    const bootstrap = values.max_bootstrap_seconds > 0 ? await bootstrapInput(home, o.modelStateDir ?? o.stateDir, values.max_bootstrap_seconds, now.getTime(), o.apply, warnings) : null;
+    const bootstrap =
+      values.max_bootstrap_seconds > 0
+        ? await bootstrapInput(
+            home,
+            o.modelStateDir ?? o.stateDir,
+            values.max_bootstrap_seconds,
+            now.getTime(),
+            o.apply,
+            warnings,
+          )
+        : null;
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
     const dbKey = realPathOf(inv.seahorse.path);
     let owedBefore: OwedVacuum | null = null;
     if (o.stateDir && inv.seahorse.state === 'open') owedBefore = readOwedVacuum(o.stateDir, dbKey);
-    if (owedBefore && online && values.vacuum && !o.forceVacuum && owedBefore.estimated_bytes_after !== null && dbFacts.contentBytes) {
+    if (
+      owedBefore &&
+      online &&
+      values.vacuum &&
+      !o.forceVacuum &&
+      owedBefore.estimated_bytes_after !== null &&
+      dbFacts.contentBytes
+    ) {
       let content = 0;
       for (const b of dbFacts.contentBytes.values()) content += b;
-      dbFacts.owedEstimateBytes = owedBefore.content_bytes ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes) : owedBefore.estimated_bytes_after;
+      dbFacts.owedEstimateBytes = owedBefore.content_bytes
+        ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes)
+        : owedBefore.estimated_bytes_after;
     }
     const plan: Plan = planPrune({
       holds,
@@ -309,10 +455,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     });
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
-    if (plan.ageCheck === 'skipped_clock_jump') warnings.push(`${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`);
+    if (plan.ageCheck === 'skipped_clock_jump')
+      warnings.push(
+        `${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`,
+      );
     if (plan.everyDatedOld) {
       const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
-      warnings.push(`every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'} by age)`);
+      warnings.push(
+        `every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'} by age)`,
+      );
     }
     if (plan.undated.displaced > 0) {
       warnings.push(
@@ -321,9 +472,20 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       );
     }
     // The archive folder is checked once, before anything is deleted: one message, not one per session.
-    const archiveProblem = values.archive_dir ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan }) : null;
+    const archiveProblem = values.archive_dir
+      ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan })
+      : null;
     if (archiveProblem && o.apply) {
-      return buildReport({ ...withGw, inventory: inv, plan: null, result: null, skipped: `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`, exitCode: ExitCode.SKIPPED, warnings, dbFacts });
+      return buildReport({
+        ...withGw,
+        inventory: inv,
+        plan: null,
+        result: null,
+        skipped: `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`,
+        exitCode: ExitCode.SKIPPED,
+        warnings,
+        dbFacts,
+      });
     }
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
@@ -344,14 +506,29 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         onProgress: o.onProgress,
       });
     }
-    const refused = (x: { action: string; reason: string }) => x.action === 'keep' && ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason);
-    const partial = result !== null && [...result.groups.values(), ...result.orphans.values(), ...result.shared.values()].some(refused);
-    const report = buildReport({ ...withGw, inventory: inv, plan, result, skipped: null, exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK, warnings, dbFacts });
+    const refused = (x: { action: string; reason: string }) =>
+      x.action === 'keep' &&
+      ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason);
+    const partial =
+      result !== null &&
+      [...result.groups.values(), ...result.orphans.values(), ...result.shared.values()].some(refused);
+    const report = buildReport({
+      ...withGw,
+      inventory: inv,
+      plan,
+      result,
+      skipped: null,
+      exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK,
+      warnings,
+      dbFacts,
+    });
     if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
       try {
         writeOwedVacuum(o.stateDir, dbKey, result.owed);
       } catch (err) {
-        report.warnings.push(`could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+        report.warnings.push(
+          `could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
+        );
       }
     }
     const overBudget = budget.why();

@@ -12,7 +12,8 @@ import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, groupCr
  * exactly what --apply executes, and its invariants are property-tested.
  */
 
-export type DeleteReason = 'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
+export type DeleteReason =
+  'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
 export type KeepReason =
   | 'newest'
   | 'undated'
@@ -232,12 +233,17 @@ function compareGroups(a: RawGroup, b: RawGroup): number {
 const mib = (n: number) => `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
 
 /** Which kept sessions hold most of seahorse.db (their estimated share), largest first: why a limit cannot be met. */
-export function sizeHolders(plan: Pick<Plan, 'groups'>, outcome: { groups: Map<number, { action: string; reason: Reason }> } | null): string {
+export function sizeHolders(
+  plan: Pick<Plan, 'groups'>,
+  outcome: { groups: Map<number, { action: string; reason: Reason }> } | null,
+): string {
   const kept = plan.groups
     .filter((g) => (outcome?.groups.get(g.id)?.action ?? g.action) === 'keep' && g.estimatedDbBytes > 0)
     .sort((a, b) => b.estimatedDbBytes - a.estimatedDbBytes);
   if (kept.length === 0) return 'no session holds a measurable share';
-  const top = kept.slice(0, 3).map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${mib(g.estimatedDbBytes)}`);
+  const top = kept
+    .slice(0, 3)
+    .map((g) => `${g.key} (${outcome?.groups.get(g.id)?.reason ?? g.reason}) holds about ${mib(g.estimatedDbBytes)}`);
   return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
 }
 
@@ -245,7 +251,8 @@ export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
   const raw = groupSessions(input.sessions, input.agentIds).map((members): RawGroup => {
     let last: number | null = null;
-    for (const m of members) if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
+    for (const m of members)
+      if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
     const only = members.length === 1 ? members[0]!.key : null;
     const key = only ?? smallest(members.map((m) => m.key ?? `\uffff${m.id}`));
     return { members, lastActivityMs: last, key, tie: null };
@@ -287,8 +294,7 @@ export function planPrune(input: PlanInput): Plan {
     else if (hold) {
       g.reason = 'restored_hold';
       g.hold = hold;
-    }
-    else if (g.lastActivityMs === null) g.reason = 'undated';
+    } else if (g.lastActivityMs === null) g.reason = 'undated';
     else if (protectedTimes.has(g.lastActivityMs)) g.reason = 'newest';
     deletable[g.id] = g.reason === 'within_policy';
   }
@@ -333,7 +339,8 @@ export function planPrune(input: PlanInput): Plan {
     const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id] && counts(g)).length;
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
-    displacedByUndated = over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
+    displacedByUndated =
+      over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -350,39 +357,43 @@ export function planPrune(input: PlanInput): Plan {
   // The first claiming group of each conversation, and a set only for the few claimed by several.
   const firstClaimant = new Map<number, number>();
   const claimants = new Map<number, Set<number>>();
-  for (const g of groups) for (const m of g.members) for (const c of m.conversations) {
-    const first = firstClaimant.get(c.conversationId);
-    if (first === undefined) firstClaimant.set(c.conversationId, g.id);
-    else if (first !== g.id || claimants.has(c.conversationId)) {
-      const set = claimants.get(c.conversationId) ?? new Set<number>([first]);
-      set.add(g.id);
-      claimants.set(c.conversationId, set);
-    }
-  }
+  for (const g of groups)
+    for (const m of g.members)
+      for (const c of m.conversations) {
+        const first = firstClaimant.get(c.conversationId);
+        if (first === undefined) firstClaimant.set(c.conversationId, g.id);
+        else if (first !== g.id || claimants.has(c.conversationId)) {
+          const set = claimants.get(c.conversationId) ?? new Set<number>([first]);
+          set.add(g.id);
+          claimants.set(c.conversationId, set);
+        }
+      }
   const shared = new Map<number, { conversation: ConversationStat; groupIds: number[] }>();
   for (const g of groups) {
     const one = g.members.length === 1 && g.members[0]!.conversations.length <= 1;
     const seen = one ? null : new Set<number>();
-    for (const m of g.members) for (const c of m.conversations) {
-      if (seen) {
-        if (seen.has(c.conversationId)) continue;
-        seen.add(c.conversationId);
+    for (const m of g.members)
+      for (const c of m.conversations) {
+        if (seen) {
+          if (seen.has(c.conversationId)) continue;
+          seen.add(c.conversationId);
+        }
+        const who = claimants.get(c.conversationId);
+        if (!who || who.size === 1) {
+          // Sized to what it holds (most groups own one conversation; a pushed-to empty array reserves 17).
+          if (g.ownConversations.length === 0) g.ownConversations = [c];
+          else g.ownConversations.push(c);
+        } else if (!shared.has(c.conversationId)) {
+          shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
+        }
       }
-      const who = claimants.get(c.conversationId);
-      if (!who || who.size === 1) {
-        // Sized to what it holds (most groups own one conversation; a pushed-to empty array reserves 17).
-        if (g.ownConversations.length === 0) g.ownConversations = [c];
-        else g.ownConversations.push(c);
-      } else if (!shared.has(c.conversationId)) {
-        shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
-      }
-    }
   }
 
   // Orphan conversations: the age check alone.
   const orphans: PlanOrphan[] = input.orphanConversations.map((c) => {
     if (c.lastActivityMs === null) return { conversation: c, action: 'keep', reason: 'undated', estimatedDbBytes: 0 };
-    if (ageCheck === 'applied' && c.lastActivityMs < cutoff) return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
+    if (ageCheck === 'applied' && c.lastActivityMs < cutoff)
+      return { conversation: c, action: 'delete', reason: 'max_age_days', estimatedDbBytes: 0 };
     return { conversation: c, action: 'keep', reason: 'within_policy', estimatedDbBytes: 0 };
   });
 
@@ -390,14 +401,24 @@ export function planPrune(input: PlanInput): Plan {
 
   // 3. Size: estimate each group's share of the used bytes from its share of the content.
   const limit = policy.max_db_size_mb * 1024 * 1024;
-  const size: SizePlan = { checked: false, limitBytes: limit, fileBytes: input.db.fileBytes, projectedBytesBeforeSize: input.db.usedBytes, projectedBytesAfter: input.db.usedBytes, method: '', shortfall: null };
+  const size: SizePlan = {
+    checked: false,
+    limitBytes: limit,
+    fileBytes: input.db.fileBytes,
+    projectedBytesBeforeSize: input.db.usedBytes,
+    projectedBytesAfter: input.db.usedBytes,
+    method: '',
+    shortfall: null,
+  };
   const content = input.db.contentBytes;
   if (input.db.present && content) {
     let totalContent = 0;
     for (const b of content.values()) totalContent += b;
     const basis = input.db.owedEstimateBytes ?? input.db.usedBytes;
     const share = (convs: { conversationId: number }[]) =>
-      totalContent === 0 ? 0 : Math.round((basis * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
+      totalContent === 0
+        ? 0
+        : Math.round((basis * convs.reduce((n, c) => n + (content.get(c.conversationId) ?? 0), 0)) / totalContent);
     for (const g of groups) g.estimatedDbBytes = share(g.ownConversations);
     for (const o of orphans) o.estimatedDbBytes = share([o.conversation]);
     let projected = basis;
@@ -407,7 +428,9 @@ export function planPrune(input: PlanInput): Plan {
     size.method =
       "each session's share of seahorse.db's used pages ((page_count - freelist_count) x page_size) in proportion to its share of the stored message, part and summary text; " +
       'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.' +
-      (input.db.owedEstimateBytes != null ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.' : '');
+      (input.db.owedEstimateBytes != null
+        ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.'
+        : '');
     for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
       size.checked = true;
@@ -418,7 +441,8 @@ export function planPrune(input: PlanInput): Plan {
         g.reason = 'max_db_size_mb';
         projected -= g.estimatedDbBytes;
       }
-      if (projected > limit) size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
+      if (projected > limit)
+        size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
   } else if (input.db.present && policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
@@ -426,5 +450,18 @@ export function planPrune(input: PlanInput): Plan {
     size.shortfall = 'seahorse.db could not be measured';
   }
 
-  return { now, policy, ageCheck, everyDatedOld, newestMs, groups, orphans, shared: [...shared.values()], size, undated: { groups: undatedGroups, displaced: displacedByUndated }, cron, bootstrap };
+  return {
+    now,
+    policy,
+    ageCheck,
+    everyDatedOld,
+    newestMs,
+    groups,
+    orphans,
+    shared: [...shared.values()],
+    size,
+    undated: { groups: undatedGroups, displaced: displacedByUndated },
+    cron,
+    bootstrap,
+  };
 }

@@ -15,12 +15,28 @@ describe('the compact inventory', () => {
   // Written times of every shape a meta or a line can hold: Go's RFC3339Nano (trailing zeros cut),
   // fixed digits, offsets, a lowercase z, -00:00, a date that does not exist, year 1, no fraction.
   const SHAPES = [
-    '2026-11-27T11:34:52.096855888Z', '2026-11-27T13:46:52.116945017+02:00', '2026-06-13T18:19:37.5Z',
-    '2026-06-13T18:19:35.120000-05:30', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00z', '2026-03-01T10:00:00-00:00',
-    '2026-02-30T10:00:00Z', '0001-01-01T00:00:00Z', '2026-05-25T10:12:10.000000001+14:00', 'yesterday', '',
-    '2024-02-29T23:59:59.9Z', '2100-02-29T00:00:00Z', '2000-02-29T00:00:00Z', '2026-04-31T00:00:00Z',
-    '2026-01-01T24:00:00Z', '2026-01-01T23:59:60Z', '2026-01-01T00:00:00+05:75', '2026-01-01T00:00:00-09:59',
-    '0000-01-01T00:00:00Z', '2026-13-01T00:00:00Z',
+    '2026-11-27T11:34:52.096855888Z',
+    '2026-11-27T13:46:52.116945017+02:00',
+    '2026-06-13T18:19:37.5Z',
+    '2026-06-13T18:19:35.120000-05:30',
+    '2026-01-01T00:00:00Z',
+    '2026-01-01T00:00:00z',
+    '2026-03-01T10:00:00-00:00',
+    '2026-02-30T10:00:00Z',
+    '0001-01-01T00:00:00Z',
+    '2026-05-25T10:12:10.000000001+14:00',
+    'yesterday',
+    '',
+    '2024-02-29T23:59:59.9Z',
+    '2100-02-29T00:00:00Z',
+    '2000-02-29T00:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T23:59:60Z',
+    '2026-01-01T00:00:00+05:75',
+    '2026-01-01T00:00:00-09:59',
+    '0000-01-01T00:00:00Z',
+    '2026-13-01T00:00:00Z',
   ];
 
   it('gives back every written time, base name, number and file fact exactly as the store scan read them', () => {
@@ -55,14 +71,25 @@ describe('the compact inventory', () => {
       const t = storeTimes(s);
       const newest = [t.updatedAt, t.createdAt, t.lastLine].filter((x): x is number => x !== null);
       expect({
-        base: r.base, key: r.key, jsonlBytes: r.jsonlBytes, metaBytes: r.metaBytes, messages: r.messages,
-        last: r.lastActivityMs, times: [r.times.meta_updated_at, r.times.meta_created_at, r.times.jsonl_last_line],
-        files: r.files, issues: r.issues,
+        base: r.base,
+        key: r.key,
+        jsonlBytes: r.jsonlBytes,
+        metaBytes: r.metaBytes,
+        messages: r.messages,
+        last: r.lastActivityMs,
+        times: [r.times.meta_updated_at, r.times.meta_created_at, r.times.jsonl_last_line],
+        files: r.files,
+        issues: r.issues,
       }).toEqual({
-        base: s.base, key: s.key, jsonlBytes: s.jsonl?.bytes ?? 0, metaBytes: s.meta?.bytes ?? 0,
-        messages: s.parsedMeta?.count ?? null, last: newest.length ? Math.max(...newest) : null,
+        base: s.base,
+        key: s.key,
+        jsonlBytes: s.jsonl?.bytes ?? 0,
+        metaBytes: s.meta?.bytes ?? 0,
+        messages: s.parsedMeta?.count ?? null,
+        last: newest.length ? Math.max(...newest) : null,
         times: [s.parsedMeta?.updatedAt ?? null, s.parsedMeta?.createdAt ?? null, s.lastLineCreatedAt],
-        files: { jsonl: s.jsonl, meta: s.meta }, issues: s.issues,
+        files: { jsonl: s.jsonl, meta: s.meta },
+        issues: s.issues,
       });
     }
     expect(inv.sessions.find((r) => r.key === 'sk_v1_old_file')!.files.jsonl!.mtimeMs).toBe(-86_400_000);
@@ -104,10 +131,18 @@ describe('a walk over seahorse.db', () => {
       expect(cache()).toBe(-16000);
       db.pragma('cache_size = 100');
       expect(withWalkCache(db, cache)).toBe(100);
-      expect(() => withWalkCache(db, () => { throw new Error('walk failed'); })).toThrow('walk failed');
+      expect(() =>
+        withWalkCache(db, () => {
+          throw new Error('walk failed');
+        }),
+      ).toThrow('walk failed');
       expect(cache()).toBe(100);
       db.pragma('cache_size = -16000');
-      expect(() => withWalkCache(db, () => { throw new Error('walk failed'); })).toThrow('walk failed');
+      expect(() =>
+        withWalkCache(db, () => {
+          throw new Error('walk failed');
+        }),
+      ).toThrow('walk failed');
       expect(cache()).toBe(-16000);
     } finally {
       db.close();
