@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { releaseGarbage } from '../io/heap.js';
 import type { PicoClawHome } from './home.js';
 import {
   dbFileBytes,
@@ -55,64 +56,186 @@ const NO_STRINGS: string[] = [];
 const NO_CONVERSATIONS: ConversationStat[] = [];
 Object.freeze(NO_STRINGS);
 
+/** The numbers of one record, at `i * STRIDE` in the inventory's one Float64Array (NaN: null). */
+const enum F {
+  JsonlBytes,
+  MetaBytes,
+  Messages,
+  LastActivity,
+  JsonlMtime,
+  JsonlIno,
+  MetaMtime,
+  MetaIno,
+  /** The three written times (meta updated_at, created_at, the last line's created_at): see packTime. */
+  Time0,
+  STRIDE = Time0 + 3,
+}
+/** Per written time: its fraction as an integer, its digits (NO_TIME: null), its zone (Z_ZONE: `Z`). */
+const NO_TIME = 255;
+const STRING_TIME = 254;
+const Z_ZONE = -32768;
+const TIME_RE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/;
+
 /**
- * A SessionRecord as the inventory keeps it: the file paths and `id` are derived from the
- * folder and base name when asked for (prototype getters), not stored per session, and a
- * session without aliases, issues or conversations shares one empty list. On a
+ * Every record's numbers and written times, in typed arrays that grow by doubling: a number kept
+ * as a field of a record is a boxed double of its own (16 bytes and a pointer), and a written time
+ * is a 56-byte string, where here the three times of a session take 45 bytes together. A time is
+ * kept as numbers only when they give back the very string (checked as it is stored); any other
+ * shape keeps its string.
+ */
+class Columns {
+  num = new Float64Array(1024 * F.STRIDE);
+  frac = new Uint32Array(1024 * 3);
+  digits = new Uint8Array(1024 * 3);
+  zone = new Int16Array(1024 * 3);
+  /** Times kept as written, by `i * 3 + k`. */
+  strings = new Map<number, string>();
+  size = 0;
+
+  add(): number {
+    if (this.size * F.STRIDE === this.num.length) {
+      const grow = <T extends Float64Array | Uint32Array | Uint8Array | Int16Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.num = grow(this.num);
+      this.frac = grow(this.frac);
+      this.digits = grow(this.digits);
+      this.zone = grow(this.zone);
+    }
+    return this.size++;
+  }
+
+  setTime(i: number, k: number, text: string | null): void {
+    const at = i * 3 + k;
+    this.digits[at] = NO_TIME;
+    if (text === null) return;
+    const m = TIME_RE.exec(text);
+    // Only a time `time()` writes back exactly: a real calendar date and clock time (Date.parse would
+    // roll 02-30 over to March), and a zone that is Z or +/-HH:MM with MM under 60, never -00:00.
+    const z = m ? m[3]! : '';
+    if (m && realWallTime(m[1]!) && (z === 'Z' || (z.charCodeAt(4) < 0x36 && z !== '-00:00'))) {
+      this.num[i * F.STRIDE + F.Time0 + k] = Date.parse(`${m[1]}Z`) / 1000;
+      this.frac[at] = m[2] ? Number(m[2]) : 0;
+      this.digits[at] = m[2] ? m[2].length : 0;
+      const minutes = Number(z.slice(1, 3)) * 60 + Number(z.slice(4, 6));
+      this.zone[at] = z === 'Z' ? Z_ZONE : (z[0] === '-' ? -1 : 1) * minutes;
+      return;
+    }
+    this.digits[at] = STRING_TIME;
+    this.strings.set(at, text);
+  }
+
+  time(i: number, k: number): string | null {
+    const at = i * 3 + k;
+    const d = this.digits[at]!;
+    if (d === NO_TIME) return null;
+    if (d === STRING_TIME) return this.strings.get(at)!;
+    const wall = new Date(this.num[i * F.STRIDE + F.Time0 + k]! * 1000).toISOString().slice(0, 19);
+    const zone = this.zone[at]!;
+    const abs = Math.abs(zone);
+    const two = (x: number) => String(x).padStart(2, '0');
+    const zoneText = zone === Z_ZONE ? 'Z' : `${zone < 0 ? '-' : '+'}${two(Math.floor(abs / 60))}:${two(abs % 60)}`;
+    return `${wall}${d > 0 ? `.${String(this.frac[at]).padStart(d, '0')}` : ''}${zoneText}`;
+  }
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Whether `YYYY-MM-DDTHH:MM:SS` names a moment that exists (what toISOString gives back unchanged). */
+function realWallTime(w: string): boolean {
+  const y = Number(w.slice(0, 4));
+  const mo = Number(w.slice(5, 7));
+  const d = Number(w.slice(8, 10));
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (mo < 1 || mo > 12 || d < 1 || d > DAYS[mo - 1]! + (mo === 2 && leap ? 1 : 0)) return false;
+  return Number(w.slice(11, 13)) < 24 && Number(w.slice(14, 16)) < 60 && Number(w.slice(17, 19)) < 60;
+}
+
+const nullable = (x: number): number | null => (Number.isNaN(x) ? null : x);
+/** The file base a record derives from its key when it is not stored (checked as the record is made). */
+const baseOfKey = (key: string): string => (key.includes(':') ? key.replaceAll(':', '_') : key);
+
+/**
+ * A SessionRecord as the inventory keeps it: its numbers and written times live in the
+ * inventory's columns, the file paths and `id` are derived from the folder and base name when
+ * asked for (prototype getters), a base that is its key with `:` written `_` is not stored twice,
+ * and a session without aliases, issues or conversations shares one empty list. On a
  * 20,000-session home this is what keeps the inventory's memory flat.
  */
 class StoredRecord implements SessionRecord {
   agent: string;
   dir: string;
-  base: string;
   key: string | null;
   aliases: string[];
-  jsonlBytes: number;
-  metaBytes: number;
-  messages: number | null;
-  lastActivityMs: number | null;
   conversations: ConversationStat[];
   issues: Issue[];
-  // Plain fields, not objects or arrays per session: what an object header costs, times 20,000.
-  private readonly metaUpdatedAt: string | null;
-  private readonly metaCreatedAt: string | null;
-  private readonly jsonlLastLine: string | null;
   private seahorseLast: string | null = null;
-  private readonly jsonlMtimeMs: number;
-  private readonly jsonlIno: number;
-  private readonly metaMtimeMs: number;
-  private readonly metaIno: number;
-  private readonly present: number;
+  /** The base name when it is not derived from the key. */
+  private readonly ownBase: string | null;
+  private readonly i: number;
+  private readonly cols: Columns;
 
-  constructor(s: StoredSession, agent: string, t: ReturnType<typeof storeTimes>) {
+  constructor(cols: Columns, s: StoredSession, agent: string, t: ReturnType<typeof storeTimes>) {
+    this.cols = cols;
+    this.i = cols.add();
     this.agent = agent;
     this.dir = s.dir;
-    this.base = s.base;
-    // Most keys are their own file base (sk_v1_...): keep one string for both.
+    // Most keys are their own file base (sk_v1_...), or the base is the key with ':' written '_'
+    // (agent:cron-...): keep one string for both.
     this.key = s.key === s.base ? s.base : s.key;
+    this.ownBase = this.key !== null && baseOfKey(this.key) === s.base ? null : s.key === s.base ? this.key : s.base;
     const aliases = s.parsedMeta?.aliases;
     this.aliases = aliases && aliases.length > 0 ? aliases : NO_STRINGS;
-    this.jsonlBytes = s.jsonl?.bytes ?? 0;
-    this.metaBytes = s.meta?.bytes ?? 0;
-    this.messages = s.parsedMeta?.count ?? null;
-    this.metaUpdatedAt = s.parsedMeta?.updatedAt ?? null;
-    this.metaCreatedAt = s.parsedMeta?.createdAt ?? null;
-    this.jsonlLastLine = s.lastLineCreatedAt;
-    this.lastActivityMs = newest(t.updatedAt, t.createdAt, t.lastLine);
     this.conversations = NO_CONVERSATIONS;
     this.issues = s.issues.length > 0 ? [...s.issues] : (NO_STRINGS as Issue[]);
-    this.jsonlMtimeMs = s.jsonl?.mtimeMs ?? 0;
-    this.jsonlIno = s.jsonl?.ino ?? 0;
-    this.metaMtimeMs = s.meta?.mtimeMs ?? 0;
-    this.metaIno = s.meta?.ino ?? 0;
-    this.present = (s.jsonl ? 1 : 0) | (s.meta ? 2 : 0);
+    const n = cols.num;
+    const o = this.i * F.STRIDE;
+    n[o + F.JsonlBytes] = s.jsonl?.bytes ?? 0;
+    n[o + F.MetaBytes] = s.meta?.bytes ?? 0;
+    n[o + F.Messages] = s.parsedMeta?.count ?? NaN;
+    n[o + F.LastActivity] = newest(t.updatedAt, t.createdAt, t.lastLine) ?? NaN;
+    // NaN: the file is absent (an mtime is never NaN).
+    n[o + F.JsonlMtime] = s.jsonl ? s.jsonl.mtimeMs : NaN;
+    n[o + F.JsonlIno] = s.jsonl?.ino ?? 0;
+    n[o + F.MetaMtime] = s.meta ? s.meta.mtimeMs : NaN;
+    n[o + F.MetaIno] = s.meta?.ino ?? 0;
+    cols.setTime(this.i, 0, s.parsedMeta?.updatedAt ?? null);
+    cols.setTime(this.i, 1, s.parsedMeta?.createdAt ?? null);
+    cols.setTime(this.i, 2, s.lastLineCreatedAt);
+  }
+
+  private n(f: F): number {
+    return this.cols.num[this.i * F.STRIDE + f]!;
+  }
+
+  get base(): string {
+    return this.ownBase ?? baseOfKey(this.key!);
+  }
+
+  get jsonlBytes(): number {
+    return this.n(F.JsonlBytes);
+  }
+
+  get metaBytes(): number {
+    return this.n(F.MetaBytes);
+  }
+
+  get messages(): number | null {
+    return nullable(this.n(F.Messages));
+  }
+
+  get lastActivityMs(): number | null {
+    return nullable(this.n(F.LastActivity));
   }
 
   get times(): SessionTimes {
+    const c = this.cols;
     return {
-      meta_updated_at: this.metaUpdatedAt,
-      meta_created_at: this.metaCreatedAt,
-      jsonl_last_line: this.jsonlLastLine,
+      meta_updated_at: c.time(this.i, 0),
+      meta_created_at: c.time(this.i, 1),
+      jsonl_last_line: c.time(this.i, 2),
       seahorse_last_message: this.seahorseLast,
     };
   }
@@ -122,25 +245,14 @@ class StoredRecord implements SessionRecord {
   }
 
   get files(): { jsonl: FileFacts | null; meta: FileFacts | null } {
+    const base = this.base;
+    const jm = this.n(F.JsonlMtime);
+    const mm = this.n(F.MetaMtime);
+    const file = (suffix: string, bytes: number, mtimeMs: number, ino: number): FileFacts | null =>
+      Number.isNaN(mtimeMs) ? null : { path: join(this.dir, `${base}${suffix}`), bytes, mtimeMs, ino };
     return {
-      jsonl:
-        this.present & 1
-          ? {
-              path: join(this.dir, `${this.base}.jsonl`),
-              bytes: this.jsonlBytes,
-              mtimeMs: this.jsonlMtimeMs,
-              ino: this.jsonlIno,
-            }
-          : null,
-      meta:
-        this.present & 2
-          ? {
-              path: join(this.dir, `${this.base}.meta.json`),
-              bytes: this.metaBytes,
-              mtimeMs: this.metaMtimeMs,
-              ino: this.metaIno,
-            }
-          : null,
+      jsonl: file('.jsonl', this.jsonlBytes, jm, this.n(F.JsonlIno)),
+      meta: file('.meta.json', this.metaBytes, mm, this.n(F.MetaIno)),
     };
   }
 
@@ -151,7 +263,8 @@ class StoredRecord implements SessionRecord {
     else this.conversations.push(c);
     if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast))
       this.seahorseLast = c.lastMessageAt;
-    this.lastActivityMs = newest(this.lastActivityMs, lastMs);
+    const last = newest(this.lastActivityMs, lastMs);
+    this.cols.num[this.i * F.STRIDE + F.LastActivity] = last ?? NaN;
   }
 }
 
@@ -207,15 +320,18 @@ export interface InventoryOptions {
 export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}): Inventory {
   const agentIds = home.agents.map((a) => a.id);
   const sessions: StoredRecord[] = [];
+  const cols = new Columns();
   const orphanJsonl: Inventory['orphanJsonl'] = [];
   const ignored: Inventory['ignored'] = [];
   const storeErrors: Inventory['storeErrors'] = [];
 
   for (const { dir, agents } of home.sessionsDirs) {
-    const scan = scanStore(dir, (s) => sessions.push(new StoredRecord(s, agentOf(s, agents), storeTimes(s))));
+    const scan = scanStore(dir, (s) => sessions.push(new StoredRecord(cols, s, agentOf(s, agents), storeTimes(s))));
     if (scan.error) storeErrors.push({ dir, error: scan.error });
     for (const e of scan.ignored) ignored.push({ dir, entry: e });
     for (const f of scan.orphanJsonl) orphanJsonl.push({ agent: agents[0]!, file: f });
+    // This folder's listing is dead now: the next folder, then the seahorse rows, take its place.
+    releaseGarbage();
   }
 
   const bytes = dbFileBytes(home.seahorsePath);
@@ -272,5 +388,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
       }
     }
   }
+  // The rows not kept and the key index are dead: what follows (a plan, a report) starts clean.
+  releaseGarbage();
   return { home, sessions, orphanJsonl, orphanConversations, ignored, storeErrors, seahorse };
 }

@@ -231,8 +231,33 @@ export function seahorseError(path: string, err: unknown): GuardError {
   });
 }
 
+/**
+ * SQLite's page cache while the whole file is walked once: better-sqlite3 builds SQLite with a
+ * 16 MB default, which a walk in index order fills without ever hitting it again (as fast with
+ * 2 MB on a 20,000-session database, and 11 MiB less resident).
+ */
+const WALK_CACHE_KIB = 2000;
+
+/** Run one walk over the database with a small page cache, then give the connection its own back. */
+export function withWalkCache<T>(db: Database, walk: () => T): T {
+  const cache = db.pragma('cache_size', { simple: true }) as number;
+  // Positive: pages; negative: KiB. A caller's smaller cache is left as it is.
+  const kib = cache < 0 ? -cache : (cache * (db.pragma('page_size', { simple: true }) as number)) / 1024;
+  if (kib <= WALK_CACHE_KIB) return walk();
+  db.pragma(`cache_size = ${-WALK_CACHE_KIB}`);
+  try {
+    return walk();
+  } finally {
+    db.pragma(`cache_size = ${cache}`);
+  }
+}
+
 /** One row per conversation: its key, message and summary counts, and its newest message time. */
 export function readConversations(db: Database): ConversationStat[] {
+  return withWalkCache(db, () => queryConversations(db));
+}
+
+function queryConversations(db: Database): ConversationStat[] {
   const rows = db
     .prepare(
       `SELECT c.conversation_id AS conversationId, c.session_key AS key, c.created_at AS createdAt,

@@ -6,6 +6,7 @@ import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } fro
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
 import { tryLock } from '../io/lock.js';
+import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
@@ -17,6 +18,7 @@ import {
   openSeahorseWrite,
   readContentBytes,
   readPages,
+  withWalkCache,
 } from '../picoclaw/seahorse.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
@@ -122,6 +124,10 @@ function skipped(
     dbFacts: null,
   });
 }
+
+/** SQLite's page cache for the pass's write connection (VACUUM's copy takes the same) and its temp tables, in KiB. */
+const PASS_CACHE_KIB = 8000;
+const PASS_TEMP_CACHE_KIB = 2000;
 
 /** The real path of a file (symlinks resolved), so one database is one record however it is reached. */
 function realPathOf(p: string): string {
@@ -277,6 +283,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
           });
         try {
           db = openSeahorseWrite(inv.seahorse.path, busyTimeoutMs(env));
+          // The pass walks each page a few times, in conversation order: better-sqlite3's 16 MB page
+          // cache, and as much again for the deleter's temp tables, bought no speed (BENCHMARKS.md 10c).
+          db.pragma(`cache_size = ${-PASS_CACHE_KIB}`);
+          db.pragma(`temp.cache_size = ${-PASS_TEMP_CACHE_KIB}`);
         } catch (err) {
           const ge =
             err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
@@ -333,11 +343,12 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         const p = readPages(db);
         // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
         const wantShares = needContent || (values.vacuum && (!online || !!o.forceVacuum));
+        const wdb = db;
         dbFacts = {
           present: true,
           fileBytes: inv.seahorse.bytes.total,
           usedBytes: (p.pageCount - p.freelistCount) * p.pageSize,
-          contentBytes: wantShares ? readContentBytes(db) : null,
+          contentBytes: wantShares ? withWalkCache(wdb, () => readContentBytes(wdb)) : null,
         };
       } else {
         const r = openSeahorseRead(inv.seahorse.path);
@@ -348,7 +359,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
               present: true,
               fileBytes: inv.seahorse.bytes.total,
               usedBytes: (p.pageCount - p.freelistCount) * p.pageSize,
-              contentBytes: needContent ? readContentBytes(r.db) : null,
+              contentBytes: needContent ? withWalkCache(r.db, () => readContentBytes(r.db)) : null,
             };
           } finally {
             r.db.close();
@@ -442,6 +453,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
     });
+    // The planner's indexes are dead; the report or the deletions come next.
+    releaseGarbage();
     if (plan.ageCheck === 'skipped_clock_jump')
       warnings.push(
         `${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`,

@@ -156,37 +156,68 @@ function unsafeReason(s: SessionRecord): KeepReason | null {
 
 /** Alias groups: a session plus the sessions (same folder) whose keys it lists in its aliases (not the main alias). */
 export function groupSessions(sessions: SessionRecord[], agentIds: string[]): SessionRecord[][] {
-  const parent = sessions.map((_, i) => i);
+  // Index arrays and one map per folder, not a string or an array per session: on a 20,000-session
+  // home these indexes live through the whole grouping and would otherwise be the plan's garbage.
+  const parent = new Int32Array(sessions.length);
+  for (let i = 0; i < parent.length; i++) parent[i] = i;
   const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
   const union = (a: number, b: number) => {
     const ra = find(a);
     const rb = find(b);
     if (ra !== rb) parent[Math.max(ra, rb)] = Math.min(ra, rb);
   };
-  const byDirKey = new Map<string, number[]>();
+  /** folder -> key -> the sessions' indexes (one number while the key is unique). */
+  const byDirKey = new Map<string, Map<string, number | number[]>>();
   sessions.forEach((s, i) => {
     if (s.key === null) return;
-    const k = `${s.dir}\0${s.key}`;
-    byDirKey.set(k, [...(byDirKey.get(k) ?? []), i]);
+    let keys = byDirKey.get(s.dir);
+    if (!keys) byDirKey.set(s.dir, (keys = new Map<string, number | number[]>()));
+    const had = keys.get(s.key);
+    if (had === undefined) keys.set(s.key, i);
+    else if (typeof had === 'number') keys.set(s.key, [had, i]);
+    else had.push(i);
   });
   sessions.forEach((s, i) => {
-    if (s.key === null) return;
+    if (s.key === null || s.aliases.length === 0) return;
+    const keys = byDirKey.get(s.dir)!;
     for (const a of groupKeys(null, s.aliases, agentIds)) {
-      for (const j of byDirKey.get(`${s.dir}\0${a}`) ?? []) union(i, j);
+      const js = keys.get(a);
+      if (js === undefined) continue;
+      if (typeof js === 'number') union(i, js);
+      else for (const j of js) union(i, j);
     }
   });
-  const groups = new Map<number, SessionRecord[]>();
+  // A root is its group's smallest index, so groups come out in the order of their first member.
+  const slot = new Int32Array(sessions.length);
+  const groups: SessionRecord[][] = [];
   sessions.forEach((s, i) => {
     const r = find(i);
-    groups.set(r, [...(groups.get(r) ?? []), s]);
+    if (r === i) {
+      slot[i] = groups.length;
+      groups.push([s]);
+    } else groups[slot[r]!]!.push(s);
   });
-  return [...groups.values()];
+  return groups;
 }
 
-function compareGroups(
-  a: { lastActivityMs: number | null; key: string; tie: string },
-  b: { lastActivityMs: number | null; key: string; tie: string },
-): number {
+/** The smallest of some strings (what `sort()[0]` gives, without the sorted copy). */
+function smallest(xs: Iterable<string>): string {
+  let best: string | undefined;
+  for (const x of xs) if (best === undefined || x < best) best = x;
+  return best!;
+}
+
+interface RawGroup {
+  members: SessionRecord[];
+  lastActivityMs: number | null;
+  key: string;
+  /** The smallest member id, made only when two groups tie on time and key (ids are built strings). */
+  tie: string | null;
+}
+
+const tieOf = (g: RawGroup): string => (g.tie ??= smallest(g.members.map((m) => m.id)));
+
+function compareGroups(a: RawGroup, b: RawGroup): number {
   const x = a.lastActivityMs;
   const y = b.lastActivityMs;
   if (x !== y) {
@@ -194,7 +225,10 @@ function compareGroups(
     if (y === null) return -1;
     return x - y;
   }
-  return a.key < b.key ? -1 : a.key > b.key ? 1 : a.tie < b.tie ? -1 : a.tie > b.tie ? 1 : 0;
+  if (a.key !== b.key) return a.key < b.key ? -1 : 1;
+  const ta = tieOf(a);
+  const tb = tieOf(b);
+  return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
 /** Which kept sessions hold most of seahorse.db (their estimated share), largest first: why a limit cannot be met. */
@@ -217,13 +251,13 @@ export function sizeHolders(
 
 export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
-  const raw = groupSessions(input.sessions, input.agentIds).map((members) => {
+  const raw = groupSessions(input.sessions, input.agentIds).map((members): RawGroup => {
     let last: number | null = null;
     for (const m of members)
       if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
-    const keys = members.map((m) => m.key ?? `\uffff${m.id}`).sort();
-    const ids = members.map((m) => m.id).sort();
-    return { members, lastActivityMs: last, key: keys[0]!, tie: ids[0]! };
+    const only = members.length === 1 ? members[0]!.key : null;
+    const key = only ?? smallest(members.map((m) => m.key ?? `\uffff${m.id}`));
+    return { members, lastActivityMs: last, key, tie: null };
   });
   raw.sort(compareGroups);
 
@@ -254,8 +288,10 @@ export function planPrune(input: PlanInput): Plan {
   const deletable: boolean[] = [];
   const holds = new Map((input.holds ?? []).map((h) => [`${h.agent}\0${h.key}`, h]));
   for (const g of groups) {
-    const unsafe = g.members.map(unsafeReason).find((r) => r !== null) ?? null;
-    const hold = g.members.map((m) => holds.get(`${m.agent}\0${m.key}`)).find((h) => h !== undefined);
+    let unsafe: KeepReason | null = null;
+    for (const m of g.members) if ((unsafe = unsafeReason(m)) !== null) break;
+    let hold: PlanHold | undefined;
+    if (holds.size > 0) for (const m of g.members) if ((hold = holds.get(`${m.agent}\0${m.key}`)) !== undefined) break;
     if (unsafe) g.reason = unsafe;
     else if (hold) {
       g.reason = 'restored_hold';
@@ -320,25 +356,38 @@ export function planPrune(input: PlanInput): Plan {
   const bootstrap = applyBootstrapCap(groups, deletable, input.bootstrap ?? null);
 
   // Conversations go with a group only if no kept session elsewhere also claims them.
+  // The first claiming group of each conversation, and a set only for the few claimed by several.
+  const firstClaimant = new Map<number, number>();
   const claimants = new Map<number, Set<number>>();
   for (const g of groups)
     for (const m of g.members)
       for (const c of m.conversations) {
-        const set = claimants.get(c.conversationId) ?? new Set<number>();
-        set.add(g.id);
-        claimants.set(c.conversationId, set);
+        const first = firstClaimant.get(c.conversationId);
+        if (first === undefined) firstClaimant.set(c.conversationId, g.id);
+        else if (first !== g.id || claimants.has(c.conversationId)) {
+          const set = claimants.get(c.conversationId) ?? new Set<number>([first]);
+          set.add(g.id);
+          claimants.set(c.conversationId, set);
+        }
       }
   const shared = new Map<number, { conversation: ConversationStat; groupIds: number[] }>();
   for (const g of groups) {
-    const seen = new Set<number>();
+    const one = g.members.length === 1 && g.members[0]!.conversations.length <= 1;
+    const seen = one ? null : new Set<number>();
     for (const m of g.members)
       for (const c of m.conversations) {
-        if (seen.has(c.conversationId)) continue;
-        seen.add(c.conversationId);
-        const who = claimants.get(c.conversationId)!;
-        if (who.size === 1) g.ownConversations.push(c);
-        else if (!shared.has(c.conversationId))
+        if (seen) {
+          if (seen.has(c.conversationId)) continue;
+          seen.add(c.conversationId);
+        }
+        const who = claimants.get(c.conversationId);
+        if (!who || who.size === 1) {
+          // Sized to what it holds (most groups own one conversation; a pushed-to empty array reserves 17).
+          if (g.ownConversations.length === 0) g.ownConversations = [c];
+          else g.ownConversations.push(c);
+        } else if (!shared.has(c.conversationId)) {
           shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
+        }
       }
   }
 

@@ -1,0 +1,52 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { groupKeys, type SessionRecord } from '../../src/picoclaw/inventory.js';
+import { groupSessions } from '../../src/prune/plan.js';
+import { rec } from '../support/plan-input.js';
+
+/** The alias grouping as it was first written (a string key and an array per session): the reference. */
+function referenceGroups(sessions: SessionRecord[], agentIds: string[]): SessionRecord[][] {
+  const parent = sessions.map((_, i) => i);
+  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
+  const union = (a: number, b: number) => {
+    const ra = find(a);
+    const rb = find(b);
+    if (ra !== rb) parent[Math.max(ra, rb)] = Math.min(ra, rb);
+  };
+  const byDirKey = new Map<string, number[]>();
+  sessions.forEach((s, i) => {
+    if (s.key === null) return;
+    const k = `${s.dir}\0${s.key}`;
+    byDirKey.set(k, [...(byDirKey.get(k) ?? []), i]);
+  });
+  sessions.forEach((s, i) => {
+    if (s.key === null) return;
+    for (const a of groupKeys(null, s.aliases, agentIds)) {
+      for (const j of byDirKey.get(`${s.dir}\0${a}`) ?? []) union(i, j);
+    }
+  });
+  const groups = new Map<number, SessionRecord[]>();
+  sessions.forEach((s, i) => groups.set(find(i), [...(groups.get(find(i)) ?? []), s]));
+  return [...groups.values()];
+}
+
+describe('alias grouping', () => {
+  it('groups exactly as the reference does, in the same order, for any keys, folders, duplicates and aliases', () => {
+    const key = fc.option(fc.constantFrom('k1', 'k2', 'k3', 'k4', 'k5', 'agent:main:main'), { nil: null, freq: 6 });
+    const session = fc.record({
+      key,
+      dir: fc.constantFrom('/a', '/b'),
+      aliases: fc.array(fc.constantFrom('k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'agent:main:main', 'agent:ops:main'), {
+        maxLength: 4,
+      }),
+    });
+    fc.assert(
+      fc.property(fc.array(session, { maxLength: 30 }), (specs) => {
+        const sessions = specs.map((s) => rec(s.key, 1, { dir: s.dir, aliases: s.aliases }));
+        const ids = (gs: SessionRecord[][]) => gs.map((g) => g.map((m) => sessions.indexOf(m)));
+        expect(ids(groupSessions(sessions, ['main', 'ops']))).toEqual(ids(referenceGroups(sessions, ['main', 'ops'])));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
