@@ -6,7 +6,7 @@ import type { FreeSpaceReader } from '../io/freespace.js';
 import type { Database } from '../io/sqlite.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import { ARCHIVE_BYTES } from './archive-read.js';
+import { ARCHIVE_BYTES } from './archive-fields.js';
 import { archiveOrphan, archiveSession, removeArchive, type ArchiveContext } from './archive.js';
 import type { Plan } from './plan.js';
 

@@ -1,13 +1,24 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
 import { extract } from 'tar-stream';
-import { formatBytes, type ByteFormat } from '../io/bytes.js';
+import { formatBytes } from '../io/bytes.js';
 import { ARCHIVE_FORMAT, LEGACY_SUFFIX, MANIFEST_NAME, ROWS_NAME, SESSION_PREFIX } from './archive.js';
-import { instantMs } from '../picoclaw/time.js';
+import {
+  aliasesOf,
+  ARCHIVE_BYTES,
+  ArchiveInvalid,
+  collect,
+  gunzipCapped,
+  HEX64,
+  isObj,
+  stamp,
+  str,
+  type ArchivedFileInfo,
+  type Obj,
+  type ArchiveInfo,
+} from './archive-fields.js';
 
 /**
  * Reading archives, both formats, without trusting them: everything is decompressed
@@ -24,104 +35,6 @@ export const MANIFEST_MAX_BYTES = 1 << 20;
 export const LEGACY_MAX_BYTES = 256 << 20;
 /** What a version-2 archive may declare in all; its entries are streamed, so this bounds time, not memory. */
 export const TAR_MAX_BYTES = 4 * 1024 ** 3;
-
-export interface ArchivedFileInfo {
-  role: 'jsonl' | 'meta';
-  /** The name inside the archive. */
-  name: string;
-  bytes: number;
-  sha256: string;
-  /** Permission bits to restore (0644, PicoClaw's, when the archive does not say). */
-  mode: number;
-}
-
-export interface ArchiveInfo {
-  path: string;
-  format: 'tar.gz' | 'json.gz';
-  kind: 'session' | 'conversation';
-  archivedAt: string;
-  /** Real path of the home it was taken from (version 2 only). */
-  home: string | null;
-  sessionsDir: string | null;
-  agent: string | null;
-  base: string | null;
-  key: string;
-  aliases: string[];
-  files: ArchivedFileInfo[];
-}
-
-/** A crafted or damaged archive: names the archive and the field. */
-export class ArchiveInvalid extends Error {
-  constructor(
-    readonly archive: string,
-    readonly field: string,
-    what: string,
-  ) {
-    super(`${archive}: ${field} ${what}`);
-    this.name = 'ArchiveInvalid';
-  }
-}
-
-/** Archive sizes read in MiB or GiB, one decimal ("0.0 MiB free"), beside limits of hundreds of MiB. */
-export const ARCHIVE_BYTES: Readonly<ByteFormat> = Object.freeze({ smallest: 'MiB', largest: 'GiB', decimals: 1 });
-
-const HEX64 = /^[0-9a-f]{64}$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * `name: 'agent'` is an agent id (strict: it names a folder); `name: 'base'` is a session's file
- * base, which is whatever PicoClaw's sanitizeKey leaves of the key (only `:`, `/` and `\` are
- * replaced), so control characters and a leading dot are legal there: refusing them would make a
- * deleted session impossible to restore. A path separator, NUL, `.`/`..` or an over-long name never is.
- */
-function str(
-  path: string,
-  o: Obj,
-  field: string,
-  opts: { nullable?: boolean; name?: 'agent' | 'base' } = {},
-): string | null {
-  const v = o[field.replace(/^.*\./, '')];
-  if (v === null && opts.nullable) return null;
-  if (typeof v !== 'string')
-    throw new ArchiveInvalid(
-      path,
-      field,
-      `must be a string, not ${v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 40)}`,
-    );
-  if (v.length === 0 || v.includes('\0')) throw new ArchiveInvalid(path, field, 'is empty or holds a NUL byte');
-  const unsafe =
-    opts.name === 'agent'
-      ? v.includes('/') || v.includes('\\') || v.startsWith('.') || CONTROL.test(v) || Buffer.byteLength(v) > 245
-      : opts.name === 'base'
-        ? v.includes('/') || v === '.' || v === '..' || Buffer.byteLength(v) > 245
-        : false;
-  if (unsafe) {
-    throw new ArchiveInvalid(
-      path,
-      field,
-      `${JSON.stringify(v)} is not a safe file or folder name (a path separator, ${opts.name === 'agent' ? 'a leading dot, a control character, ' : '"." or "..", '}or too long)`,
-    );
-  }
-  return v;
-}
-
-function stamp(path: string, o: Obj, field: string): string {
-  const v = str(path, o, field)!;
-  if (!Number.isFinite(instantMs(v)))
-    throw new ArchiveInvalid(path, field, `is not a date (${JSON.stringify(v).slice(0, 40)})`);
-  return v;
-}
-
-function aliasesOf(path: string, o: Obj): string[] {
-  const v = o.aliases ?? [];
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
-    throw new ArchiveInvalid(path, 'aliases', 'must be a list of strings');
-  return v;
-}
 
 /** Validate a version-2 manifest. */
 export function validateManifest(path: string, m: unknown): ArchiveInfo {
@@ -245,37 +158,6 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
     });
   }
   return { info, data };
-}
-
-/** The archive's bytes, decompressed as a stream that fails once more than `cap` bytes come out. */
-function gunzipCapped(path: string, cap: number): Readable {
-  let n = 0;
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      n += chunk.length;
-      if (n > cap)
-        cb(
-          new ArchiveInvalid(
-            path,
-            'the archive',
-            `decompresses to more than ${formatBytes(cap, ARCHIVE_BYTES)}: too large (a damaged or hostile archive?); nothing was restored from it`,
-          ),
-        );
-      else cb(null, chunk);
-    },
-  });
-  const src = createReadStream(path);
-  const gz = createGunzip();
-  pipeline(src, gz, counter).catch((err: unknown) =>
-    counter.destroy(err instanceof Error ? err : new Error(String(err))),
-  );
-  return counter;
-}
-
-async function collect(s: Readable): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of s) parts.push(c as Buffer);
-  return Buffer.concat(parts);
 }
 
 /** Writing a file out failed (no room, no permission): not the archive's fault. */

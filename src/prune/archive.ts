@@ -7,19 +7,16 @@ import {
   linkSync,
   mkdirSync,
   openSync,
-  readSync,
   realpathSync,
   unlinkSync,
-  writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
-import { encode as encodeTarHeader, encodePax } from 'tar-stream/headers.js';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
+import { GzipTarWriter, hashFd, IO_BUF, sha256, writeAll } from './archive-tar.js';
 
 /**
  * A way back: just before a session is deleted, its .jsonl and .meta.json (verbatim)
@@ -84,87 +81,6 @@ export interface ArchiveContext {
   homeReal: string;
   db: Database | null;
   nowMs: number;
-}
-
-const GZ_BLOCK = 1 << 20;
-const IO_BUF = 1 << 16;
-const sha256 = () => createHash('sha256');
-
-function writeAll(fd: number, b: Buffer): void {
-  let off = 0;
-  while (off < b.length) off += writeSync(fd, b, off, b.length - off);
-}
-
-/** A tar stream compressed block by block into independent gzip members. */
-class GzipTarWriter {
-  private buf = Buffer.allocUnsafe(GZ_BLOCK);
-  private len = 0;
-  private offset = 0;
-  /** SHA-256 of the compressed bytes, to compare with what the disk gives back. */
-  readonly gzHash = sha256();
-  constructor(private readonly fd: number) {}
-
-  get bytesWritten(): number {
-    return this.offset;
-  }
-
-  write(data: Buffer): void {
-    let off = 0;
-    while (off < data.length) {
-      const n = Math.min(GZ_BLOCK - this.len, data.length - off);
-      data.copy(this.buf, this.len, off, off + n);
-      this.len += n;
-      off += n;
-      if (this.len === GZ_BLOCK) this.flush();
-    }
-  }
-
-  private flush(): void {
-    if (this.len === 0) return;
-    const gz = gzipSync(this.buf.subarray(0, this.len));
-    writeAll(this.fd, gz);
-    this.gzHash.update(gz);
-    this.offset += gz.length;
-    this.len = 0;
-  }
-
-  header(name: string, size: number, mtime: Date, mode = 0o600): void {
-    const h = { name, size, mode, mtime, type: 'file', uid: 0, gid: 0 };
-    const plain = encodeTarHeader(h);
-    if (plain) return this.write(plain);
-    // A name ustar cannot hold (long, or not ASCII): a pax record carries it.
-    const pax = encodePax({ name });
-    this.write(encodeTarHeader({ ...h, name: 'PaxHeader', size: pax.length, type: 'pax-header' })!);
-    this.write(pax);
-    this.pad(pax.length);
-    this.write(encodeTarHeader({ ...h, name: name.replace(/[^\x20-\x7e]/g, '_').slice(-99) })!);
-  }
-
-  pad(size: number): void {
-    const rest = size % 512;
-    if (rest) this.write(Buffer.alloc(512 - rest));
-  }
-
-  end(): void {
-    this.write(Buffer.alloc(1024));
-    this.flush();
-  }
-}
-
-/** SHA-256 of the first `size` bytes of an open file, read in small pieces. */
-function hashFd(fd: number, size: number, onChunk?: (b: Buffer) => void): string {
-  const h = sha256();
-  const b = Buffer.allocUnsafe(IO_BUF);
-  let pos = 0;
-  while (pos < size) {
-    const n = readSync(fd, b, 0, Math.min(IO_BUF, size - pos), pos);
-    if (n === 0) throw new Error('the file shrank while it was being archived');
-    const chunk = b.subarray(0, n);
-    h.update(chunk);
-    onChunk?.(chunk);
-    pos += n;
-  }
-  return h.digest('hex');
 }
 
 interface OpenFile {

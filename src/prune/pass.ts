@@ -1,8 +1,8 @@
-import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
+import { accessSync, constants, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
+import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
 import { tryLock } from '../io/lock.js';
@@ -11,26 +11,18 @@ import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
-import { buildInventory, type Inventory } from '../picoclaw/inventory.js';
-import {
-  hasFts5Trigram,
-  openSeahorseRead,
-  openSeahorseWrite,
-  readContentBytes,
-  readPages,
-  withWalkCache,
-} from '../picoclaw/seahorse.js';
+import { buildInventory } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
-import { planPrune, type DbFacts, type Plan } from './plan.js';
+import { planPrune, type Plan } from './plan.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
-import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './write-lock.js';
+import { preflight, prepareSeahorse } from './pass-seahorse.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -64,12 +56,6 @@ export interface PassOptions {
 }
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
-
-/** The guard's own SQLite busy timeout: PicoClaw's 5000 ms unless PICOGUARD_BUSY_TIMEOUT_MS says otherwise. */
-export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
-  const v = Number(env.PICOGUARD_BUSY_TIMEOUT_MS);
-  return Number.isInteger(v) && v >= 0 ? v : 5000;
-}
 
 /**
  * The lock lives in the PicoClaw home (one pass per home, whoever runs it), never in a
@@ -125,70 +111,12 @@ function skipped(
   });
 }
 
-/** SQLite's page cache for the pass's write connection (VACUUM's copy takes the same) and its temp tables, in KiB. */
-const PASS_CACHE_KIB = 8000;
-const PASS_TEMP_CACHE_KIB = 2000;
-
 /** The real path of a file (symlinks resolved), so one database is one record however it is reached. */
 function realPathOf(p: string): string {
   try {
     return realpathSync(p);
   } catch {
     return p;
-  }
-}
-
-/** Every store must be able to delete, or nothing is deleted anywhere (the seed's rule). */
-function preflight(inv: Inventory, db: Database | null): string | null {
-  for (const { dir } of inv.home.sessionsDirs) {
-    if (!existsSync(dir)) continue;
-    try {
-      accessSync(dir, constants.W_OK | constants.X_OK);
-    } catch (err) {
-      return `the sessions folder ${dir} cannot be written (${errnoCode(err) ?? errorMessage(err)}): pruning only some stores would not shrink anything`;
-    }
-  }
-  if (db) {
-    if (db.readonly) return `${inv.seahorse.path} can only be opened read-only`;
-    try {
-      accessSync(inv.seahorse.path, constants.W_OK);
-    } catch (err) {
-      return `${inv.seahorse.path} is not writable (${errnoCode(err) ?? errorMessage(err)})`;
-    }
-  }
-  return null;
-}
-
-/** Whether the FTS5 tables can be opened (a missing tokenizer or FTS5 fails here, before any delete). */
-function ftsUnusable(db: Database): string | null {
-  try {
-    // A MATCH needs the tokenizer (newer FTS5 loads it lazily, so a plain read would not tell).
-    db.prepare(`SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH '"guard-probe"'`).get();
-    db.prepare(`SELECT COUNT(*) FROM summaries_fts WHERE summaries_fts MATCH '"guard-probe"'`).get();
-    return null;
-  } catch (err) {
-    return errorMessage(err);
-  }
-}
-
-/**
- * Take and release the write lock once: a writer that holds it past the busy timeout skips
- * the pass. Online, the lock is taken the way every deletion takes it (at a quiet moment, never
- * from SQLite's busy handler: src/prune/write-lock.ts), so the probe cannot fail a gateway turn either.
- */
-function writeLockBusy(db: Database, online: boolean, timeoutMs: number): string | null {
-  try {
-    new WriteLock(db, { quietMs: online ? ONLINE_QUIET_MS : 0, maxWaitMs: timeoutMs }).begin();
-    db.exec('ROLLBACK');
-    return null;
-  } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    if (err instanceof GatewayBusy)
-      return `the gateway kept it busy (writing, or holding its write lock) for ${timeoutMs} ms without a ${ONLINE_QUIET_MS} ms pause`;
-    const code = errnoCode(err);
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')
-      return `another process held its write lock longer than the busy timeout (${errorMessage(err)})`;
-    throw err;
   }
 }
 
@@ -245,127 +173,20 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     const inv = buildInventory(home);
     const warnings: string[] = [];
     // seahorse: read-only for the plan; read-write (and checked) for apply.
-    let dbFacts: DbFacts = { present: false, fileBytes: inv.seahorse.bytes.total, usedBytes: 0, contentBytes: null };
-    const limit = values.max_db_size_mb * 1024 * 1024;
-    const needContent = values.max_db_size_mb > 0 && inv.seahorse.bytes.total > limit;
-    if (inv.seahorse.state === 'error') {
-      const msg = `${inv.seahorse.path}: ${inv.seahorse.error}`;
-      if (o.apply) {
-        const code =
-          inv.seahorse.errorKind === 'not_a_database' || inv.seahorse.errorKind === 'schema'
-            ? ExitCode.DATA
-            : ExitCode.SKIPPED;
-        return buildReport({
-          ...withGw,
-          inventory: inv,
-          plan: null,
-          result: null,
-          skipped: `${msg}; nothing was deleted anywhere (deleting only the JSONL side would leave its rows behind)`,
-          exitCode: code,
-          warnings,
-          dbFacts: null,
-        });
-      }
-      warnings.push(`${msg}: --apply would skip the pass`);
-    } else if (inv.seahorse.state === 'open') {
-      if (o.apply) {
-        const storeProblem = preflight(inv, null);
-        if (storeProblem)
-          return buildReport({
-            ...withGw,
-            inventory: inv,
-            plan: null,
-            result: null,
-            skipped: `${storeProblem}; nothing was deleted anywhere`,
-            exitCode: ExitCode.SKIPPED,
-            warnings,
-            dbFacts: null,
-          });
-        try {
-          db = openSeahorseWrite(inv.seahorse.path, busyTimeoutMs(env));
-          // The pass walks each page a few times, in conversation order: better-sqlite3's 16 MB page
-          // cache, and as much again for the deleter's temp tables, bought no speed (BENCHMARKS.md 10c).
-          db.pragma(`cache_size = ${-PASS_CACHE_KIB}`);
-          db.pragma(`temp.cache_size = ${-PASS_TEMP_CACHE_KIB}`);
-        } catch (err) {
-          const ge =
-            err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
-          return buildReport({
-            ...withGw,
-            inventory: inv,
-            plan: null,
-            result: null,
-            skipped: `${ge.message}; nothing was deleted anywhere`,
-            exitCode: ge.exitCode,
-            warnings,
-            dbFacts: null,
-          });
-        }
-        const unusable = ftsUnusable(db);
-        if (unusable) {
-          return buildReport({
-            ...withGw,
-            inventory: inv,
-            plan: null,
-            result: null,
-            skipped: `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}), so its rows cannot be deleted safely; nothing was deleted`,
-            exitCode: ExitCode.DATA,
-            warnings,
-            dbFacts: null,
-          });
-        }
-        const busy = writeLockBusy(db, online, busyTimeoutMs(env));
-        if (busy) {
-          return buildReport({
-            ...withGw,
-            inventory: inv,
-            plan: null,
-            result: null,
-            skipped: `${inv.seahorse.path}: ${busy}; nothing was deleted, the next pass will try again`,
-            exitCode: ExitCode.SKIPPED,
-            warnings,
-            dbFacts: null,
-          });
-        }
-        if (!hasFts5Trigram(db)) {
-          return buildReport({
-            ...withGw,
-            inventory: inv,
-            plan: null,
-            result: null,
-            skipped:
-              'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted',
-            exitCode: ExitCode.DATA,
-            warnings,
-            dbFacts: null,
-          });
-        }
-        const p = readPages(db);
-        // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
-        const wantShares = needContent || (values.vacuum && (!online || !!o.forceVacuum));
-        const wdb = db;
-        dbFacts = {
-          present: true,
-          fileBytes: inv.seahorse.bytes.total,
-          usedBytes: (p.pageCount - p.freelistCount) * p.pageSize,
-          contentBytes: wantShares ? withWalkCache(wdb, () => readContentBytes(wdb)) : null,
-        };
-      } else {
-        const r = openSeahorseRead(inv.seahorse.path);
-        if (r.state === 'open') {
-          try {
-            const p = readPages(r.db);
-            dbFacts = {
-              present: true,
-              fileBytes: inv.seahorse.bytes.total,
-              usedBytes: (p.pageCount - p.freelistCount) * p.pageSize,
-              contentBytes: needContent ? withWalkCache(r.db, () => readContentBytes(r.db)) : null,
-            };
-          } finally {
-            r.db.close();
-          }
-        }
-      }
+    const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
+    db = sh.db;
+    const dbFacts = sh.dbFacts;
+    if (sh.refusal) {
+      return buildReport({
+        ...withGw,
+        inventory: inv,
+        plan: null,
+        result: null,
+        skipped: sh.refusal.skipped,
+        exitCode: sh.refusal.exitCode,
+        warnings,
+        dbFacts: null,
+      });
     }
     if (o.apply) {
       const why = preflight(inv, db);

@@ -21,7 +21,8 @@ import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { ARCHIVE_SUFFIX, LEGACY_SUFFIX } from './archive.js';
-import { ArchiveInvalid, inspectArchive, readArchiveFiles, type ArchiveInfo } from './archive-read.js';
+import { ArchiveInvalid, type ArchiveInfo } from './archive-fields.js';
+import { inspectArchive, readArchiveFiles } from './archive-read.js';
 import { instantMs } from '../picoclaw/time.js';
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { groupKeys, type SessionRecord } from '../../src/picoclaw/inventory.js';
-import { groupSessions } from '../../src/prune/plan.js';
+import { groupSessions } from '../../src/prune/plan-groups.js';
 import { rec } from '../support/plan-input.js';
 
 /** The alias grouping as it was first written (a string key and an array per session): the reference. */

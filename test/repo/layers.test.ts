@@ -116,4 +116,11 @@ describe('src/ layers', () => {
     for (const f of files) if (!state.has(f)) visit(f);
     expect(cycles).toEqual([]);
   });
+
+  it('no file in src/ is over 400 lines (a longer one has more than one job: split it)', () => {
+    const long = files
+      .map((f) => ({ f: relative(ROOT, f), n: readFileSync(f, 'utf8').split('\n').length - 1 }))
+      .filter((x) => x.n > 400);
+    expect(long).toEqual([]);
+  });
 });
