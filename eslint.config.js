@@ -46,17 +46,18 @@ export default defineConfig(
       // Off: commands implement an `async run()` contract and some have nothing to await; the
       // hazards (a promise nobody awaits or catches) are no-floating-promises and no-misused-promises.
       '@typescript-eslint/require-await': 'off',
-      // Prettier wraps code to 120 columns but never comments, nor string literals, template literals,
-      // regexps or URLs. Comments must be wrapped by hand. Strings, templates and regexps are exempt:
-      // they are the product's messages, help text, SQL and HTML, which goldens compare byte for byte,
-      // and a message split over lines can no longer be found by grepping for what the user saw.
+      // Prettier wraps code to 120 columns but never comments, string literals, template literals,
+      // regexps or URLs. Comments are wrapped by hand; a long string is written as a concatenation of
+      // pieces broken after a space or a '>' (the value is the same; goldens compare the output).
+      // Exempt: a template literal whose interpolations leave no such break within 120 columns
+      // (33 lines in src/, HTML rows and messages with nested conditionals), regexps and URLs.
       'max-len': [
         'error',
         {
           code: 120,
           tabWidth: 2,
           ignoreUrls: true,
-          ignoreStrings: true,
+          ignoreStrings: false,
           ignoreTemplateLiterals: true,
           ignoreRegExpLiterals: true,
         },

@@ -87,7 +87,8 @@ function buildTemplate(dir: string): { jsonlBytes: number; dbBytes: number } {
   db.exec(seahorseSchemaSql('current'));
   const conv = Number(db.prepare(`INSERT INTO conversations (session_key) VALUES ('sk_v1_big')`).run().lastInsertRowid);
   const msg = db.prepare(
-    `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'tool', ?, 500, '2026-08-01 10:00:00', 'llama3')`,
+    `INSERT INTO messages (conversation_id, role, content, token_count, created_at,` +
+      ` model_name) VALUES (?, 'tool', ?, 500, '2026-08-01 10:00:00', 'llama3')`,
   );
   const part = db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', ?, 0)`);
   const text = 'lorem ipsum dolor sit amet '.repeat(75);

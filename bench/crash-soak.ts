@@ -44,7 +44,10 @@ const run = await runCrashHarness({
   onKill: (r) => {
     const what = r.kill.mode === 'delay' ? `after ${r.kill.ms} ms` : `at ${r.kill.mode} event ${r.kill.nth}`;
     process.stdout.write(
-      `kill ${String(r.i).padStart(3)} ${what.padEnd(22)} ${r.killed ? 'killed' : 'completed'} at ${r.killWallMs} ms, phase ${r.phase}, ${r.deletedGroupsAtKill} victims gone; recovery exit ${r.recoveryExit}, deleted ${r.recoveryDeleted}${r.failures.length ? `  FAILED: ${r.failures.join(' | ')}` : ''}\n`,
+      `kill ${String(r.i).padStart(3)} ${what.padEnd(22)} ${r.killed ? 'killed' : 'completed'}` +
+        ` at ${r.killWallMs} ms, phase ${r.phase}, ${r.deletedGroupsAtKill} victims gone; recovery exit ` +
+        `${r.recoveryExit}, deleted ${r.recoveryDeleted}${r.failures.length ? `  FAILED: ${r.failures.join(' | ')}` : ''}` +
+        `\n`,
     );
   },
 });

@@ -197,15 +197,20 @@ console.log(
   `daemon footprint (${out.idle_window_minutes} idle minutes, 500-session home, pi4 fixture board, ready fake gateway)`,
 );
 console.log(
-  `  RSS idle ${out.rss_idle_mb} MB, after a pass ${out.rss_after_pass_mb} MB, end ${out.rss_end_of_idle_mb} MB (peak ${out.hwm_mb} MB)`,
+  `  RSS idle ${out.rss_idle_mb} MB, after a pass ${out.rss_after_pass_mb}` +
+    ` MB, end ${out.rss_end_of_idle_mb} MB (peak ${out.hwm_mb} MB)`,
 );
 console.log(
-  `  CPU ${out.cpu_seconds_per_idle_hour} s per idle hour; ${out.bytes_written_per_idle_hour} bytes written per idle hour`,
+  `  CPU ${out.cpu_seconds_per_idle_hour} s per idle hour; ${out.bytes_written_per_idle_hour}` +
+    ` bytes written per idle hour`,
 );
 console.log(
-  `  /health at 50 req/s: p50 ${health.p50} ms, p99 ${health.p99} ms; /metrics: p50 ${metrics.p50} ms, p99 ${metrics.p99} ms`,
+  `  /health at 50 req/s: p50 ${health.p50} ms, p99 ${health.p99} ms; /metrics: p50 ` +
+    `${metrics.p50} ms, p99 ${metrics.p99} ms`,
 );
 console.log(
-  `  / (status page, ${page.bytes} bytes, full 24 h history) at 10 req/s, ${page.n} requests: p50 ${page.p50} ms, p99 ${page.p99} ms, max ${page.max} ms; RSS after ${out.rss_after_load_mb} MB`,
+  `  / (status page, ${page.bytes} bytes, full 24 h history) at 10 req/s, ` +
+    `${page.n} requests: p50 ${page.p50} ms, p99 ${page.p99} ms, max ${page.max}` +
+    ` ms; RSS after ${out.rss_after_load_mb} MB`,
 );
 console.log(JSON.stringify(out));

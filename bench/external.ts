@@ -58,7 +58,8 @@ export async function runExternal(ctx: BenchContext, spec: ExternalSpec): Promis
       tables: [],
       verdicts: spec.missing,
       notes: [
-        `Not measured: none of ${spec.scripts.map((s) => `dist/bench/${s}`).join(', ')} exists (build it, or it is not written yet).`,
+        `Not measured: none of ${spec.scripts.map((s) => `dist/bench/${s}`).join(', ')}` +
+          ` exists (build it, or it is not written yet).`,
       ],
       durationMs: performance.now() - t0,
     };
@@ -90,7 +91,9 @@ export async function runExternal(ctx: BenchContext, spec: ExternalSpec): Promis
         ];
   return {
     ...base,
-    command: `npm run bench -- ${spec.id}   (runs: node dist/bench/${script} ${args.filter((a) => !a.startsWith('/')).join(' ')})`,
+    command:
+      `npm run bench -- ${spec.id}   (runs: node dist/bench/${script} ${args.filter((a) => !a.startsWith('/')).join(' ')}` +
+      `)`,
     tables,
     verdicts:
       rendered.verdicts.length > 0
@@ -154,7 +157,10 @@ export const ONLINE: ExternalSpec = {
       {
         goal: 'longest guard write lock under 250 ms',
         status: longest === undefined ? 'not measured' : longest < 250 ? 'met' : 'missed',
-        detail: `${fmtMs(longest)}; the simulator's seahorse writes, p99 / slowest: ${fmtMs(f.seahorseWrite?.duringPasses.p99Ms)} / ${fmtMs(f.seahorseWrite?.duringPasses.maxMs)} during passes vs ${fmtMs(f.seahorseWrite?.noPass.p99Ms)} / ${fmtMs(f.seahorseWrite?.noPass.maxMs)} with no pass running${f.writerFailures && Object.keys(f.writerFailures).length ? `; simulator write failures: ${JSON.stringify(f.writerFailures)}` : ''}`,
+        detail:
+          `${fmtMs(longest)}; the simulator's seahorse writes, p99 / slowest: ${fmtMs(f.seahorseWrite?.duringPasses.p99Ms)}` +
+          ` / ${fmtMs(f.seahorseWrite?.duringPasses.maxMs)} during passes vs ${fmtMs(f.seahorseWrite?.noPass.p99Ms)}` +
+          ` / ${fmtMs(f.seahorseWrite?.noPass.maxMs)} with no pass running${f.writerFailures && Object.keys(f.writerFailures).length ? `; simulator write failures: ${JSON.stringify(f.writerFailures)}` : ''}`,
       },
     ];
     return { tables, verdicts };
@@ -176,7 +182,9 @@ export const DAEMON: ExternalSpec = {
   args: (ctx) => (ctx.quick ? ['--quick'] : []),
   missing: [
     {
-      goal: 'idle RSS under 60 MB; CPU time and bytes written per idle hour (0); /health and /metrics p99 under 10 ms at 50 req/s',
+      goal:
+        'idle RSS under 60 MB; CPU time and bytes written per idle hour (0); /health ' +
+        'and /metrics p99 under 10 ms at 50 req/s',
       status: 'not measured',
       detail: 'no daemon footprint script in bench/',
     },

@@ -444,7 +444,8 @@ export function machine(tmpDir: string): Machine {
       process.execPath,
       [
         '-e',
-        "const D=require('better-sqlite3');const d=new D(':memory:');console.log(d.prepare('select sqlite_version() v').get().v)",
+        "const D=require('better-sqlite3');const d=new D(':memory:');console.log(d.prepare('select " +
+          "sqlite_version() v').get().v)",
       ],
       { cwd: ROOT, encoding: 'utf8' },
     );
@@ -476,7 +477,11 @@ export function machine(tmpDir: string): Machine {
 }
 
 export function machineLine(m: Machine): string {
-  return `${m.cpus} CPU (${m.cpuModel}), ${fmtBytes(m.ramBytes)} RAM, Node ${m.node}, Linux ${m.kernel}, temp disk ${m.disk}${m.sqlite ? `, ${m.sqlite}` : ''}; load average ${m.load.toFixed(2)} at the start`;
+  return (
+    `${m.cpus} CPU (${m.cpuModel}), ${fmtBytes(m.ramBytes)} RAM, Node ${m.node}` +
+    `, Linux ${m.kernel}, temp disk ${m.disk}${m.sqlite ? `, ${m.sqlite}` : ''}` +
+    `; load average ${m.load.toFixed(2)} at the start`
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,7 +505,9 @@ export async function buildHome(
     { rss: false, nodeArgs: ['--max-old-space-size=6144'] },
   );
   ctx.log(
-    `  built ${label}: ${fmtInt(out.sessions)} sessions, ${fmtBytes(out.jsonlBytes)} JSONL, seahorse.db ${fmtBytes(out.seahorseBytes)} (${fmtInt(out.messages)} messages) in ${fmtMs(performance.now() - t0)}`,
+    `  built ${label}: ${fmtInt(out.sessions)} sessions, ${fmtBytes(out.jsonlBytes)}` +
+      ` JSONL, seahorse.db ${fmtBytes(out.seahorseBytes)} (${fmtInt(out.messages)}` +
+      ` messages) in ${fmtMs(performance.now() - t0)}`,
   );
   return out;
 }

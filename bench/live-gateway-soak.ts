@@ -45,7 +45,11 @@ const run = await runLiveGateway({
   onPass: (p) => {
     const r = p.report;
     process.stdout.write(
-      `pass ${String(p.i).padStart(3)} max_age_days ${String(p.maxAgeDays).padStart(3)}: ${Math.round(p.end - p.start)} ms, exit ${r?.exit_code ?? p.code}, gateway ${r?.gateway?.state}, deleted ${p.deleted.length}, kept as changed ${p.changed.length}, ${r?.database.transactions ?? 0} txns, longest ${r?.database.longest_write_ms ?? 0} ms\n`,
+      `pass ${String(p.i).padStart(3)} max_age_days ${String(p.maxAgeDays).padStart(3)}` +
+        `: ${Math.round(p.end - p.start)} ms, exit ${r?.exit_code ?? p.code}, gateway ` +
+        `${r?.gateway?.state}, deleted ${p.deleted.length}, kept as changed ${p.changed.length}` +
+        `, ${r?.database.transactions ?? 0} txns, longest ${r?.database.longest_write_ms ?? 0}` +
+        ` ms\n`,
     );
   },
 });

@@ -164,7 +164,8 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       ];
     }),
     notes: [
-      'PicoClaw JSON log lines at info level with gateway.* events; 85 restarts a month, each with its seahorse bootstrap lines and 200 routed messages.',
+      'PicoClaw JSON log lines at info level with gateway.* events; 85 restarts ' +
+        'a month, each with its seahorse bootstrap lines and 200 routed messages.',
     ],
   };
   const verdicts: Verdict[] = [];
@@ -174,7 +175,10 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     verdicts.push({
       goal: 'peak memory under 100 MB at 1 GB',
       status: peak < 100 * 1024 ? 'met' : 'missed',
-      detail: `${fmtRss(peak)}; ${mbps(gb.bytes, median(gb.guard.map((x) => x.wallMs)))}, ${fmtRatio(median(gb.guard.map((x) => x.wallMs)) / median(gb.wc.map((x) => x.wallMs)))} the time of wc -l`,
+      detail:
+        `${fmtRss(peak)}; ${mbps(gb.bytes, median(gb.guard.map((x) => x.wallMs)))}` +
+        `, ${fmtRatio(median(gb.guard.map((x) => x.wallMs)) / median(gb.wc.map((x) => x.wallMs)))}` +
+        ` the time of wc -l`,
     });
   } else {
     const top = figs[figs.length - 1]!;

@@ -176,7 +176,8 @@ async function runCmd(cli: string, c: Cmd, b: BuiltHome): Promise<void> {
   put(`${cli}|${b.sessions}|${c.name}`, r.rssKb, r.wallMs);
   if (r.code === 7) stopped.add(`${cli}|${b.sessions}|${c.name}`);
   ctx.log(
-    `  ${String(b.sessions).padStart(6)} ${c.name.padEnd(24)} ${fmtRss(r.rssKb).padStart(10)} ${fmtMs(r.wallMs).padStart(9)}  ${cli}`,
+    `  ${String(b.sessions).padStart(6)} ${c.name.padEnd(24)} ${fmtRss(r.rssKb).padStart(10)}` +
+      ` ${fmtMs(r.wallMs).padStart(9)}  ${cli}`,
   );
 }
 
@@ -276,13 +277,16 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   put(`${cli}|${b.sessions}|daemon's pass child`, passHwm || null, wall);
   if (together !== null) put(`${cli}|${b.sessions}|daemon + pass (cgroup peak, page cache in)`, together, wall);
   ctx.log(
-    `  ${String(b.sessions).padStart(6)} daemon (MemoryMax 256M: ${cg ? 'cgroup' : 'none'}, pass ${outcome}) idle ${fmtRss(idle)}, own peak ${fmtRss(hwm)}, pass child ${fmtRss(passHwm)}, cgroup ${fmtRss(together)}  ${cli}`,
+    `  ${String(b.sessions).padStart(6)} daemon (MemoryMax 256M: ${cg ? 'cgroup' : 'none'}` +
+      `, pass ${outcome}) idle ${fmtRss(idle)}, own peak ${fmtRss(hwm)}, pass child ` +
+      `${fmtRss(passHwm)}, cgroup ${fmtRss(together)}  ${cli}`,
   );
 }
 
 const m = machine(tmpBase());
 process.stderr.write(
-  `memory bench: ${machineLine(m)}\nmeasured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled'}; CLIs: ${CLIS.join(', ')}\n`,
+  `memory bench: ${machineLine(m)}\nmeasured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled'}` +
+    `; CLIs: ${CLIS.join(', ')}\n`,
 );
 const homes: BuiltHome[] = [];
 for (const n of SIZES) homes.push(await homeOf(n));

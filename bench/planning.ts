@@ -76,7 +76,8 @@ async function measure(
   const s = { wallMs: r.wallMs, rssKb: r.rssKb };
   (cold ? h.cold : h.warm)[cmd].push(s);
   ctx.log(
-    `    ${h.label.padEnd(22)} ${cmd.padEnd(8)} ${cold ? 'cold' : 'warm'} ${fmtMs(r.wallMs).padStart(9)}  ${fmtRss(r.rssKb)}`,
+    `    ${h.label.padEnd(22)} ${cmd.padEnd(8)} ${cold ? 'cold' : 'warm'} ${fmtMs(r.wallMs).padStart(9)}` +
+      `  ${fmtRss(r.rssKb)}`,
   );
   return s;
 }
@@ -134,7 +135,8 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   const small = fresh(`2,000 / ${fmtBytes(base.built.jsonlBytes)}`, base.built);
   if (freeBytes(tmpBase()) < need) {
     notes.push(
-      `The big-JSONL home was not built: ${fmtBytes(freeBytes(tmpBase()))} free under ${tmpBase()}, it needs about ${fmtBytes(need)}.`,
+      `The big-JSONL home was not built: ${fmtBytes(freeBytes(tmpBase()))} free under ` +
+        `${tmpBase()}, it needs about ${fmtBytes(need)}.`,
     );
   } else {
     ctx.log('planning: same sessions, 100x the bytes');
@@ -183,7 +185,8 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       `${fmtRss(peak(h.warm.prune))} / ${fmtRss(peak(h.warm.sessions))}`,
     ]),
     notes: [
-      `${ctx.runs} runs each, after one warm-up run; 3 agents, ~8 messages per session, seahorse on (text capped at 1 KiB per message).`,
+      `${ctx.runs} runs each, after one warm-up run; 3 agents, ~8 messages per session, ` +
+        `seahorse on (text capped at 1 KiB per message).`,
     ],
   });
   const verdicts: Verdict[] = [];
@@ -222,7 +225,9 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       notes:
         big.cold.prune.length > 0
           ? [
-              'cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before each run (page cache, dentries and inodes all dropped: Node, its modules and better-sqlite3 are read from disk again too; the --help row is that fixed part).',
+              'cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before each run (page ' +
+                'cache, dentries and inodes all dropped: Node, its modules and better-sqlite3 ' +
+                'are read from disk again too; the --help row is that fixed part).',
             ]
           : [],
     });
@@ -231,14 +236,16 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     verdicts.push({
       goal: `2,000 sessions / ${fmtBytes(big.built.jsonlBytes)} of JSONL: prune dry-run and sessions under 1 s`,
       status: worst < 1000 ? 'met' : 'missed',
-      detail: `prune ${fmtMs(med(big.warm.prune))}, sessions ${fmtMs(med(big.warm.sessions))} (warm)${coldWorst !== null ? `; cold cache: prune ${fmtMs(med(big.cold.prune))}, sessions ${fmtMs(med(big.cold.sessions))}${coldWorst >= 1000 ? ' (over 1 s cold)' : ''}` : ''}`,
+      detail:
+        `prune ${fmtMs(med(big.warm.prune))}, sessions ${fmtMs(med(big.warm.sessions))}` +
+        ` (warm)${coldWorst !== null ? `; cold cache: prune ${fmtMs(med(big.cold.prune))}, sessions ${fmtMs(med(big.cold.sessions))}` + `${coldWorst >= 1000 ? ' (over 1 s cold)' : ''}` : ''}`,
     });
     const rp = med(big.warm.prune) / med(small.warm.prune);
     const rs = med(big.warm.sessions) / med(small.warm.sessions);
     verdicts.push({
       goal: `the ${fmtBytes(big.built.jsonlBytes)} home within 1.5x of the ${fmtBytes(small.built.jsonlBytes)} one`,
       status: Math.max(rp, rs) <= 1.5 ? 'met' : 'missed',
-      detail: `prune ${fmtRatio(rp)}, sessions ${fmtRatio(rs)} (warm)${big.cold.prune.length > 0 ? `; cold: prune ${fmtRatio(med(big.cold.prune) / med(small.cold.prune))}, sessions ${fmtRatio(med(big.cold.sessions) / med(small.cold.sessions))}` : ''}`,
+      detail: `prune ${fmtRatio(rp)}, sessions ${fmtRatio(rs)} (warm)${big.cold.prune.length > 0 ? `; cold: prune ${fmtRatio(med(big.cold.prune) / med(small.cold.prune))}` + `, sessions ${fmtRatio(med(big.cold.sessions) / med(small.cold.sessions))}` : ''}`,
     });
     removeDir(join(big.built.home, '..'), ctx);
   } else {

@@ -23,21 +23,31 @@ import {
  * prints its tables and says where each goal stands. BENCHMARKS.md records a full run.
  */
 
-const HELP = `usage: npm run bench -- [NAME ...] [--quick] [--runs N] [--cold] [--tmp DIR] [--keep] [--md FILE] [--json FILE]
+const HELP =
+  `usage: npm run bench -- [NAME ...] [--quick] [--runs N] [--cold] [--tmp ` +
+  `DIR] [--keep] [--md FILE] [--json FILE]
 
 NAME (default: all but crash-soak, in this order):
-  startup     5  start-up cost: --help, health, sessions beside node -e 0
-  logs        7  startup report over 10 MB / 100 MB / 1 GB gateway logs beside wc -l
-  planning    1  prune dry-run and sessions at 200 / 2,000 / 20,000 sessions, 20 MB vs 2 GB
-  seahorse    2,3 deleting half of seahorse.db (20k / 50k / 200k messages) vs PicoClaw's triggers; VACUUM
+  startup     5  start-up cost: --help, health, sessions beside node -e ` +
+  `0
+  logs        7  startup report over 10 MB / 100 MB / 1 GB gateway logs ` +
+  `beside wc -l
+  planning    1  prune dry-run and sessions at 200 / 2,000 / 20,000 sessions,` +
+  ` 20 MB vs 2 GB
+  seahorse    2,3 deleting half of seahorse.db (20k / 50k / 200k messages) ` +
+  `vs PicoClaw's triggers; VACUUM
   online      4  gateway simulator + online passes (runs dist/bench/live-gateway-soak.js)
-  daemon      6  daemon footprint (runs dist/bench/daemon-footprint.js when it exists)
-  crash-soak     the crash-safety harness (dist/bench/crash-soak.js), only when named
+  daemon      6  daemon footprint (runs dist/bench/daemon-footprint.js ` +
+  `when it exists)
+  crash-soak     the crash-safety harness (dist/bench/crash-soak.js), ` +
+  `only when named
 Numbers work too: 1 2 3 4 5 6 7.
 
   --quick      a few-minute smoke run: smaller homes, fewer runs
-  --runs N     timed runs per figure (default 5, --quick 3); medians are reported
-  --cold       planning: also measure the 2,000-session homes with the page cache dropped (root)
+  --runs N     timed runs per figure (default 5, --quick 3); medians are ` +
+  `reported
+  --cold       planning: also measure the 2,000-session homes with the ` +
+  `page cache dropped (root)
   --tmp DIR    where temporary homes go (default: ${tmpdir()}); needs ~5 GB free for the full run
   --keep       keep the temporary homes
   --md FILE    also write the tables as Markdown (for BENCHMARKS.md)
@@ -170,7 +180,8 @@ async function main(): Promise<number> {
   };
   const m = machine(tmpBase());
   process.stdout.write(
-    `picoclaw-guard benchmarks${values.quick ? ' (--quick)' : ''}: ${names.join(', ')}\n${m.date}\n${machineLine(m)}\ntemp: ${tmpBase()}\n`,
+    `picoclaw-guard benchmarks${values.quick ? ' (--quick)' : ''}: ${names.join(', ')}` +
+      `\n${m.date}\n${machineLine(m)}\ntemp: ${tmpBase()}\n`,
   );
   const results: BenchResult[] = [];
   let failed = false;

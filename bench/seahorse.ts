@@ -128,7 +128,8 @@ function pickVictims(dbPath: string): number[] {
   const db = new Database(dbPath, { readonly: true });
   const rows = db
     .prepare(
-      `SELECT c.conversation_id AS id FROM conversations c ORDER BY (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id), c.conversation_id`,
+      `SELECT c.conversation_id AS id FROM conversations c ORDER BY (SELECT MAX(m.created_at) ` +
+        `FROM messages m WHERE m.conversation_id = c.conversation_id), c.conversation_id`,
     )
     .all() as { id: number }[];
   db.close();
@@ -182,13 +183,17 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
         out.changed > 0
       ) {
         throw new Error(
-          `guard deletion left ${out.messagesLeft} messages / ${out.ftsRowsLeft} FTS rows (expected ${out.totalMessages - out.victimMessages}), ${out.changed} changed`,
+          `guard deletion left ${out.messagesLeft} messages / ${out.ftsRowsLeft} FTS rows (expected ` +
+            `${out.totalMessages - out.victimMessages}), ${out.changed} changed`,
         );
       }
       fig.victimMessages = out.victimMessages;
       fig.guard.push({ run: out, rssKb: r.rssKb, wallMs: r.wallMs });
       ctx.log(
-        `    guard run ${i + 1}: ${fmtInt(out.deletedMessages)} messages in ${fmtMs(out.deleteMs)} (${((out.deleteMs * 1000) / out.deletedMessages).toFixed(0)} µs each), ${out.transactions} txns, longest ${fmtMs(out.longestTxnMs)}; fold ${fmtMs(out.vacuum?.foldMs)}, VACUUM ${fmtMs(out.vacuum?.vacuumMs)}; peak RSS ${fmtRss(r.rssKb)}`,
+        `    guard run ${i + 1}: ${fmtInt(out.deletedMessages)} messages in ${fmtMs(out.deleteMs)}` +
+          ` (${((out.deleteMs * 1000) / out.deletedMessages).toFixed(0)} µs each), ` +
+          `${out.transactions} txns, longest ${fmtMs(out.longestTxnMs)}; fold ${fmtMs(out.vacuum?.foldMs)}` +
+          `, VACUUM ${fmtMs(out.vacuum?.vacuumMs)}; peak RSS ${fmtRss(r.rssKb)}`,
       );
       // One run is enough where a run takes minutes (the figure would not move much).
       if (out.deleteMs > 90_000) break;
@@ -211,8 +216,11 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       fig.triggers = { ...out, rssKb: r.rssKb };
       ctx.log(
         out.complete
-          ? `    PicoClaw triggers: ${fmtInt(out.deletedMessages)} messages in ${fmtMs(out.ms)}${out.predictedMs !== null ? ` (the model predicted ${fmtMs(out.predictedMs)} from the first ${fmtMs(out.sample!.ms)})` : ''}`
-          : `    PicoClaw triggers: stopped after ${fmtMs(out.ms)} (${fmtInt(out.deletedMessages)} of ${fmtInt(out.victimMessages)} messages); the whole would take about ${fmtMs(out.predictedMs)} (extrapolated)`,
+          ? `    PicoClaw triggers: ${fmtInt(out.deletedMessages)} messages in ${fmtMs(out.ms)}` +
+              `${out.predictedMs !== null ? ` (the model predicted ${fmtMs(out.predictedMs)} from the first ${fmtMs(out.sample!.ms)}` + `)` : ''}`
+          : `    PicoClaw triggers: stopped after ${fmtMs(out.ms)} (${fmtInt(out.deletedMessages)}` +
+              ` of ${fmtInt(out.victimMessages)} messages); the whole would take about ` +
+              `${fmtMs(out.predictedMs)} (extrapolated)`,
       );
     }
     removeDb(pristine);
@@ -269,7 +277,10 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
         bytesAfter: rep.database.bytes_after,
       };
       ctx.log(
-        `    prune --apply: ${fmtInt(rep.totals.deleted_sessions)} sessions, ${fmtInt(rep.totals.deleted_seahorse_messages)} messages in ${fmtMs(r.wallMs)}; longest write ${fmtMs(rep.database.longest_write_ms)}; VACUUM ${rep.database.vacuum?.ran ? 'ran' : 'did not run'}; peak RSS ${fmtRss(r.rssKb)}`,
+        `    prune --apply: ${fmtInt(rep.totals.deleted_sessions)} sessions, ${fmtInt(rep.totals.deleted_seahorse_messages)}` +
+          ` messages in ${fmtMs(r.wallMs)}; longest write ${fmtMs(rep.database.longest_write_ms)}` +
+          `; VACUUM ${rep.database.vacuum?.ran ? 'ran' : 'did not run'}; peak RSS ` +
+          `${fmtRss(r.rssKb)}`,
       );
       removeDir(state, ctx);
     }
@@ -313,9 +324,17 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       `${fmtRatio(trigMs(f) / gMed(f, (g) => g.deleteMs))}${f.triggers?.complete ? '' : '*'}`,
     ]),
     notes: [
-      `guard = SeahorseDeleter as prune --apply uses it offline (500 ms transaction target, FTS rows by rowid, triggers dropped and recreated inside each transaction), ${guardRuns} runs on fresh copies (1 where a run takes over 90 s); its time includes prepare() (one read of the FTS content table).`,
-      `PicoClaw triggers = deleteConversationWithTriggers (plain deletes, messages_ad scans the whole FTS table per row), one transaction per conversation, same victims, identical copy.`,
-      `* extrapolated: the trigger path ran for ${fmtMs(sampleMs)} and was stopped because the whole would take more than ${fmtMs(fullLimitMs)}; the rest is predicted with cost = c × Σ(FTS rows left at each deleted row), c fitted on that sample. The "model check" table shows how the same prediction did where the whole run was measured.`,
+      `guard = SeahorseDeleter as prune --apply uses it offline (500 ms transaction ` +
+        `target, FTS rows by rowid, triggers dropped and recreated inside each ` +
+        `transaction), ${guardRuns} runs on fresh copies (1 where a run takes over 90 s); its time includes ` +
+        `prepare() (one read of the FTS content table).`,
+      `PicoClaw triggers = deleteConversationWithTriggers (plain deletes, messages_ad ` +
+        `scans the whole FTS table per row), one transaction per conversation, ` +
+        `same victims, identical copy.`,
+      `* extrapolated: the trigger path ran for ${fmtMs(sampleMs)} and was stopped because the whole would take more than ` +
+        `${fmtMs(fullLimitMs)}; the rest is predicted with cost = c × Σ(FTS rows left at each deleted ` +
+        `row), c fitted on that sample. The "model check" table shows how the same ` +
+        `prediction did where the whole run was measured.`,
     ],
   });
   const checked = all.filter((f) => f.triggers?.complete && f.triggers.predictedMs !== null);
@@ -335,7 +354,8 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   }
   tables.push({
     title:
-      'The real command: prune --apply --max-sessions <half> --max-age-days 0 --max-db-size-mb 0 (gateway stopped: full pass with VACUUM), one run',
+      'The real command: prune --apply --max-sessions <half> --max-age-days 0 ' +
+      '--max-db-size-mb 0 (gateway stopped: full pass with VACUUM), one run',
     headers: [
       'messages',
       'wall',
@@ -363,12 +383,14 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       ];
     }),
     notes: [
-      "reclaimed = the report's reclaimed_bytes: (file + WAL before the FTS merge) − (file + WAL after), so it includes the WAL the deletions left.",
+      "reclaimed = the report's reclaimed_bytes: (file + WAL before the FTS merge) " +
+        '− (file + WAL after), so it includes the WAL the deletions left.',
     ],
   });
   tables.push({
     title:
-      "Where the guard's peak memory comes from: the kernel's high-water mark (VmHWM) at the end of each phase of the child (first run)",
+      "Where the guard's peak memory comes from: the kernel's high-water mark " +
+      '(VmHWM) at the end of each phase of the child (first run)',
     headers: [
       'messages',
       'opened (Node + better-sqlite3)',
@@ -392,7 +414,8 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       ];
     }),
     notes: [
-      "Each column is the highest RSS so far, so a step up is what that phase added. prepare() holds a JS map of every victim's FTS rowids.",
+      'Each column is the highest RSS so far, so a step up is what that phase ' +
+        "added. prepare() holds a JS map of every victim's FTS rowids.",
     ],
   });
   tables.push({
@@ -426,9 +449,14 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       ];
     }),
     notes: [
-      "FTS optimize = foldFtsTombstones (merges the FTS5 b-trees so deleted entries become free pages); VACUUM = runVacuum (PASSIVE checkpoint, VACUUM, TRUNCATE checkpoint). Together they are the guard's VACUUM step.",
-      'logical shrink = page_count × page_size after the optimize, minus the vacuumed file: what the estimate (freelist × page_size) predicts. file + WAL shrink also counts the WAL the deletions left behind.',
-      'The benchmark always runs the VACUUM to measure it; "guard would VACUUM" is the guard\'s rule (at least 1 MiB and a tenth of the file).',
+      'FTS optimize = foldFtsTombstones (merges the FTS5 b-trees so deleted entries ' +
+        'become free pages); VACUUM = runVacuum (PASSIVE checkpoint, VACUUM, TRUNCATE ' +
+        "checkpoint). Together they are the guard's VACUUM step.",
+      'logical shrink = page_count × page_size after the optimize, minus the ' +
+        'vacuumed file: what the estimate (freelist × page_size) predicts. file ' +
+        '+ WAL shrink also counts the WAL the deletions left behind.',
+      'The benchmark always runs the VACUUM to measure it; "guard would VACUUM" ' +
+        "is the guard's rule (at least 1 MiB and a tenth of the file).",
     ],
   });
 
@@ -440,13 +468,18 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
   verdicts.push({
     goal: `at least 20x faster than PicoClaw's triggers at ${fmtInt(last.messages)} messages`,
     status: speed >= 20 ? 'met' : 'missed',
-    detail: `${fmtRatio(speed)}: guard ${fmtMs(gMed(last, (g) => g.deleteMs))}, triggers ${last.triggers?.complete ? fmtMs(last.triggers.ms) : `≈${fmtMs(last.triggers?.predictedMs)} (extrapolated from a ${fmtMs(last.triggers?.sample?.ms)} sample)`}`,
+    detail:
+      `${fmtRatio(speed)}: guard ${fmtMs(gMed(last, (g) => g.deleteMs))}, triggers ` +
+      `${last.triggers?.complete ? fmtMs(last.triggers.ms) : `≈${fmtMs(last.triggers?.predictedMs)} (extrapolated from a ${fmtMs(last.triggers?.sample?.ms)}` + ` sample)`}`,
   });
   const flat = perMsg(last) / perMsg(first);
   verdicts.push({
     goal: 'time per deleted message flat as the database grows',
     status: flat <= 1.5 ? 'met' : 'missed',
-    detail: `${all.map((f) => `${perMsg(f).toFixed(0)} µs at ${fmtInt(f.messages)}`).join(', ')}: ${fmtRatio(flat)} from the smallest to the largest (${fmtRatio(last.messages / first.messages)} the messages)`,
+    detail:
+      `${all.map((f) => `${perMsg(f).toFixed(0)} µs at ${fmtInt(f.messages)}`).join(', ')}` +
+      `: ${fmtRatio(flat)} from the smallest to the largest (${fmtRatio(last.messages / first.messages)}` +
+      ` the messages)`,
   });
   const peakGuard = Math.max(...all.flatMap((f) => f.guard.map((g) => g.rssKb ?? 0)));
   const peakCli = Math.max(...all.map((f) => f.e2e?.rssKb ?? 0));
@@ -465,13 +498,19 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
     detail: all
       .map((f, i) => {
         const v = f.guard[0]!.run.vacuum!;
-        return `${fmtInt(f.messages)}: optimize + VACUUM ${fmtMs(v.foldMs + v.vacuumMs)}, ${fmtBytes(v.logicalReclaimedBytes)} given back, estimate ${errs[i]! >= 0 ? '+' : ''}${(errs[i]! * 100).toFixed(1)}%`;
+        return (
+          `${fmtInt(f.messages)}: optimize + VACUUM ${fmtMs(v.foldMs + v.vacuumMs)}` +
+          `, ${fmtBytes(v.logicalReclaimedBytes)} given back, estimate ${errs[i]! >= 0 ? '+' : ''}` +
+          `${(errs[i]! * 100).toFixed(1)}%`
+        );
       })
       .join('; '),
   });
   if (ctx.quick)
     notes.push(
-      `--quick: ${sizes.map(fmtInt).join(' and ')} messages; the trigger path samples ${fmtMs(sampleMs)} and runs to the end only under ${fmtMs(fullLimitMs)}.`,
+      `--quick: ${sizes.map(fmtInt).join(' and ')} messages; the trigger path samples ` +
+        `${fmtMs(sampleMs)} and runs to the end only under ${fmtMs(fullLimitMs)}` +
+        `.`,
     );
   return {
     id: 'seahorse',

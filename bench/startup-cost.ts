@@ -98,7 +98,8 @@ export async function run(ctx: BenchContext): Promise<BenchResult> {
       fmtRss(r.rssKb),
     ]),
     notes: [
-      'Wall time from spawn to exit, measured by the parent; the three rows under node -e 0 split the gap between bare Node and --help.',
+      'Wall time from spawn to exit, measured by the parent; the three rows under ' +
+        'node -e 0 split the gap between bare Node and --help.',
     ],
   };
   const help = rows.find((r) => r.label.endsWith('--help'))!;

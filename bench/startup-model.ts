@@ -69,11 +69,16 @@ async function trial(law: Law, n: number, seed: number) {
 async function main(): Promise<void> {
   const t0 = performance.now();
   console.log(
-    `law: gap = ${LAW.a} s + ${LAW.b} s/session + ${LAW.c} s/MiB + noise; sessions 20-500, 20-250 KiB each; ${TRIALS} histories per row, 200 predictions each`,
+    `law: gap = ${LAW.a} s + ${LAW.b} s/session + ${LAW.c} s/MiB + noise; sessions 20-500, 20-250 KiB each; ` +
+      `${TRIALS} histories per row, 200 predictions each`,
   );
   console.log('');
   console.log(
-    '| noise (s) | restarts | fits | RMSE on its samples (median, s) | stated ± of a prediction (median, s) | error vs the law (RMS, s) | error vs a real restart (RMS, s) | real restarts within ±2× stated | real restarts above prediction + 2× stated (the cap line) | b (s/session, median) | c (s/MiB, median) |',
+    '| noise (s) | restarts | fits | RMSE on its samples (median, s) | stated ' +
+      '± of a prediction (median, s) | error vs the law (RMS, s) | error vs a ' +
+      'real restart (RMS, s) | real restarts within ±2× stated | real restarts ' +
+      'above prediction + 2× stated (the cap line) | b (s/session, median) | ' +
+      'c (s/MiB, median) |',
   );
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const noise of NOISES) {
@@ -85,7 +90,13 @@ async function main(): Promise<void> {
       }
       const f = (x: number, d = 2) => x.toFixed(d);
       console.log(
-        `| ${noise} | ${n} | ${rows.length}/${TRIALS}${rows.some((r) => r.kind !== 'sessions+mib') ? ` (${rows.filter((r) => r.kind !== 'sessions+mib').length} one-variable)` : ''} | ${f(median(rows.map((r) => r.stated)))} | ${f(median(rows.map((r) => r.pm)))} | ${f(median(rows.map((r) => r.law)))} | ${f(median(rows.map((r) => r.seen)))} | ${f((100 * rows.reduce((a, r) => a + r.within, 0)) / rows.length, 0)}% | ${f((100 * rows.reduce((a, r) => a + r.over, 0)) / rows.length, 0)}% | ${f(median(rows.map((r) => r.b)), 3)} | ${f(median(rows.map((r) => r.c)), 2)} |`,
+        `| ${noise} | ${n} | ${rows.length}/${TRIALS}${rows.some((r) => r.kind !== 'sessions+mib') ? ` (${rows.filter((r) => r.kind !== 'sessions+mib').length} one-variable)` : ''}` +
+          ` | ${f(median(rows.map((r) => r.stated)))} | ${f(median(rows.map((r) => r.pm)))}` +
+          ` | ${f(median(rows.map((r) => r.law)))} | ${f(median(rows.map((r) => r.seen)))}` +
+          ` | ${f((100 * rows.reduce((a, r) => a + r.within, 0)) / rows.length, 0)}` +
+          `% | ${f((100 * rows.reduce((a, r) => a + r.over, 0)) / rows.length, 0)}` +
+          `% | ${f(median(rows.map((r) => r.b)), 3)} | ${f(median(rows.map((r) => r.c)), 2)}` +
+          ` |`,
       );
     }
   }

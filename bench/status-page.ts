@@ -184,7 +184,8 @@ console.log(`status page (500-session home, 12 restarts, pi4 fixture board, hist
 for (const r of results) {
   console.log(`  ${r.name}: idle RSS ${r.rss_idle_mb} MB (min ${r.rss_min_mb}), after load ${r.rss_after_load_mb} MB`);
   console.log(
-    `    GET / at 10 req/s, ${r.page.n} requests, ${r.page.bytes} bytes: p50 ${r.page.p50} ms, p99 ${r.page.p99} ms, max ${r.page.max} ms`,
+    `    GET / at 10 req/s, ${r.page.n} requests, ${r.page.bytes} bytes: p50 ` +
+      `${r.page.p50} ms, p99 ${r.page.p99} ms, max ${r.page.max} ms`,
   );
   console.log(`    GET /health at 10 req/s, ${r.health.n} requests: p50 ${r.health.p50} ms, p99 ${r.health.p99} ms`);
 }

@@ -93,9 +93,13 @@ async function main(): Promise<void> {
   process.stdout.write(
     `Built a sample PicoClaw home in ${home}\n` +
       [
-        `${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - startedAt} ms).`,
-        `The guard keeps its state in ${stateDir} and reads its config from ${guardConfig}: nothing outside ${dir} is written.`,
-        `For the tour this demo plays PicoClaw's gateway: it answers /health and /ready on 127.0.0.1:${gateway.port} and wrote ${join(home, '.picoclaw.pid')} with its own PID ${process.pid}.`,
+        `${sample.sessions.length} sessions over ${sample.agents.length} agents, seahorse.db, gateway.log with restarts (${Date.now() - startedAt}` +
+          ` ms).`,
+        `The guard keeps its state in ${stateDir} and reads its config from ${guardConfig}` +
+          `: nothing outside ${dir} is written.`,
+        `For the tour this demo plays PicoClaw's gateway: it answers /health and ` +
+          `/ready on 127.0.0.1:${gateway.port} and wrote ${join(home, '.picoclaw.pid')}` +
+          ` with its own PID ${process.pid}.`,
       ]
         .map((p) => wrap(p, '  ', '', '  ') + '\n')
         .join(''),
@@ -113,17 +117,24 @@ async function main(): Promise<void> {
     {
       title: 'Apply it',
       args: ['prune', '--apply', '--max-age-days', '30', '--max-sessions', '100', ...common, ...state],
-      note: 'The gateway is running, so seahorse.db is not VACUUMed (that would block its writes); the pre-start unit does it before the gateway starts.',
+      note:
+        'The gateway is running, so seahorse.db is not VACUUMed (that would block ' +
+        'its writes); the pre-start unit does it before the gateway starts.',
     },
     {
       title: 'Board health',
       args: ['health', ...common, ...state],
-      note: "Temperature, throttling, CPU frequency, memory and disk are this machine's real readings (a PC or VM has no Pi firmware, so those lines say unavailable); the gateway is the demo's stand-in.",
+      note:
+        "Temperature, throttling, CPU frequency, memory and disk are this machine's " +
+        'real readings (a PC or VM has no Pi firmware, so those lines say unavailable);' +
+        " the gateway is the demo's stand-in.",
     },
     {
       title: 'Gateway restarts and their bootstrap gaps',
       args: ['startup', ...common, ...state],
-      note: "Read from the sample gateway.log: each restart's time to ready and the silent seahorse bootstrap gap, which grows with the number of sessions.",
+      note:
+        "Read from the sample gateway.log: each restart's time to ready and the " +
+        'silent seahorse bootstrap gap, which grows with the number of sessions.',
     },
   ];
   for (const step of steps) {
@@ -142,7 +153,8 @@ async function main(): Promise<void> {
     '\n' +
       wrap(
         `The stand-in gateway has stopped and removed its PID file, as PicoClaw's gateway does on a clean stop. ` +
-          `The sample home stays in ${dir} for you to explore: pass --home ${home} to any command, and --state-dir ${stateDir} to prune, health and startup. ` +
+          (`The sample home stays in ${dir} for you to explore: pass --home ${home}` +
+            ` to any command, and --state-dir ${stateDir} to prune, health and startup. `) +
           `Delete the folder when done.`,
         '',
         '',

@@ -26,7 +26,9 @@ function oneLineError(text: string): string {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '');
-  return `picoclaw-guard: ${escapeControl(lines.map((l) => l.replace(/^\(Did you mean/, '(did you mean')).join(' '))}\n`;
+  return (
+    `picoclaw-guard: ${escapeControl(lines.map((l) => l.replace(/^\(Did you mean/, '(did you mean')).join(' '))}` + `\n`
+  );
 }
 
 /** An option value that must be a whole number of at least `min`, checked while parsing. */
@@ -91,7 +93,8 @@ Examples:
 
 /** One wording of the state folder's default (src/io/statedir.ts), for every command that has one. */
 const STATE_DIR_DEFAULT =
-  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else $XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
+  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else ' +
+  '$XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
 const homeOpt = () => new Option('--home <dir>', 'PicoClaw home (default: $PICOCLAW_HOME, else ~/.picoclaw)');
 const jsonOpt = () => new Option('--json', 'print one JSON object instead of the table');
 const wideOpt = () =>
@@ -145,7 +148,8 @@ const prune = program
   )
   .option(
     '--max-bootstrap-seconds <n>',
-    "keep the gateway's predicted startup gap under this: delete the default agent's oldest sessions beyond the cap the startup model derives (0 disables)",
+    "keep the gateway's predicted startup gap under this: delete the default " +
+      "agent's oldest sessions beyond the cap the startup model derives (0 disables)",
     wholeNumber(0),
   )
   .option('--pre-start', 'run by the pre-start unit before the gateway starts: implies --deadline 120')

@@ -251,18 +251,23 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
     db.exec(seahorseSchemaSql('current'));
     const insConv = db.prepare(`INSERT INTO conversations (session_key, created_at, updated_at) VALUES (?, ?, ?)`);
     const insMsg = db.prepare(
-      `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name, reasoning_content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (conversation_id, role, content, token_count, created_at,` +
+        ` model_name, reasoning_content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     const insPart = db.prepare(
-      `INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id,` +
+        ` ordinal) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     const insSum = db.prepare(
-      `INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, descendant_count, model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO summaries (summary_id, conversation_id, kind, depth, content,` +
+        ` token_count, earliest_at, latest_at, descendant_count, model, created_at) ` +
+        `VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const insSumMsg = db.prepare(`INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)`);
     const insSumParent = db.prepare(`INSERT INTO summary_parents (summary_id, parent_summary_id) VALUES (?, ?)`);
     const insCtx = db.prepare(
-      `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, message_id, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id,` +
+        ` message_id, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     let sumSeq = 0;
     const fill = db.transaction(() => {

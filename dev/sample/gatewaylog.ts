@@ -92,7 +92,9 @@ export function renderConsoleLog(o: SampleLogOptions, c: ConsoleRenderOptions = 
       const w = wall(e.ms, off);
       const frac = c.journald.precise ? '.' + String(w.sub).padStart(3, '0') + '000' : '';
       out.push(
-        `${w.date}T${w.time}${frac}${offsetText(off, c.journald.colonOffset ?? false)} ${c.journald.host ?? 'raspberrypi'} ${c.journald.ident ?? 'picoclaw'}[${e.pid}]: ${physical}`,
+        `${w.date}T${w.time}${frac}${offsetText(off, c.journald.colonOffset ?? false)}` +
+          ` ${c.journald.host ?? 'raspberrypi'} ${c.journald.ident ?? 'picoclaw'}` +
+          `[${e.pid}]: ${physical}`,
       );
     }
   }

@@ -26,6 +26,9 @@ export class Rng {
   }
   uuid(): string {
     const h = this.hex(32);
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${'89ab'[this.int(0, 3)]}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+    return (
+      `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${'89ab'[this.int(0, 3)]}` +
+      `${h.slice(17, 20)}-${h.slice(20, 32)}`
+    );
   }
 }

@@ -117,7 +117,8 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
     row('throttle', `now: ${flags(tr.now)}; since boot: ${flags(tr.since_boot)} (${src})`);
     const uvText = !uv.detectable
       ? `not detectable: ${uv.not_detectable_reason}`
-      : `now ${uv.now === null ? 'unknown' : uv.now ? 'YES' : 'no'}, since boot ${uv.since_boot === null ? 'unknown' : uv.since_boot ? 'YES' : 'no'}` +
+      : `now ${uv.now === null ? 'unknown' : uv.now ? 'YES' : 'no'}, since boot ` +
+        `${uv.since_boot === null ? 'unknown' : uv.since_boot ? 'YES' : 'no'}` +
         (uv.latch.seen
           ? `; latched since ${uv.latch.first_seen_at}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}`
           : '');
@@ -132,7 +133,8 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
     const c0 = cf.cores[0]!;
     row(
       'cpu freq',
-      `${cf.cores.length} cores at ${same ? cur[0] : cur.join(' ')} (range ${hz(c0.cpuinfo_min_hertz)}-${hz(c0.cpuinfo_max_hertz)}, ${govs})`,
+      `${cf.cores.length} cores at ${same ? cur[0] : cur.join(' ')} (range ${hz(c0.cpuinfo_min_hertz)}` +
+        `-${hz(c0.cpuinfo_max_hertz)}, ${govs})`,
     );
   } else row('cpu freq', `no data: ${cf.reason}`);
 
@@ -150,7 +152,8 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
       rs.load_1m !== null ? [rs.load_1m, rs.load_5m, rs.load_15m].map((x) => (x ?? 0).toFixed(2)).join(' ') : 'unknown';
     row(
       'load',
-      `${load}${rs.cpus_online ? ` on ${rs.cpus_online} CPU${rs.cpus_online === 1 ? '' : 's'}` : ''}${rs.uptime_seconds !== null ? `, up ${duration(rs.uptime_seconds)}` : ''}`,
+      `${load}${rs.cpus_online ? ` on ${rs.cpus_online} CPU${rs.cpus_online === 1 ? '' : 's'}` : ''}` +
+        `${rs.uptime_seconds !== null ? `, up ${duration(rs.uptime_seconds)}` : ''}`,
     );
   } else row('memory', `no data: ${rs.reason}`);
 
@@ -159,7 +162,8 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
     const inodes = fs.free_inodes !== null ? `, ${fs.free_inodes} inodes free` : '';
     row(
       'disk',
-      `${formatBytes(fs.free_bytes)} free of ${formatBytes(fs.size_bytes)}${inodes} (${fs.mount_point ?? fs.path}${fs.read_only ? ', READ-ONLY' : ''})`,
+      `${formatBytes(fs.free_bytes)} free of ${formatBytes(fs.size_bytes)}${inodes}` +
+        ` (${fs.mount_point ?? fs.path}${fs.read_only ? ', READ-ONLY' : ''})`,
     );
   } else row('disk', `no data: ${fs.reason}`);
 
@@ -174,7 +178,8 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
     // Counted without reading a file: .jsonl sizes only (`sessions` shows .jsonl and .meta.json apart).
     row(
       'sessions',
-      `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), .jsonl files ${formatBytes(pc.sessions.jsonl_bytes)}${db}`,
+      `${pc.sessions.count} in ${pc.sessions.stores.length} folder(s), .jsonl files ` +
+        `${formatBytes(pc.sessions.jsonl_bytes)}${db}`,
     );
     const lp = pc.last_prune;
     row(

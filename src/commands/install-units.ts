@@ -88,13 +88,15 @@ function prepareDirs(
       if (!st.isDirectory()) notes.push(`note: ${d.path} (${d.what}) is not a folder: the guard cannot write there`);
       else if (o.uid !== null && !writableBy(st, o))
         notes.push(
-          `note: ${d.path} (${d.what}) exists but ${o.name} cannot write it; give it to ${o.name}: ${sudo}chown ${o.name} ${d.path}`,
+          `note: ${d.path} (${d.what}) exists but ${o.name} cannot write it; give it to ` +
+            `${o.name}: ${sudo}chown ${o.name} ${d.path}`,
         );
       continue;
     }
     if (dryRun || o.uid === null || o.gid === null) {
       notes.push(
-        `note: ${d.path} (${d.what}) does not exist and systemd skips a missing ReadWritePaths= folder; ${dryRun ? 'without --dry-run it is created, or run' : 'create it'}: ${how}`,
+        `note: ${d.path} (${d.what}) does not exist and systemd skips a missing ReadWritePaths= folder; ` +
+          `${dryRun ? 'without --dry-run it is created, or run' : 'create it'}: ${how}`,
       );
       continue;
     }
@@ -135,7 +137,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     if (entry.uid === 0) {
       throw new GuardError(`the PicoClaw home ${homeDir} belongs to root: the guard should not run as root`, {
         exitCode: ExitCode.USAGE,
-        hint: 'run the gateway as an unprivileged user and chown its home to it; or pass --user root to accept the risk',
+        hint:
+          'run the gateway as an unprivileged user and chown its home to it; or pass ' +
+          '--user root to accept the risk',
       });
     }
     user = entry.name;
@@ -262,12 +266,14 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     !existsSync(join(dest, gatewayUnit))
   ) {
     notes.push(
-      `note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has that name (--gateway-unit)`,
+      `note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has ` +
+        `that name (--gateway-unit)`,
     );
   }
   if (missingDevices.length > 0)
     notes.push(
-      `note: no ${missingDevices.join(' or ')} on this board (no Raspberry Pi firmware): their DeviceAllow= lines were left out`,
+      `note: no ${missingDevices.join(' or ')} on this board (no Raspberry Pi firmware): their DeviceAllow= lines were ` +
+        `left out`,
     );
   if (!values.loopbackOnly)
     notes.push(

@@ -102,7 +102,8 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
     )
     .map(
       ([k, v]) =>
-        `${k}=${v.value === null ? '-' : typeof v.value === 'object' ? JSON.stringify(v.value) : String(v.value as string | number | boolean)}${v.source === 'default' ? '' : ` (${v.source})`}`,
+        `${k}=${v.value === null ? '-' : typeof v.value === 'object' ? JSON.stringify(v.value) : String(v.value as string | number | boolean)}` +
+        `${v.source === 'default' ? '' : ` (${v.source})`}`,
     )
     .join('  ');
   out.push(dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY');
@@ -157,12 +158,16 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
   if (r.orphans.length > 0) {
     out.push('');
     out.push(
-      `Orphan seahorse conversations (no session file in any agent's folder): ${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length} by age`,
+      `Orphan seahorse conversations (no session file in any agent's folder): ` +
+        `${r.orphans.length}, ${dry ? 'would delete' : 'deleted'} ${del.length}` +
+        ` by age`,
     );
     const keyCols = Number.isFinite(width) ? Math.max(20, width - 48) : Infinity;
     for (const o of r.orphans.slice(0, 20))
       out.push(
-        `  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep  ' : 'kept  '}  ${shortKey(o.key, keyCols)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}  ${o.messages} messages`,
+        `  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep  ' : 'kept  '}` +
+          `  ${shortKey(o.key, keyCols)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}` +
+          `  ${o.messages} messages`,
       );
     if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
   }
@@ -174,34 +179,41 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
     if (c.action === 'delete') out.push(`  deleted shared conversation ${shortKey(c.key, 60)}: ${c.detail ?? ''}`);
     else
       out.push(
-        `  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}${c.detail ? `: ${c.detail}` : ''}`,
+        `  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}` +
+          `${c.detail ? `: ${c.detail}` : ''}`,
       );
   }
   out.push('');
   const t = r.totals;
   out.push(
-    `Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'} ${t.deleted_sessions}, ${dry ? 'keep' : 'kept'} ${t.keep}; ${dry ? 'would free' : 'freed'} ${formatBytes(t.freed_bytes)} of JSONL`,
+    `Sessions: ${t.sessions} (${t.groups} after alias grouping); ${dry ? 'would delete' : 'deleted'}` +
+      ` ${t.deleted_sessions}, ${dry ? 'keep' : 'kept'} ${t.keep}; ${dry ? 'would free' : 'freed'}` +
+      ` ${formatBytes(t.freed_bytes)} of JSONL`,
   );
   const d = r.database;
   if (d.present) {
     let line = `seahorse.db: ${formatBytes(d.bytes_before)}`;
     if (d.bytes_after !== null) line += ` -> ${formatBytes(d.bytes_after)}`;
     if (t.deleted_seahorse_messages !== null)
-      line += `; ${t.deleted_seahorse_messages} messages deleted in ${d.transactions} transactions (longest ${d.longest_write_ms} ms)`;
+      line +=
+        `; ${t.deleted_seahorse_messages} messages deleted in ${d.transactions}` +
+        ` transactions (longest ${d.longest_write_ms} ms)`;
     out.push(line);
     if (d.size_check.checked) {
       out.push(
-        `size check: limit ${formatBytes(d.size_check.limit_bytes)}; ${d.size_check.estimated ? `estimated size after: ${formatBytes(d.size_check.projected_bytes_after ?? 0)} (an estimate: ${d.size_check.method})` : `${d.size_check.steps.length} step(s)`}`,
+        `size check: limit ${formatBytes(d.size_check.limit_bytes)}; ${d.size_check.estimated ? `estimated size after: ${formatBytes(d.size_check.projected_bytes_after ?? 0)}` + ` (an estimate: ${d.size_check.method})` : `${d.size_check.steps.length} step(s)`}`,
       );
       if (d.size_check.shortfall) out.push(`size check stopped: ${d.size_check.shortfall}`);
     }
     if (d.vacuum)
       out.push(
-        `VACUUM: ${d.vacuum.ran ? `ran in ${d.vacuum.duration_ms} ms (file + WAL after the deletions shrank by ${formatBytes(d.vacuum.reclaimed_bytes ?? 0)})` : 'not run'}: ${d.vacuum.reason}`,
+        `VACUUM: ${d.vacuum.ran ? `ran in ${d.vacuum.duration_ms} ms (file + WAL after the deletions shrank by ` + `${formatBytes(d.vacuum.reclaimed_bytes ?? 0)})` : 'not run'}` +
+          `: ${d.vacuum.reason}`,
       );
     else if (dry && t.deleted_sessions > 0)
       out.push(
-        'VACUUM: decided after deleting (only if it gives back at least 1 MiB and a tenth of the file, and only while the gateway is stopped)',
+        'VACUUM: decided after deleting (only if it gives back at least 1 MiB and ' +
+          'a tenth of the file, and only while the gateway is stopped)',
       );
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
   out.push(...pruneExtraLines(r));

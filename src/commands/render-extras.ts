@@ -47,7 +47,8 @@ export function pruneExtraLines(r: PruneReport): string[] {
     const runs = c.jobs.reduce((n, j) => n + j.runs, 0);
     const del = c.jobs.reduce((n, j) => n + j.delete, 0);
     out.push(
-      `cron runs: ${runs} of ${c.jobs.length} job(s); ${rules.join('; ')}; ${r.mode === 'dry-run' ? 'would delete' : 'deleted'} ${del}`,
+      `cron runs: ${runs} of ${c.jobs.length} job(s); ${rules.join('; ')}; ${r.mode === 'dry-run' ? 'would delete' : 'deleted'}` +
+        ` ${del}`,
     );
   }
   if (r.bootstrap) out.push(`startup budget: ${r.bootstrap.message}`);
@@ -99,7 +100,11 @@ export function predictionLine(p: {
       : Number.isFinite(p.sessions_for_target)
         ? `under ${p.target_seconds} s needs ≤ ${p.sessions_for_target} sessions`
         : `the gap does not grow with sessions`;
-  return `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.error_seconds))} s) for ${p.sessions} sessions / ${formatBytes(p.jsonl_bytes, WHOLE_MIB)}; ${target}`;
+  return (
+    `next restart: about ${Math.round(p.predicted_seconds)} s (±${Math.max(1, Math.round(p.error_seconds))}` +
+    ` s) for ${p.sessions} sessions / ${formatBytes(p.jsonl_bytes, WHOLE_MIB)}` +
+    `; ${target}`
+  );
 }
 
 /** `startup`: the next restart's prediction and the model behind it. */
@@ -121,7 +126,9 @@ export function predictionLines(p: StartupPrediction | { error: string }): strin
     .join(' + ');
   const out = [
     `  ${predictionLine({ predicted_seconds: p.predicted_seconds, error_seconds: p.error_seconds ?? 0, sessions: p.volume.sessions, jsonl_bytes: p.volume.jsonl_bytes, target_seconds: p.target_seconds, sessions_for_target: p.sessions_for_target })}`,
-    `  model: gap ≈ ${terms} (least squares on ${m.samples} restarts, ${m.distinct_volumes} volumes; RMSE ${m.rmse_seconds.toFixed(1)} s${m.note ? `; ${m.note}` : ''})`,
+    `  model: gap ≈ ${terms} (least squares on ${m.samples} restarts, ${m.distinct_volumes}` +
+      ` volumes; RMSE ${m.rmse_seconds.toFixed(1)} s${m.note ? `; ${m.note}` : ''}` +
+      `)`,
   ];
   if (!p.trust.trusted)
     out.push(

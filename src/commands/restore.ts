@@ -66,7 +66,10 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
         now.getTime(),
       );
     } catch (err) {
-      holdProblem = `could not record the holds in ${stateDir} (${errnoCode(err) ?? errorMessage(err)}): the next prune pass may delete the restored sessions again; pass --state-dir as prune does`;
+      holdProblem =
+        `could not record the holds in ${stateDir} (${errnoCode(err) ?? errorMessage(err)}` +
+        `): the next prune pass may delete the restored sessions again; pass --state-dir ` +
+        `as prune does`;
     }
   }
   const count = (a: string) => entries.filter((e) => e.action === a).length;
@@ -103,7 +106,8 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
       for (const e of entries)
         if (e.reason && e.action !== 'listed')
           out.push(
-            `  ${e.action} ${e.key === null ? basename(e.archive) : width === Infinity ? e.key : shortKey(e.key, 24)}: ${e.reason}`,
+            `  ${e.action} ${e.key === null ? basename(e.archive) : width === Infinity ? e.key : shortKey(e.key, 24)}` +
+              `: ${e.reason}`,
           );
     } else out.push('No archives.');
     if (restored.length > 0) {
@@ -111,13 +115,16 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
       // The pass sees the hold only in its own state folder: say which one this is.
       if (holdDays > 0 && !holdProblem)
         out.push(
-          `Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z, recorded in ${holdsPath(stateDir)} (restore --release KEY ends a hold).`,
+          `Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z, recorded in ` +
+            `${holdsPath(stateDir)} (restore --release KEY ends a hold).`,
         );
     }
     if (count('skipped') > 0) out.push(`Skipped ${count('skipped')} session(s) (see above); nothing was overwritten.`);
     if (count('superseded') > 0)
       out.push(
-        `${count('superseded')} older archive(s) of the same sessions ${list ? 'would be' : 'were'} left aside: the newest of each is ${list ? 'the one restored' : 'used'}.`,
+        `${count('superseded')} older archive(s) of the same sessions ${list ? 'would be' : 'were'}` +
+          ` left aside: the newest of each is ${list ? 'the one restored' : 'used'}` +
+          `.`,
       );
     if (count('invalid') > 0)
       out.push(`${count('invalid')} archive(s) could not be used (see above); nothing of them was restored.`);

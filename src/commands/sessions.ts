@@ -251,7 +251,8 @@ export function writeSessions(
   const meta = inv.sessions.reduce((n, x) => n + x.metaBytes, 0);
   const orphanJsonl = inv.orphanJsonl.reduce((n, o) => n + o.file.bytes, 0);
   out.push(
-    `Total: ${inv.sessions.length} sessions, ${formatBytes(jsonl + meta)} (.jsonl ${formatBytes(jsonl)} + .meta.json ${formatBytes(meta)})` +
+    `Total: ${inv.sessions.length} sessions, ${formatBytes(jsonl + meta)} (.jsonl ` +
+      `${formatBytes(jsonl)} + .meta.json ${formatBytes(meta)})` +
       (inv.orphanJsonl.length > 0 ? `; ${inv.orphanJsonl.length} orphan .jsonl ${formatBytes(orphanJsonl)}` : ''),
   );
   const sh = inv.seahorse;
@@ -260,7 +261,9 @@ export function writeSessions(
   else if (sh.state === 'error') out.push(`seahorse.db: ${sh.path}: ${sh.error}`);
   else
     out.push(
-      `seahorse.db: ${formatBytes(sh.bytes.total)} (${formatBytes(sh.bytes.db)} + ${formatBytes(sh.bytes.wal)} WAL), ${sh.conversations} conversations, ${sh.messages} messages, ${inv.orphanConversations.length} orphan conversations`,
+      `seahorse.db: ${formatBytes(sh.bytes.total)} (${formatBytes(sh.bytes.db)}` +
+        ` + ${formatBytes(sh.bytes.wal)} WAL), ${sh.conversations} conversations, ` +
+        `${sh.messages} messages, ${inv.orphanConversations.length} orphan conversations`,
     );
   const withIssues = inv.sessions.filter((s) => s.issues.length > 0);
   if (withIssues.length + inv.orphanJsonl.length + inv.storeErrors.length > 0) {

@@ -148,7 +148,8 @@ function render(
     out.push(
       report.content_level === 'warn' || report.content_level === 'none'
         ? 'No restart is visible at this log level.'
-        : 'No restart markers found (`Log level set to`, `wrote pid file`, `found pid file`, `Gateway startup failed`).',
+        : 'No restart markers found (`Log level set to`, `wrote pid file`, `found ' +
+            'pid file`, `Gateway startup failed`).',
     );
   } else {
     const more = report.restarts_found > shown.length ? ` (the last ${shown.length} of ${report.restarts_found})` : '';
@@ -204,12 +205,14 @@ function render(
   out.push('');
   out.push('Summary:');
   out.push(
-    `  restarts: ${s.restarts}${s.restarts > 0 ? ` (${s.stopped} stopped, ${s.crashed} crashed, ${s.failed} failed, ${s.running} running)` : ''}${report.reloads > 0 ? `; ${report.reloads} config reload(s), not counted as restarts` : ''}`,
+    `  restarts: ${s.restarts}${s.restarts > 0 ? ` (${s.stopped} stopped, ${s.crashed} crashed, ${s.failed} failed, ${s.running}` + ` running)` : ''}` +
+      `${report.reloads > 0 ? `; ${report.reloads} config reload(s), not counted as restarts` : ''}`,
   );
   const when = (n: number) => report.restarts.find((r) => r.n === n)?.started_at_text ?? '';
   if (s.latest_gap)
     out.push(
-      `  latest bootstrap gap: ${formatSeconds(s.latest_gap)} (restart ${s.latest_gap.restart}, ${when(s.latest_gap.restart)})`,
+      `  latest bootstrap gap: ${formatSeconds(s.latest_gap)} (restart ${s.latest_gap.restart}` +
+        `, ${when(s.latest_gap.restart)})`,
     );
   if (s.latest_ready)
     out.push(`  latest time to ready: ${formatSeconds(s.latest_ready)} (restart ${s.latest_ready.restart})`);
@@ -221,13 +224,17 @@ function render(
         ? ''
         : `; least-squares slope ${t.per_day_seconds > 0 ? '+' : ''}${t.per_day_seconds} s/day`;
     out.push(
-      `  trend: ${t.first.seconds} s at restart ${t.first.restart} → ${t.latest.seconds} s at restart ${t.latest.restart} (${sign}${t.change_seconds} s, ${t.direction}, over ${t.restarts_with_gap} complete gaps${slope})`,
+      `  trend: ${t.first.seconds} s at restart ${t.first.restart} → ${t.latest.seconds}` +
+        ` s at restart ${t.latest.restart} (${sign}${t.change_seconds} s, ${t.direction}` +
+        `, over ${t.restarts_with_gap} complete gaps${slope})`,
     );
   }
   if (now && 'error' in now) out.push(`  sessions now: unknown (${now.error})`);
   else if (now) {
     out.push(
-      `  sessions now: ${now.sessions} in ${now.agents} agent(s), ${formatBytes(now.bytes)} of .jsonl + .meta.json; bootstrapped at each start (agent ${now.bootstrapped.agent}): ${now.bootstrapped.sessions}, ${formatBytes(now.bootstrapped.bytes)}` +
+      `  sessions now: ${now.sessions} in ${now.agents} agent(s), ${formatBytes(now.bytes)}` +
+        ` of .jsonl + .meta.json; bootstrapped at each start (agent ${now.bootstrapped.agent}` +
+        `): ${now.bootstrapped.sessions}, ${formatBytes(now.bootstrapped.bytes)}` +
         (now.seahorse_bytes !== null ? `; seahorse.db ${formatBytes(now.seahorse_bytes)}` : ''),
     );
   }
@@ -235,7 +242,8 @@ function render(
     const before = p.gap_before ? `${p.gap_before.seconds} s (restart ${p.gap_before.restart})` : 'no gap before';
     const after = p.gap_after ? `${p.gap_after.seconds} s (restart ${p.gap_after.restart})` : 'no restart since';
     out.push(
-      `  prune ${p.at}: deleted ${p.deleted_sessions} sessions (${formatBytes(p.freed_bytes)}); bootstrap gap ${before} → ${after}`,
+      `  prune ${p.at}: deleted ${p.deleted_sessions} sessions (${formatBytes(p.freed_bytes)}` +
+        `); bootstrap gap ${before} → ${after}`,
     );
   }
   if (report.timestamps.note) out.push(`  timestamps: ${report.timestamps.note}`);
@@ -266,7 +274,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       path: path ?? undefined,
       hint:
         logFlag === undefined
-          ? 'the gateway creates it when it starts (logs/gateway.log in its home); with systemd, read the journal instead: journalctl -u picoclaw -o short-iso | picoclaw-guard startup --log -'
+          ? 'the gateway creates it when it starts (logs/gateway.log in its home); ' +
+            'with systemd, read the journal instead: journalctl -u picoclaw -o short-iso ' +
+            '| picoclaw-guard startup --log -'
           : 'check the path, or pass - to read standard input',
     });
   }

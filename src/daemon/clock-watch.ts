@@ -37,6 +37,10 @@ export class ClockWatch {
     const monoDelta = now.mono - prev.mono;
     const jump = now.wall - prev.wall - monoDelta;
     if (Math.abs(jump) <= this.toleranceMs) return null;
-    return `the wall clock jumped ${jump > 0 ? 'ahead' : 'back'} by about ${span(jump)} since the last pass (it read ${new Date(prev.wall).toISOString()}, now ${new Date(now.wall).toISOString()}, while ${span(monoDelta)} passed)`;
+    return (
+      `the wall clock jumped ${jump > 0 ? 'ahead' : 'back'} by about ${span(jump)}` +
+      ` since the last pass (it read ${new Date(prev.wall).toISOString()}, now ` +
+      `${new Date(now.wall).toISOString()}, while ${span(monoDelta)} passed)`
+    );
   }
 }

@@ -217,7 +217,8 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
             status: 401,
             contentType: TEXT,
             body: Buffer.from(
-              'the token is required: Authorization: Bearer <token>, or in a browser any user name with the token as the password\n',
+              'the token is required: Authorization: Bearer <token>, or in a browser ' +
+                'any user name with the token as the password\n',
             ),
             headers: { 'www-authenticate': CHALLENGES },
           };

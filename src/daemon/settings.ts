@@ -172,7 +172,9 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
       {
         exitCode: ExitCode.USAGE,
         path: cfg.path ?? undefined,
-        hint: `set ${TOKEN_ENV} (or server.token in the guard config) to a secret of at least ${MIN_TOKEN_LENGTH} characters, or serve on 127.0.0.1`,
+        hint:
+          `set ${TOKEN_ENV} (or server.token in the guard config) to a secret of at least ` +
+          `${MIN_TOKEN_LENGTH} characters, or serve on 127.0.0.1`,
       },
     );
   }

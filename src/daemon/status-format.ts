@@ -47,5 +47,9 @@ export function bar(label: string, used: number, limit: number, text: string): s
   const pct = Math.max(0, Math.min(100, (used / limit) * 100));
   const cls = used > limit ? 'crit' : pct >= 80 ? 'warn' : 'ok';
   // An SVG bar: no inline style, so the page's CSP can stay strict about everything else.
-  return `<svg class="bar ${cls}" viewBox="0 0 100 4" preserveAspectRatio="none" role="img" aria-label="${esc(label)}: ${Math.round(pct)}%"><rect class="bg" width="100" height="4"/><rect class="fill" width="${pct.toFixed(1)}" height="4"/></svg><p class="small">${esc(text)}</p>`;
+  return (
+    `<svg class="bar ${cls}" viewBox="0 0 100 4" preserveAspectRatio="none" role="img" aria-label="${esc(label)}` +
+    `: ${Math.round(pct)}%"><rect class="bg" width="100" height="4"/><rect class="fill" width="${pct.toFixed(1)}` +
+    `" height="4"/></svg><p class="small">${esc(text)}</p>`
+  );
 }

@@ -83,9 +83,14 @@ function statusSection(p: PageInput): string {
   if (!h) return `<section id="status"><h2>Status</h2><p class="status s-unknown">NO READING YET</p></section>`;
   const cls = h.status === 'OK' ? 'ok' : h.status === 'WARN' ? 'warn' : 'crit';
   const problems = h.problems.length
-    ? `<ul class="problems">${h.problems.map((x) => `<li class="t-${x.level === 'critical' ? 'crit' : 'warn'}"><b>${x.level === 'critical' ? 'CRITICAL' : 'WARN'}</b> ${esc(x.message)}</li>`).join('')}</ul>`
+    ? `<ul class="problems">${h.problems.map((x) => `<li class="t-${x.level === 'critical' ? 'crit' : 'warn'}"><b>${x.level === 'critical' ? 'CRITICAL' : 'WARN'}` + `</b> ${esc(x.message)}</li>`).join('')}` +
+      `</ul>`
     : '<p>No problem found.</p>';
-  return `<section id="status"><h2>Status</h2><p class="status s-${cls}">${h.status}</p>${problems}<p class="small muted">Checked ${esc(when(instantMs(h.collected_at)))}, every ${p.refreshSeconds} s.</p></section>`;
+  return (
+    `<section id="status"><h2>Status</h2><p class="status s-${cls}">${h.status}` +
+    `</p>${problems}<p class="small muted">Checked ${esc(when(instantMs(h.collected_at)))}` +
+    `, every ${p.refreshSeconds} s.</p></section>`
+  );
 }
 
 function flagText(f: number): string {
@@ -160,7 +165,11 @@ function boardCharts(p: PageInput): string {
     ],
   });
   const thinned = s.length < p.historyLength ? `, averaged into ${s.length} points` : '';
-  return `<figure>${temp}<figcaption>CPU temperature, ${p.historyLength} readings over ${span}${thinned}; shaded: throttled or capped.</figcaption></figure><figure>${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`;
+  return (
+    `<figure>${temp}<figcaption>CPU temperature, ${p.historyLength} readings over ` +
+    `${span}${thinned}; shaded: throttled or capped.</figcaption></figure><figure>` +
+    `${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`
+  );
 }
 
 function boardSection(p: PageInput): string {
@@ -196,7 +205,8 @@ function boardSection(p: PageInput): string {
         th.since_boot ? esc(flagText(sampleFlags(th.since_boot))) : '<span class="muted">cannot tell</span>',
       ]);
       const latch = uv.latch.seen
-        ? `seen${uv.latch.first_seen_at ? ` first ${esc(when(instantMs(uv.latch.first_seen_at)))}` : ''}${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}`
+        ? `seen${uv.latch.first_seen_at ? ` first ${esc(when(instantMs(uv.latch.first_seen_at)))}` : ''}` +
+          `${uv.latch.this_boot === false ? ' (an earlier boot)' : ''}`
         : 'never seen';
       rows.push([
         'Under-voltage',
@@ -212,12 +222,14 @@ function boardSection(p: PageInput): string {
     rows.push([
       'Disk',
       fs.available
-        ? `${bytes(fs.free_bytes)} free of ${bytes(fs.size_bytes)} on ${esc(fs.mount_point ?? fs.path)}${fs.read_only ? ' <b class="t-crit">read-only</b>' : ''}`
+        ? `${bytes(fs.free_bytes)} free of ${bytes(fs.size_bytes)} on ${esc(fs.mount_point ?? fs.path)}` +
+          `${fs.read_only ? ' <b class="t-crit">read-only</b>' : ''}`
         : `<span class="muted">${esc(fs.reason)}</span>`,
     ]);
   }
   const table = rows.length
-    ? `<table class="kv"><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}</tbody></table>`
+    ? `<table class="kv"><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}` +
+      `</tbody></table>`
     : '<p class="muted">No reading yet.</p>';
   const diskBar = h?.filesystem.available
     ? bar(
@@ -259,24 +271,55 @@ function gatewaySection(p: PageInput): string {
   const started = g.pid_file_written_at
     ? `process started ${esc(when(instantMs(g.pid_file_written_at)))}${g.pid ? `, PID ${g.pid}` : ''}`
     : '';
-  return `<section id="gateway"><h2>Gateway</h2><p><span class="pill s-${cls}">${esc(g.state)}</span> ${esc(since)}</p><p class="small">${esc(g.reason)}${started ? ` · ${started}` : ''}${g.version ? ` · version ${esc(g.version)}` : ''}</p></section>`;
+  return (
+    `<section id="gateway"><h2>Gateway</h2><p><span class="pill s-${cls}">${esc(g.state)}` +
+    `</span> ${esc(since)}</p><p class="small">${esc(g.reason)}${started ? ` · ${started}` : ''}` +
+    `${g.version ? ` · version ${esc(g.version)}` : ''}</p></section>`
+  );
 }
 
-const CSS = `:root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--mut:#5b6570;--line:#d0d7de;--ok:#1a7f37;--warn:#9a6700;--crit:#cf222e;--a:#0969da;--b:#8250df;--c:#bc4c00}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--mut:#9aa4ae;--line:#30363d;--ok:#3fb950;--warn:#d29922;--crit:#f85149;--a:#58a6ff;--b:#bc8cff;--c:#f0883e}}
-*{box-sizing:border-box}body{margin:0 auto;max-width:760px;padding:8px 12px 24px;background:var(--bg);color:var(--fg);font:15px/1.4 system-ui,sans-serif;overflow-wrap:break-word}.any,.kv td,.problems,p{overflow-wrap:anywhere}
-h1{font-size:1.15em;margin:.3em 0}h2{font-size:1.05em;margin:1.2em 0 .4em;border-bottom:1px solid var(--line)}
-table{border-collapse:collapse;width:100%;font-size:.9em}th,td{text-align:left;padding:2px 6px 2px 0;vertical-align:top;border-bottom:1px solid var(--line)}td.n,th.n{text-align:right;white-space:nowrap}
-.kv th{font-weight:600;width:38%}.small{font-size:.85em}.muted{color:var(--mut)}
-.status{font-size:1.6em;font-weight:700;margin:.2em 0}.s-ok{color:var(--ok)}.s-warn{color:var(--warn)}.s-crit{color:var(--crit)}.s-unknown{color:var(--mut)}
-.t-warn{color:var(--warn)}.t-crit{color:var(--crit)}.problems{padding-left:1.2em;margin:.3em 0}.pill{font-weight:700;text-transform:uppercase}
-.bar{display:block;width:100%;height:12px;margin:.5em 0 0}.bar .bg{fill:var(--line)}.bar .fill{fill:var(--ok)}.bar.warn .fill{fill:var(--warn)}.bar.crit .fill{fill:var(--crit)}
-figure{margin:.6em 0}figcaption{font-size:.8em;color:var(--mut)}svg.chart{display:block;width:100%;max-width:640px;height:auto;font-size:10px}
-.chart .grid{stroke:var(--line);stroke-width:.5}.chart .axis{stroke:var(--mut);stroke-width:1}.chart text{fill:var(--fg)}.chart .unit{fill:var(--mut);font-weight:600}
-.chart polyline{fill:none;stroke-width:1.5}.chart .band{fill:var(--warn);opacity:.18}.chart .mark{stroke:var(--crit);stroke-dasharray:3 2;stroke-width:1}
-.s-temp polyline,.s-temp rect,.s-gap circle,.s-gap rect{stroke:var(--a)}.s-temp circle,.s-temp rect,.s-gap circle,.s-gap rect{fill:var(--a)}
-.s-freq polyline{stroke:var(--b)}.s-freq rect,.s-freq circle{fill:var(--b)}.s-mem polyline{stroke:var(--c)}.s-mem rect,.s-mem circle{fill:var(--c)}
-.s-sessions circle,.s-sessions rect{fill:var(--c)}.s-gap_lb circle,.s-gap_lb rect{fill:none;stroke:var(--a)}.s-predicted circle,.s-predicted rect{fill:var(--b)}
+const CSS =
+  `:root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--mut:#5b6570;--line:#d0d7de;` +
+  `--ok:#1a7f37;--warn:#9a6700;--crit:#cf222e;--a:#0969da;--b:#8250df;--c:#bc4c00}` +
+  `
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--mut:#9aa4ae;` +
+  `--line:#30363d;--ok:#3fb950;--warn:#d29922;--crit:#f85149;--a:#58a6ff;` +
+  `--b:#bc8cff;--c:#f0883e}}
+*{box-sizing:border-box}body{margin:0 auto;max-width:760px;padding:8px ` +
+  `12px 24px;background:var(--bg);color:var(--fg);font:15px/1.4 system-ui,` +
+  `sans-serif;overflow-wrap:break-word}.any,.kv td,.problems,p{overflow-wrap:anywhere}` +
+  `
+h1{font-size:1.15em;margin:.3em 0}h2{font-size:1.05em;margin:1.2em 0 .4em;` +
+  `border-bottom:1px solid var(--line)}
+table{border-collapse:collapse;width:100%;font-size:.9em}th,td{text-align:left;` +
+  `padding:2px 6px 2px 0;vertical-align:top;border-bottom:1px solid var(--line)}` +
+  `td.n,th.n{text-align:right;white-space:nowrap}
+.kv th{font-weight:600;width:38%}.small{font-size:.85em}.muted{color:var(--mut)}` +
+  `
+.status{font-size:1.6em;font-weight:700;margin:.2em 0}.s-ok{color:var(--ok)}` +
+  `.s-warn{color:var(--warn)}.s-crit{color:var(--crit)}.s-unknown{color:var(--mut)}` +
+  `
+.t-warn{color:var(--warn)}.t-crit{color:var(--crit)}.problems{padding-left:1.2em;` +
+  `margin:.3em 0}.pill{font-weight:700;text-transform:uppercase}
+.bar{display:block;width:100%;height:12px;margin:.5em 0 0}.bar .bg{fill:var(--line)}` +
+  `.bar .fill{fill:var(--ok)}.bar.warn .fill{fill:var(--warn)}.bar.crit .fill{fill:var(--crit)}` +
+  `
+figure{margin:.6em 0}figcaption{font-size:.8em;color:var(--mut)}svg.chart{display:block;` +
+  `width:100%;max-width:640px;height:auto;font-size:10px}
+.chart .grid{stroke:var(--line);stroke-width:.5}.chart .axis{stroke:var(--mut);` +
+  `stroke-width:1}.chart text{fill:var(--fg)}.chart .unit{fill:var(--mut);` +
+  `font-weight:600}
+.chart polyline{fill:none;stroke-width:1.5}.chart .band{fill:var(--warn);` +
+  `opacity:.18}.chart .mark{stroke:var(--crit);stroke-dasharray:3 2;stroke-width:1}` +
+  `
+.s-temp polyline,.s-temp rect,.s-gap circle,.s-gap rect{stroke:var(--a)}` +
+  `.s-temp circle,.s-temp rect,.s-gap circle,.s-gap rect{fill:var(--a)}
+.s-freq polyline{stroke:var(--b)}.s-freq rect,.s-freq circle{fill:var(--b)}` +
+  `.s-mem polyline{stroke:var(--c)}.s-mem rect,.s-mem circle{fill:var(--c)}` +
+  `
+.s-sessions circle,.s-sessions rect{fill:var(--c)}.s-gap_lb circle,.s-gap_lb ` +
+  `rect{fill:none;stroke:var(--a)}.s-predicted circle,.s-predicted rect{fill:var(--b)}` +
+  `
 footer{margin-top:2em;font-size:.8em;color:var(--mut)}`;
 
 /** For the Content-Security-Policy: the page's one style sheet, and nothing else, may apply. */
@@ -307,7 +350,11 @@ export function renderStatusPage(p: PageInput): string {
     sessionsSection(p) +
     pruneSection(p) +
     restartsSection(p) +
-    `</main><footer>picoclaw-guard ${esc(p.version)} · page rendered ${esc(when(p.nowMs))} (${tzText}) · refreshes every ${REFRESH_PAGE_SECONDS} s · guard up since ${esc(when(p.startedAtMs))} · history ${p.historyLength} of ${p.historyCapacity} readings · JSON: <a href="/health">/health</a> <a href="/startup">/startup</a> <a href="/prune">/prune</a> <a href="/metrics">/metrics</a></footer>` +
+    (`</main><footer>picoclaw-guard ${esc(p.version)} · page rendered ${esc(when(p.nowMs))}` +
+      ` (${tzText}) · refreshes every ${REFRESH_PAGE_SECONDS} s · guard up since ` +
+      `${esc(when(p.startedAtMs))} · history ${p.historyLength} of ${p.historyCapacity}` +
+      ` readings · JSON: <a href="/health">/health</a> <a href="/startup">/startup</a>` +
+      ` <a href="/prune">/prune</a> <a href="/metrics">/metrics</a></footer>`) +
     '</body></html>\n'
   );
 }

@@ -16,16 +16,28 @@ export function sessionsSection(p: PageInput): string {
     p.undated ? String(agents.reduce((n, a) => n + (p.undated!.per_agent[a] ?? 0), 0)) : '—';
   const rows = pc.sessions.stores.map(
     (s) =>
-      `<tr><td class="any">${esc(s.agents.join(', '))}${s.error ? ` <span class="t-warn">${esc(s.error)}</span>` : ''}</td><td class="n">${s.sessions}</td><td class="n">${s.cron_sessions}</td><td class="n">${undatedOf(s.agents)}</td><td class="n">${bytes(s.jsonl_bytes)}</td></tr>`,
+      `<tr><td class="any">${esc(s.agents.join(', '))}${s.error ? ` <span class="t-warn">${esc(s.error)}</span>` : ''}` +
+      `</td><td class="n">${s.sessions}</td><td class="n">${s.cron_sessions}</td><td class="n">` +
+      `${undatedOf(s.agents)}</td><td class="n">${bytes(s.jsonl_bytes)}</td></tr>`,
   );
   const cron = pc.sessions.stores.reduce((n, s) => n + s.cron_sessions, 0);
   rows.push(
-    `<tr><th scope="row">all</th><td class="n">${pc.sessions.count}</td><td class="n">${cron}</td><td class="n">${p.undated ? Object.values(p.undated.per_agent).reduce((a, b) => a + b, 0) : '—'}</td><td class="n">${bytes(pc.sessions.jsonl_bytes)}</td></tr>`,
+    `<tr><th scope="row">all</th><td class="n">${pc.sessions.count}</td><td class="n">` +
+      `${cron}</td><td class="n">${p.undated ? Object.values(p.undated.per_agent).reduce((a, b) => a + b, 0) : '—'}` +
+      `</td><td class="n">${bytes(pc.sessions.jsonl_bytes)}</td></tr>`,
   );
-  const table = `<table><thead><tr><th scope="col">Agent</th><th scope="col" class="n">sessions</th><th scope="col" class="n">cron runs</th><th scope="col" class="n">undated</th><th scope="col" class="n">JSONL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  const table =
+    `<table><thead><tr><th scope="col">Agent</th><th scope="col" class="n">` +
+    `sessions</th><th scope="col" class="n">cron runs</th><th scope="col" class="n">` +
+    `undated</th><th scope="col" class="n">JSONL</th></tr></thead><tbody>${rows.join('')}` +
+    `</tbody></table>`;
   const note = p.undated
-    ? `Of the sessions, cron runs are the ones cron jobs started (one each run). Undated: sessions with no usable time, which age rules never delete; as the prune pass of ${when(p.undated.at_ms)} found them.`
-    : 'Of the sessions, cron runs are the ones cron jobs started (one each run). Undated: known after the first prune pass this guard runs (counting them reads every session).';
+    ? `Of the sessions, cron runs are the ones cron jobs started (one each run). ` +
+      `Undated: sessions with no usable time, which age rules never delete; as ` +
+      `the prune pass of ${when(p.undated.at_ms)} found them.`
+    : 'Of the sessions, cron runs are the ones cron jobs started (one each run). ' +
+      'Undated: known after the first prune pass this guard runs (counting them ' +
+      'reads every session).';
   const sh = pc.seahorse;
   let db: string;
   if (!sh.present) db = muted(`No seahorse.db at ${sh.path}.`);
@@ -34,10 +46,14 @@ export function sessionsSection(p: PageInput): string {
       'seahorse.db size against max_db_size_mb',
       sh.total_bytes,
       p.maxDbBytes,
-      `seahorse.db ${bytes(sh.total_bytes)} (WAL ${bytes(sh.wal_bytes)}) of max_db_size_mb ${bytes(p.maxDbBytes)} (${Math.round((sh.total_bytes / p.maxDbBytes) * 100)}%)`,
+      `seahorse.db ${bytes(sh.total_bytes)} (WAL ${bytes(sh.wal_bytes)}) of max_db_size_mb ` +
+        `${bytes(p.maxDbBytes)} (${Math.round((sh.total_bytes / p.maxDbBytes) * 100)}` +
+        `%)`,
     );
   else
-    db = `<p class="small">seahorse.db ${bytes(sh.total_bytes)} (WAL ${bytes(sh.wal_bytes)}); max_db_size_mb is 0: no size limit.</p>`;
+    db =
+      `<p class="small">seahorse.db ${bytes(sh.total_bytes)} (WAL ${bytes(sh.wal_bytes)}` +
+      `); max_db_size_mb is 0: no size limit.</p>`;
   return `${head}${table}<p class="small muted">${esc(note)}</p>${db}</section>`;
 }
 
@@ -61,7 +77,9 @@ export function pruneSection(p: PageInput): string {
   const pol = Object.entries(p.policy)
     .map(
       ([k, v]) =>
-        `<tr><th scope="row">${esc(k)}</th><td class="n">${esc(value(v.value))}</td><td class="small any">${esc(SOURCE_TEXT[v.source] ?? v.source)}${v.from ? ` <span class="muted">${esc(v.from)}</span>` : ''}</td></tr>`,
+        `<tr><th scope="row">${esc(k)}</th><td class="n">${esc(value(v.value))}` +
+        `</td><td class="small any">${esc(SOURCE_TEXT[v.source] ?? v.source)}${v.from ? ` <span class="muted">${esc(v.from)}</span>` : ''}` +
+        `</td></tr>`,
     )
     .join('');
   const sched = p.schedule;
@@ -69,19 +87,30 @@ export function pruneSection(p: PageInput): string {
   if (!sched.enabled) next = 'Scheduled passes are off.';
   else if (sched.running) next = 'A pass is running now.';
   else if (sched.next_run_at_ms !== null)
-    next = `Next pass ${when(sched.next_run_at_ms)} (${ago(sched.next_run_at_ms, p.nowMs)}), every ${p.intervalSeconds >= 60 ? `${Math.round(p.intervalSeconds / 60)} min` : `${p.intervalSeconds} s`}${p.intervalSource === 'env' ? ' (PICOGUARD_INTERVAL_SECONDS)' : ''}.`;
+    next =
+      `Next pass ${when(sched.next_run_at_ms)} (${ago(sched.next_run_at_ms, p.nowMs)}` +
+      `), every ${p.intervalSeconds >= 60 ? `${Math.round(p.intervalSeconds / 60)} min` : `${p.intervalSeconds} s`}` +
+      `${p.intervalSource === 'env' ? ' (PICOGUARD_INTERVAL_SECONDS)' : ''}.`;
   else next = 'No pass scheduled.';
   const passes = p.passes.slice(0, 8);
   const rows = passes
     .map(
       (x) =>
-        `<tr><td>${esc(when(x.at_ms))}</td><td class="${x.outcome === 'ok' ? '' : x.outcome === 'failed' ? 't-crit' : 't-warn'}">${esc(x.outcome)}</td><td class="n">${x.deleted_sessions}</td><td class="n">${bytes(x.freed_bytes)}</td></tr>`,
+        `<tr><td>${esc(when(x.at_ms))}</td><td class="${x.outcome === 'ok' ? '' : x.outcome === 'failed' ? 't-crit' : 't-warn'}` +
+        `">${esc(x.outcome)}</td><td class="n">${x.deleted_sessions}</td><td class="n">` +
+        `${bytes(x.freed_bytes)}</td></tr>`,
     )
     .join('');
   const table = passes.length
-    ? `<table id="prune-passes"><thead><tr><th scope="col">Finished</th><th scope="col">Outcome</th><th scope="col" class="n">deleted</th><th scope="col" class="n">freed</th></tr></thead><tbody>${rows}</tbody></table>`
+    ? `<table id="prune-passes"><thead><tr><th scope="col">Finished</th><th scope="col">` +
+      `Outcome</th><th scope="col" class="n">deleted</th><th scope="col" class="n">` +
+      `freed</th></tr></thead><tbody>${rows}</tbody></table>`
     : muted('No pass recorded yet.');
-  return `<section id="prune"><h2>Prune</h2><p>${esc(next)}</p><h3 class="small">Last passes</h3>${table}<h3 class="small">Policy in force</h3><table id="policy"><tbody>${pol}</tbody></table></section>`;
+  return (
+    `<section id="prune"><h2>Prune</h2><p>${esc(next)}</p><h3 class="small">Last passes</h3>` +
+    `${table}<h3 class="small">Policy in force</h3><table id="policy"><tbody>` +
+    `${pol}</tbody></table></section>`
+  );
 }
 
 export function restartsSection(p: PageInput): string {
@@ -164,12 +193,14 @@ export function restartsSection(p: PageInput): string {
         series,
         marks,
       }) +
-      `<figcaption>Bootstrap gap (the silent seahorse bootstrap at start) of ${gap.length + lower.length} restarts; dashed lines: ${marks.length} prune passes that deleted sessions.</figcaption></figure>`;
+      (`<figcaption>Bootstrap gap (the silent seahorse bootstrap at start) of ` +
+        `${gap.length + lower.length} restarts; dashed lines: ${marks.length} prune passes that deleted sessions.</figcaption></figure>`);
   } else chartHtml = muted('No restart with a measured bootstrap gap in gateway.log.');
   const s = r.summary;
   const lines: string[] = [];
   lines.push(
-    `${s.restarts} restarts in gateway.log (${s.stopped} stopped, ${s.crashed} crashed, ${s.failed} failed, ${s.running} running).`,
+    `${s.restarts} restarts in gateway.log (${s.stopped} stopped, ${s.crashed}` +
+      ` crashed, ${s.failed} failed, ${s.running} running).`,
   );
   if (s.latest_gap)
     lines.push(
@@ -177,21 +208,34 @@ export function restartsSection(p: PageInput): string {
     );
   if (s.trend)
     lines.push(
-      `Trend: ${s.trend.direction}, ${seconds(s.trend.first.seconds)} → ${seconds(s.trend.latest.seconds)}${s.trend.per_day_seconds !== null ? ` (${s.trend.per_day_seconds >= 0 ? '+' : ''}${s.trend.per_day_seconds.toFixed(2)} s a day)` : ''}.`,
+      `Trend: ${s.trend.direction}, ${seconds(s.trend.first.seconds)} → ${seconds(s.trend.latest.seconds)}` +
+        `${s.trend.per_day_seconds !== null ? ` (${s.trend.per_day_seconds >= 0 ? '+' : ''}${s.trend.per_day_seconds.toFixed(2)}` + ` s a day)` : ''}` +
+        `.`,
     );
   const predText = pred
-    ? `<p id="prediction">Next gap predicted: <b>${esc(seconds(pred.next_gap_seconds))}</b>${pred.low_seconds != null && pred.high_seconds != null ? ` (${esc(seconds(pred.low_seconds))}–${esc(seconds(pred.high_seconds))})` : ''}${pred.basis ? ` <span class="small muted">${esc(pred.basis)}</span>` : ''}</p>`
+    ? `<p id="prediction">Next gap predicted: <b>${esc(seconds(pred.next_gap_seconds))}` +
+      `</b>${pred.low_seconds != null && pred.high_seconds != null ? ` (${esc(seconds(pred.low_seconds))}–${esc(seconds(pred.high_seconds))}` + `)` : ''}` +
+      `${pred.basis ? ` <span class="small muted">${esc(pred.basis)}</span>` : ''}` +
+      `</p>`
     : '';
   const recent = r.restarts.slice(-8).reverse();
   const rows = recent
     .map(
       (x) =>
-        `<tr><td>${esc(x.started_at_text)}</td><td>${esc(x.end)}</td><td class="n">${x.bootstrap_gap ? `${x.bootstrap_gap.lower_bound ? '≥' : ''}${esc(seconds(x.bootstrap_gap.seconds))}` : '—'}</td><td class="n">${sessionText.get(x.n) ?? '—'}</td><td class="small">${x.after_prune ? `after prune −${x.after_prune.deleted_sessions}` : ''}</td></tr>`,
+        `<tr><td>${esc(x.started_at_text)}</td><td>${esc(x.end)}</td><td class="n">` +
+        `${x.bootstrap_gap ? `${x.bootstrap_gap.lower_bound ? '≥' : ''}${esc(seconds(x.bootstrap_gap.seconds))}` : '—'}` +
+        `</td><td class="n">${sessionText.get(x.n) ?? '—'}</td><td class="small">` +
+        `${x.after_prune ? `after prune −${x.after_prune.deleted_sessions}` : ''}` +
+        `</td></tr>`,
     )
     .join('');
-  const table = `<table id="restart-list"><thead><tr><th scope="col">Started</th><th scope="col">Ended</th><th scope="col" class="n">gap</th><th scope="col" class="n">sessions</th><th scope="col"></th></tr></thead><tbody>${rows}</tbody></table>`;
+  const table =
+    `<table id="restart-list"><thead><tr><th scope="col">Started</th><th scope="col">` +
+    `Ended</th><th scope="col" class="n">gap</th><th scope="col" class="n">` +
+    `sessions</th><th scope="col"></th></tr></thead><tbody>${rows}</tbody></table>`;
   const approx = [...sessionText.values()].some((t) => t.startsWith('~'))
-    ? '<p class="small muted">~: the count the prune pass before that restart left (the guard keeps 24 h of its own readings).</p>'
+    ? '<p class="small muted">~: the count the prune pass before that restart ' +
+      'left (the guard keeps 24 h of its own readings).</p>'
     : '';
   return `${head}<p class="small">${esc(lines.join(' '))}</p>${predText}${chartHtml}${table}${approx}</section>`;
 }

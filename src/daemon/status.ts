@@ -186,7 +186,9 @@ export function predictionOf(st: StartupView | null, model?: StartupPrediction |
       next_gap_seconds: at,
       low_seconds: err === null ? null : Math.max(0, at - err),
       high_seconds: err === null ? null : at + err,
-      basis: `${model.volume.sessions} sessions / ${formatBytes(model.volume.jsonl_bytes, WHOLE_MIB)} of the default agent, from ${model.measured_samples} measured restarts`,
+      basis:
+        `${model.volume.sessions} sessions / ${formatBytes(model.volume.jsonl_bytes, WHOLE_MIB)}` +
+        ` of the default agent, from ${model.measured_samples} measured restarts`,
     };
   }
   const p = (st?.report as { prediction?: unknown } | undefined)?.prediction as

@@ -112,13 +112,15 @@ export function chart(c: ChartSpec): string {
   };
   const out: string[] = [];
   out.push(
-    `<svg class="chart" id="${esc(c.id)}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${esc(c.id)}-t"><title id="${esc(c.id)}-t">${esc(c.title)}</title>`,
+    `<svg class="chart" id="${esc(c.id)}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${esc(c.id)}` +
+      `-t"><title id="${esc(c.id)}-t">${esc(c.title)}</title>`,
   );
   for (const b of c.bands ?? []) {
     const a = sx(Math.max(b.x0, x0));
     const z = sx(Math.min(b.x1, x1));
     out.push(
-      `<rect class="band" x="${a}" y="${PAD.t}" width="${Math.max(1, r1(z - a))}" height="${ih}"><title>${esc(b.label)}</title></rect>`,
+      `<rect class="band" x="${a}" y="${PAD.t}" width="${Math.max(1, r1(z - a))}` +
+        `" height="${ih}"><title>${esc(b.label)}</title></rect>`,
     );
   }
   // Grid and left axis.
@@ -126,7 +128,8 @@ export function chart(c: ChartSpec): string {
   for (const t of axes.left.ticks) {
     const y = sy('left', t);
     out.push(
-      `<line class="grid" x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}"/><text class="tick" x="${PAD.l - 4}" y="${r1(y + 3.5)}" text-anchor="end">${esc(lf(t))}</text>`,
+      `<line class="grid" x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}"/><text class="tick" x="${PAD.l - 4}` +
+        `" y="${r1(y + 3.5)}" text-anchor="end">${esc(lf(t))}</text>`,
     );
   }
   out.push(`<text class="unit" x="4" y="10">${esc(c.left.unit)}</text>`);
@@ -138,7 +141,9 @@ export function chart(c: ChartSpec): string {
   }
   // Time axis: four or five ticks at round minutes.
   out.push(
-    `<line class="axis" x1="${PAD.l}" x2="${W - PAD.r}" y1="${PAD.t + ih}" y2="${PAD.t + ih}"/><line class="axis" x1="${PAD.l}" x2="${PAD.l}" y1="${PAD.t}" y2="${PAD.t + ih}"/>`,
+    `<line class="axis" x1="${PAD.l}" x2="${W - PAD.r}" y1="${PAD.t + ih}" y2="${PAD.t + ih}` +
+      `"/><line class="axis" x1="${PAD.l}" x2="${PAD.l}" y1="${PAD.t}" y2="${PAD.t + ih}` +
+      `"/>`,
   );
   const span = x1 - x0;
   const stepMs =
@@ -162,7 +167,9 @@ export function chart(c: ChartSpec): string {
   for (let t = Math.ceil(x0 / stepMs) * stepMs; t <= x1; t += stepMs) {
     const x = sx(t);
     out.push(
-      `<line class="axis" x1="${x}" x2="${x}" y1="${PAD.t + ih}" y2="${PAD.t + ih + 4}"/><text class="tick" x="${x}" y="${PAD.t + ih + 15}" text-anchor="middle">${esc(c.xFormat(t))}</text>`,
+      `<line class="axis" x1="${x}" x2="${x}" y1="${PAD.t + ih}" y2="${PAD.t + ih + 4}` +
+        `"/><text class="tick" x="${x}" y="${PAD.t + ih + 15}" text-anchor="middle">` +
+        `${esc(c.xFormat(t))}</text>`,
     );
   }
   for (const m of c.marks ?? []) {
@@ -197,13 +204,15 @@ export function chart(c: ChartSpec): string {
   let lx = PAD.l;
   for (const s of c.series) {
     out.push(
-      `<g class="s-${esc(s.name)}"><rect class="key" x="${lx}" y="${H - 10}" width="10" height="6"/></g><text class="tick" x="${lx + 13}" y="${H - 4}">${esc(s.label)}</text>`,
+      `<g class="s-${esc(s.name)}"><rect class="key" x="${lx}" y="${H - 10}" width="10" height="6"/></g><text class="tick" x="${lx + 13}` +
+        `" y="${H - 4}">${esc(s.label)}</text>`,
     );
     lx += 20 + s.label.length * 5.6;
   }
   if ((c.marks ?? []).length > 0)
     out.push(
-      `<line class="mark" x1="${lx}" x2="${lx + 10}" y1="${H - 7}" y2="${H - 7}"/><text class="tick" x="${lx + 13}" y="${H - 4}">prune pass</text>`,
+      `<line class="mark" x1="${lx}" x2="${lx + 10}" y1="${H - 7}" y2="${H - 7}` +
+        `"/><text class="tick" x="${lx + 13}" y="${H - 4}">prune pass</text>`,
     );
   out.push('</svg>');
   return out.join('');

@@ -63,7 +63,8 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
       add(
         t.under_voltage_previous_boot,
         'under_voltage_previous_boot',
-        `under-voltage seen in an earlier boot (first ${uv.latch.first_seen_at}, last boot with it ${uv.latch.boot_seen_at})`,
+        `under-voltage seen in an earlier boot (first ${uv.latch.first_seen_at}` +
+          `, last boot with it ${uv.latch.boot_seen_at})`,
       );
     }
     if (tr.pi5_power?.low_power_reset)
@@ -132,7 +133,8 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
         add(
           'warn',
           'seahorse_db_size',
-          `seahorse.db + WAL is ${formatBytes(used)}, ${Math.round(pct)} % of max_db_size_mb ${budget} (warn from ${t.db_size_warn_percent} %)`,
+          `seahorse.db + WAL is ${formatBytes(used)}, ${Math.round(pct)} % of max_db_size_mb ` +
+            `${budget} (warn from ${t.db_size_warn_percent} %)`,
         );
       }
     }
@@ -143,7 +145,8 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
       add(
         'warn',
         'undated_sessions_displace',
-        `${lp.undated_sessions ?? '?'} undated session(s) count toward max_sessions and are never deleted: the last prune (${lp.at}) deleted ${lp.displaced_by_undated} dated session(s) in their place`,
+        `${lp.undated_sessions ?? '?'} undated session(s) count toward max_sessions and are never deleted: the ` +
+          `last prune (${lp.at}) deleted ${lp.displaced_by_undated} dated session(s) in their place`,
       );
     }
     if (lp?.size_limit_unmet)

@@ -74,19 +74,22 @@ export function boardMetrics(r: Registry, h: HealthReport): void {
     );
     r.gauge(
       'picoclaw_guard_under_voltage',
-      "Under-voltage: now, since boot (firmware or the guard's latch), and latched (ever seen by the guard on this board, across reboots).",
+      "Under-voltage: now, since boot (firmware or the guard's latch), and latched " +
+        '(ever seen by the guard on this board, across reboots).',
       bool(uv.now),
       { period: 'now' },
     );
     r.gauge(
       'picoclaw_guard_under_voltage',
-      "Under-voltage: now, since boot (firmware or the guard's latch), and latched (ever seen by the guard on this board, across reboots).",
+      "Under-voltage: now, since boot (firmware or the guard's latch), and latched " +
+        '(ever seen by the guard on this board, across reboots).',
       bool(uv.since_boot),
       { period: 'since_boot' },
     );
     r.gauge(
       'picoclaw_guard_under_voltage',
-      "Under-voltage: now, since boot (firmware or the guard's latch), and latched (ever seen by the guard on this board, across reboots).",
+      "Under-voltage: now, since boot (firmware or the guard's latch), and latched " +
+        '(ever seen by the guard on this board, across reboots).',
       uv.latch.error && !uv.latch.seen ? null : bool(uv.latch.seen),
       { period: 'latched' },
     );

@@ -185,7 +185,9 @@ export async function probeGateway(home: PicoClawHome, opts: ProbeOptions = {}):
     return {
       ...out,
       state: 'down',
-      reason: `PID ${pid.pid} from the PID file is now another program (${other}) and nothing answers on ${host}:${port} (stale PID file)`,
+      reason:
+        `PID ${pid.pid} from the PID file is now another program (${other}) and nothing answers on ` +
+        `${host}:${port} (stale PID file)`,
     };
   }
   if (ready.error === 'refused')

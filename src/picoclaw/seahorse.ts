@@ -214,14 +214,18 @@ export function seahorseError(path: string, err: unknown): GuardError {
     return new GuardError(`${path} is not a SQLite database`, {
       exitCode: ExitCode.DATA,
       path,
-      hint: 'nothing was deleted; move the file aside (PicoClaw recreates seahorse.db from the JSONL history at its next start)',
+      hint:
+        'nothing was deleted; move the file aside (PicoClaw recreates seahorse.db ' +
+        'from the JSONL history at its next start)',
     });
   }
   if (c.kind === 'locked') {
     return new GuardError(`${path}: ${c.reason}`, {
       exitCode: ExitCode.SKIPPED,
       path,
-      hint: 'another process holds a write lock longer than the busy timeout; nothing was deleted, the next pass will try again',
+      hint:
+        'another process holds a write lock longer than the busy timeout; nothing ' +
+        'was deleted, the next pass will try again',
     });
   }
   return new GuardError(`cannot open ${path}: ${c.reason}`, {
@@ -299,7 +303,8 @@ export function readContentBytes(db: Database): Map<number, number> {
   add(
     db
       .prepare(
-        `SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id`,
+        `SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * ` +
+          `64 AS b FROM messages GROUP BY conversation_id`,
       )
       .all() as { id: number; b: number }[],
   );
@@ -318,7 +323,8 @@ export function readContentBytes(db: Database): Map<number, number> {
   }
   for (const r of db
     .prepare(
-      `SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 AS b FROM message_parts`,
+      `SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),` +
+        `0) + 48 AS b FROM message_parts`,
     )
     .raw()
     .iterate() as Iterable<[number, number]>) {

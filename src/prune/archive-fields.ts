@@ -89,7 +89,9 @@ export function str(
     throw new ArchiveInvalid(
       path,
       field,
-      `${JSON.stringify(v)} is not a safe file or folder name (a path separator, ${opts.name === 'agent' ? 'a leading dot, a control character, ' : '"." or "..", '}or too long)`,
+      `${JSON.stringify(v)} is not a safe file or folder name (a path separator, ` +
+        `${opts.name === 'agent' ? 'a leading dot, a control character, ' : '"." or "..", '}` +
+        `or too long)`,
     );
   }
   return v;
@@ -120,7 +122,8 @@ export function gunzipCapped(path: string, cap: number): Readable {
           new ArchiveInvalid(
             path,
             'the archive',
-            `decompresses to more than ${formatBytes(cap, ARCHIVE_BYTES)}: too large (a damaged or hostile archive?); nothing was restored from it`,
+            `decompresses to more than ${formatBytes(cap, ARCHIVE_BYTES)}: too large (a damaged or hostile archive?); nothing was restored from ` +
+              `it`,
           ),
         );
       else cb(null, chunk);

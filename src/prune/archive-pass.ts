@@ -48,7 +48,9 @@ export function refuseArchiveInSessions(dir: string, home: PicoClawHome): void {
       throw new GuardError(`the archive folder ${dir} is inside the sessions folder ${s.dir}`, {
         exitCode: ExitCode.USAGE,
         path: dir,
-        hint: 'nothing was read or deleted; choose an archive folder outside the PicoClaw workspace (for example /var/backups/picoclaw)',
+        hint:
+          'nothing was read or deleted; choose an archive folder outside the PicoClaw ' +
+          'workspace (for example /var/backups/picoclaw)',
       });
     }
   }
@@ -72,7 +74,10 @@ export function archiveDirProblem(
     if (!statSync(existing).isDirectory()) return `the archive folder ${abs} is not a folder`;
     accessSync(existing, constants.W_OK | constants.X_OK);
   } catch (err) {
-    return `the archive folder ${abs} cannot be ${o.apply ? 'created or written' : 'written'} (${errnoCode(err) ?? errorMessage(err)})`;
+    return (
+      `the archive folder ${abs} cannot be ${o.apply ? 'created or written' : 'written'}` +
+      ` (${errnoCode(err) ?? errorMessage(err)})`
+    );
   }
   let need = 1 << 20;
   for (const g of o.plan.groups)
@@ -82,7 +87,10 @@ export function archiveDirProblem(
   try {
     const free = o.freeSpace(existing).availableBytes;
     if (free < need)
-      return `the archive folder ${abs} has ${formatBytes(free, ARCHIVE_BYTES)} free; the planned sessions need up to ${formatBytes(need, ARCHIVE_BYTES)}`;
+      return (
+        `the archive folder ${abs} has ${formatBytes(free, ARCHIVE_BYTES)} free; the planned sessions need up to ` +
+        `${formatBytes(need, ARCHIVE_BYTES)}`
+      );
   } catch (err) {
     return `the free space of ${abs} cannot be read (${errnoCode(err) ?? errorMessage(err)})`;
   }

@@ -104,7 +104,8 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
     throw new ArchiveInvalid(
       path,
       'files',
-      `declare ${formatBytes(total, ARCHIVE_BYTES)}: too large to restore (limit ${formatBytes(TAR_MAX_BYTES, ARCHIVE_BYTES)})`,
+      `declare ${formatBytes(total, ARCHIVE_BYTES)}: too large to restore (limit ` +
+        `${formatBytes(TAR_MAX_BYTES, ARCHIVE_BYTES)})`,
     );
   return info;
 }

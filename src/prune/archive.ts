@@ -112,13 +112,16 @@ const ROW_QUERIES: [table: string, sql: string, params: number][] = [
   ['messages', `SELECT * FROM messages WHERE conversation_id = ? ORDER BY message_id`, 1],
   [
     'message_parts',
-    `SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?) ORDER BY part_id`,
+    `SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM ` +
+      `messages WHERE conversation_id = ?) ORDER BY part_id`,
     1,
   ],
   ['summaries', `SELECT * FROM summaries WHERE conversation_id = ?`, 1],
   [
     'summary_parents',
-    `SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+    `SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
+      `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
+      `FROM summaries WHERE conversation_id = ?)`,
     2,
   ],
   [

@@ -93,7 +93,9 @@ export function applyBootstrapCap(
       ...base,
       state: 'untrusted',
       after: before,
-      message: `nothing deleted for max_bootstrap_seconds: the startup model is not trustworthy yet (${input.trust.why})${more}`,
+      message:
+        `nothing deleted for max_bootstrap_seconds: the startup model is not trustworthy ` +
+        `yet (${input.trust.why})${more}`,
     };
   }
   const fits = (s: number, b: number) =>
@@ -103,7 +105,9 @@ export function applyBootstrapCap(
       ...base,
       state: 'within_budget',
       after: before,
-      message: `next restart predicted ${said(before)}: within the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room)`,
+      message:
+        `next restart predicted ${said(before)}: within the ${input.budgetSeconds}` +
+        ` s budget (with ${CAP_MARGIN} × ± of room)`,
     };
   }
   if (cap === null) {
@@ -112,10 +116,15 @@ export function applyBootstrapCap(
       ...base,
       state: 'unreachable',
       after: before,
-      message: `nothing deleted for max_bootstrap_seconds: the model's fixed part alone (${r1(m.a)} s, ${CAP_MARGIN} × ± ${r1(predictionError(m, 0, 0))} s of room) exceeds the ${input.budgetSeconds} s budget, whatever is deleted`,
+      message:
+        `nothing deleted for max_bootstrap_seconds: the model's fixed part alone ` +
+        `(${r1(m.a)} s, ${CAP_MARGIN} × ± ${r1(predictionError(m, 0, 0))} s of room) exceeds the ` +
+        `${input.budgetSeconds} s budget, whatever is deleted`,
     };
   }
-  const detail = `next restart predicted ${said(before)}; the ${input.budgetSeconds} s budget (with ${CAP_MARGIN} × ± of room) allows about ${cap} sessions`;
+  const detail =
+    `next restart predicted ${said(before)}; the ${input.budgetSeconds} s budget (with ` +
+    `${CAP_MARGIN} × ± of room) allows about ${cap} sessions`;
   let deleted = 0;
   for (const g of groups) {
     if (fits(sessions, bytes)) break;
@@ -135,7 +144,10 @@ export function applyBootstrapCap(
       state: 'unreachable',
       after,
       deleted_groups: deleted,
-      message: `the ${input.budgetSeconds} s budget cannot be reached: only protected sessions (newest, undated or unreadable) are left; ${deleted} group(s) deleted, next restart predicted ${said(after)}`,
+      message:
+        `the ${input.budgetSeconds} s budget cannot be reached: only protected sessions (newest, undated ` +
+        `or unreadable) are left; ${deleted} group(s) deleted, next restart predicted ` +
+        `${said(after)}`,
     };
   }
   return {
@@ -143,6 +155,9 @@ export function applyBootstrapCap(
     state: 'applied',
     after,
     deleted_groups: deleted,
-    message: `${deleted} group(s) of the default agent deleted: next restart predicted ${said(after)} (was ${said(before)}; budget ${input.budgetSeconds} s, kept with ${CAP_MARGIN} × ± of room)`,
+    message:
+      `${deleted} group(s) of the default agent deleted: next restart predicted ` +
+      `${said(after)} (was ${said(before)}; budget ${input.budgetSeconds} s, kept with ` +
+      `${CAP_MARGIN} × ± of room)`,
   };
 }

@@ -61,7 +61,11 @@ export function memoryBudget(env: NodeJS.ProcessEnv, rss: () => number = () => r
       if (b.exceededAt === null || limitBytes === null) return null;
       const used = formatBytes(b.exceededAt, WHOLE_MIB);
       const budget = formatBytes(limitBytes, WHOLE_MIB);
-      return `the pass stopped between two sessions: its memory (${used} resident) passed its budget of ${budget} (PICOGUARD_PASS_MEMORY_MB); the sessions not reached are kept for the next pass`;
+      return (
+        `the pass stopped between two sessions: its memory (${used} resident) passed its budget of ` +
+        `${budget} (PICOGUARD_PASS_MEMORY_MB); the sessions not reached are kept for the ` +
+        `next pass`
+      );
     },
   };
   return b;

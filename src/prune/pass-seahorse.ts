@@ -88,7 +88,8 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
       const unusable = ftsUnusable(db);
       if (unusable) {
         return refuse(
-          `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}), so its rows cannot be deleted safely; nothing was deleted`,
+          `${inv.seahorse.path}: its FTS5 tables cannot be used by this SQLite (${unusable}` +
+            `), so its rows cannot be deleted safely; nothing was deleted`,
           ExitCode.DATA,
         );
       }
@@ -101,7 +102,8 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
       }
       if (!hasFts5Trigram(db)) {
         return refuse(
-          'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot be deleted safely; nothing was deleted',
+          'this SQLite build has no FTS5 trigram tokenizer, so seahorse rows cannot ' +
+            'be deleted safely; nothing was deleted',
           ExitCode.DATA,
         );
       }
@@ -142,7 +144,10 @@ export function preflight(inv: Inventory, db: Database | null): string | null {
     try {
       accessSync(dir, constants.W_OK | constants.X_OK);
     } catch (err) {
-      return `the sessions folder ${dir} cannot be written (${errnoCode(err) ?? errorMessage(err)}): pruning only some stores would not shrink anything`;
+      return (
+        `the sessions folder ${dir} cannot be written (${errnoCode(err) ?? errorMessage(err)}` +
+        `): pruning only some stores would not shrink anything`
+      );
     }
   }
   if (db) {
@@ -181,7 +186,10 @@ function writeLockBusy(db: Database, online: boolean, timeoutMs: number): string
   } catch (err) {
     if (db.inTransaction) db.exec('ROLLBACK');
     if (err instanceof GatewayBusy)
-      return `the gateway kept it busy (writing, or holding its write lock) for ${timeoutMs} ms without a ${ONLINE_QUIET_MS} ms pause`;
+      return (
+        `the gateway kept it busy (writing, or holding its write lock) for ${timeoutMs}` +
+        ` ms without a ${ONLINE_QUIET_MS} ms pause`
+      );
     const code = errnoCode(err);
     if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')
       return `another process held its write lock longer than the busy timeout (${errorMessage(err)})`;

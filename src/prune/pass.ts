@@ -143,7 +143,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
   if (o.ifEnabled && !values.enabled) {
     return skipped(
       base,
-      'the policy is not enabled (set prune.enabled to true in the guard config, or PICOCLAW_SESSION_PRUNE_ENABLED=true)',
+      'the policy is not enabled (set prune.enabled to true in the guard config,' +
+        ' or PICOCLAW_SESSION_PRUNE_ENABLED=true)',
       ExitCode.OK,
     );
   }
@@ -227,7 +228,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         inventory: inv,
         plan: null,
         result: null,
-        skipped: `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: fix or remove that file`,
+        skipped:
+          `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: ` +
+          `fix or remove that file`,
         exitCode: ExitCode.SKIPPED,
         warnings,
         dbFacts,
@@ -278,18 +281,23 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     releaseGarbage();
     if (plan.ageCheck === 'skipped_clock_jump')
       warnings.push(
-        `${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until two passes agree on the time)`,
+        `${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until ` +
+          `two passes agree on the time)`,
       );
     if (plan.everyDatedOld) {
       const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
       warnings.push(
-        `every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'} by age)`,
+        `every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ` +
+          `${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'}` +
+          ` by age)`,
       );
     }
     if (plan.undated.displaced > 0) {
       warnings.push(
-        `${plan.undated.groups} undated session(s) (no usable timestamp) count toward max_sessions=${values.max_sessions} and are never deleted (PicoClaw's rule): ` +
-          `they push out ${plan.undated.displaced} dated session(s) that would otherwise be kept; give them a timestamp or remove them by hand (picoclaw-guard sessions lists them)`,
+        `${plan.undated.groups} undated session(s) (no usable timestamp) count toward max_sessions=${values.max_sessions}` +
+          ` and are never deleted (PicoClaw's rule): ` +
+          (`they push out ${plan.undated.displaced} dated session(s) that would otherwise be kept; give them a timestamp ` +
+            `or remove them by hand (picoclaw-guard sessions lists them)`),
       );
     }
     // The archive folder is checked once, before anything is deleted: one message, not one per session.

@@ -351,10 +351,13 @@ export function planPrune(input: PlanInput): Plan {
     for (const o of orphans) if (o.action === 'delete') projected -= o.estimatedDbBytes;
     size.projectedBytesBeforeSize = projected;
     size.method =
-      "each session's share of seahorse.db's used pages ((page_count - freelist_count) x page_size) in proportion to its share of the stored message, part and summary text; " +
+      "each session's share of seahorse.db's used pages ((page_count - freelist_count) " +
+      'x page_size) in proportion to its share of the stored message, part and ' +
+      'summary text; ' +
       'the FTS index is assumed to scale with the text. Actual sizes are measured after each VACUUM during --apply.' +
       (input.db.owedEstimateBytes != null
-        ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted from the estimate it was owed with, not from the unshrunk file.'
+        ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted ' +
+          'from the estimate it was owed with, not from the unshrunk file.'
         : '');
     for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
@@ -367,7 +370,9 @@ export function planPrune(input: PlanInput): Plan {
         projected -= g.estimatedDbBytes;
       }
       if (projected > limit)
-        size.shortfall = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders({ groups }, null)}`;
+        size.shortfall =
+          `the limit cannot be met: only protected sessions (newest, undated or unreadable) ` +
+          `hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
   } else if (input.db.present && policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {

@@ -107,7 +107,8 @@ export function resolveKey(typed: string, keys: Iterable<string>, where: string)
       hint: 'run restore --list to see the keys',
     });
   throw new GuardError(
-    `${JSON.stringify(typed)} matches ${hits.length} keys: ${hits.slice(0, 8).join(', ')}${hits.length > 8 ? ', ...' : ''}`,
+    `${JSON.stringify(typed)} matches ${hits.length} keys: ${hits.slice(0, 8).join(', ')}` +
+      `${hits.length > 8 ? ', ...' : ''}`,
     {
       exitCode: ExitCode.USAGE,
       path: where,

@@ -130,7 +130,8 @@ export class SeahorseDeleter {
         ? `SELECT c0, id FROM ${t}_content WHERE c0 IN`
         : `SELECT ${idCol}, rowid FROM ${t} WHERE ${idCol} IN`;
       db.exec(
-        `INSERT INTO temp.guard_${t}_rowids (k, fts_rowid) ${from} (SELECT ${idCol} FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`,
+        `INSERT INTO temp.guard_${t}_rowids (k, fts_rowid) ${from} (SELECT ${idCol}` +
+          ` FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`,
       );
       db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_${t}_rowids_k ON guard_${t}_rowids (k)`);
     }
@@ -140,7 +141,9 @@ export class SeahorseDeleter {
     );
     db.exec(`DELETE FROM temp.guard_victim_parts`);
     db.exec(
-      `INSERT INTO temp.guard_victim_parts SELECT part_id, message_id FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`,
+      `INSERT INTO temp.guard_victim_parts SELECT part_id, message_id FROM message_parts ` +
+        `WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id ` +
+        `IN (SELECT id FROM temp.guard_victim_convs))`,
     );
     db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_victim_parts_msg ON guard_victim_parts (message_id)`);
     this.prepared = true;
@@ -163,7 +166,8 @@ export class SeahorseDeleter {
   private captureTriggers(): TriggerSql[] {
     return this.db
       .prepare(
-        `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('messages_ad', 'summaries_ad') ORDER BY name`,
+        `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ` +
+          `('messages_ad', 'summaries_ad') ORDER BY name`,
       )
       .all() as TriggerSql[];
   }
@@ -305,7 +309,9 @@ export class SeahorseDeleter {
       `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
     ).run(C);
     db.prepare(
-      `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+      `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
+        `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
+        `FROM summaries WHERE conversation_id = ?)`,
     ).run(C, C);
     this.deleteByRowids('summaries_fts', this.rowidsFor('summaries_fts', sumIds));
     this.stats.summaries += db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
@@ -328,16 +334,20 @@ export class SeahorseDeleter {
     this.stats.parts += this.prepared
       ? db
           .prepare(
-            `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+            `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts ` +
+              `WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id ` +
+              `FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
           )
           .run(lo, hi, C, lo, hi).changes
       : db
           .prepare(
-            `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+            `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM ` +
+              `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
           )
           .run(C, lo, hi).changes;
     db.prepare(
-      `DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+      `DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM ` +
+        `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
     ).run(C, lo, hi);
     db.prepare(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
     this.deleteByRowids('messages_fts', this.rowidsFor('messages_fts', ids.map(String)));
@@ -364,7 +374,9 @@ export function deleteConversationWithTriggers(db: Database, conversationId: num
       `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
     ).run(C);
     db.prepare(
-      `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
+      `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
+        `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
+        `FROM summaries WHERE conversation_id = ?)`,
     ).run(C, C);
     db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C);
     db.prepare(

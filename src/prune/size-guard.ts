@@ -100,12 +100,17 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
           content_bytes: totalContent,
           reason: 'the size guard deleted while the gateway ran',
         };
-        res.size.stoppedBecause = `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}: the estimated size after it, ${formatBytes(basis)}, fits the limit; nothing more is deleted for this excess; it runs at the next pass while the gateway is stopped (the pre-start pass)`;
+        res.size.stoppedBecause =
+          `VACUUM deferred while the gateway runs${owed ? ` (owed since ${owed.since})` : ''}` +
+          `: the estimated size after it, ${formatBytes(basis)}, fits the limit; nothing more is deleted for this excess; it runs at ` +
+          `the next pass while the gateway is stopped (the pre-start pass)`;
         break;
       }
     }
     if (qi >= queue.length) {
-      res.size.stoppedBecause = `the limit cannot be met: only protected sessions (newest, undated or unreadable) hold the remaining rows: ${sizeHolders(plan, res)}; no VACUUM (it would give nothing back)`;
+      res.size.stoppedBecause =
+        `the limit cannot be met: only protected sessions (newest, undated or unreadable) ` +
+        `hold the remaining rows: ${sizeHolders(plan, res)}; no VACUUM (it would give nothing back)`;
       res.size.unmet = res.size.stoppedBecause;
       break;
     }
@@ -136,7 +141,9 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
     if (refused) {
       // A session the guard would not touch still holds its rows; deleting the next one in its
       // place would make a safety refusal cost another session. The next pass measures again.
-      res.size.stoppedBecause = `${refused.key} was kept (${res.groups.get(refused.id)!.reason}): the size guard stops rather than delete another session in its place; the next pass measures again`;
+      res.size.stoppedBecause =
+        `${refused.key} was kept (${res.groups.get(refused.id)!.reason}): the size guard stops rather than delete another session in its place;` +
+        ` the next pass measures again`;
       if (canVacuum && deletedSinceVacuum) {
         const t = performance.now();
         if (roomForVacuum(o.dbPath, dbFileBytes(o.dbPath).db, o.freeSpace).ok) {
@@ -165,7 +172,10 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
       };
       res.size.stoppedBecause =
         covered >= need
-          ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated share (${formatBytes(covered)}) covers the excess; the file shrinks at the next pass while the gateway is stopped (the pre-start pass), and no online pass deletes again for this excess`
+          ? `VACUUM deferred while the gateway runs: the deleted sessions' estimated ` +
+            `share (${formatBytes(covered)}) covers the excess; the file shrinks at the next pass while the gateway ` +
+            `is stopped (the pre-start pass), and no online pass deletes again for ` +
+            `this excess`
           : 'VACUUM deferred while the gateway runs: the file shrinks at the next offline pass';
       break;
     }

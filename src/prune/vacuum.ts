@@ -78,12 +78,16 @@ export function roomForVacuum(
     if (dbFree < need)
       return {
         ok: false,
-        reason: `VACUUM needs about ${formatBytes(need)} free in ${dbDir} (database copy in ${tmp} on the same file system, plus WAL); ${formatBytes(dbFree)} are free`,
+        reason:
+          `VACUUM needs about ${formatBytes(need)} free in ${dbDir} (database copy in ` +
+          `${tmp} on the same file system, plus WAL); ${formatBytes(dbFree)} are free`,
       };
     if (tmpFree < need)
       return {
         ok: false,
-        reason: `VACUUM needs about ${formatBytes(need)} free in the temp folder ${tmp} (same file system as the database); ${formatBytes(tmpFree)} are free`,
+        reason:
+          `VACUUM needs about ${formatBytes(need)} free in the temp folder ${tmp}` +
+          ` (same file system as the database); ${formatBytes(tmpFree)} are free`,
       };
     return { ok: true, reason: `${formatBytes(dbFree)} free in ${dbDir} (needs ${formatBytes(need)})` };
   }
@@ -97,7 +101,9 @@ export function roomForVacuum(
   if (tmpFree < needDb)
     return {
       ok: false,
-      reason: `VACUUM needs about ${formatBytes(needDb)} free in the temp folder ${tmp}; ${formatBytes(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)`,
+      reason:
+        `VACUUM needs about ${formatBytes(needDb)} free in the temp folder ${tmp}` +
+        `; ${formatBytes(tmpFree)} are free (set SQLITE_TMPDIR to a larger folder)`,
     };
   return { ok: true, reason: `${formatBytes(dbFree)} free in ${dbDir} and ${formatBytes(tmpFree)} in ${tmp}` };
 }
@@ -167,7 +173,8 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
     return finish({
       ...base,
       reason:
-        'deferred: the gateway is running (VACUUM would block its writes); it runs at the next pass while the gateway is stopped, or with --force-vacuum',
+        'deferred: the gateway is running (VACUUM would block its writes); it runs ' +
+        'at the next pass while the gateway is stopped, or with --force-vacuum',
       walCheckpoint: checkpoint(db, true),
     });
   }
@@ -180,7 +187,9 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
       return finish({
         ...base,
         estimatedReclaimBytes: pre,
-        reason: `not worth it: the deleted sessions' share plus free pages is about ${formatBytes(pre)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`,
+        reason:
+          `not worth it: the deleted sessions' share plus free pages is about ${formatBytes(pre)}` +
+          ` (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes0)} file); no FTS merge, no VACUUM; WAL truncated`,
         walCheckpoint: checkpoint(db, o.online),
         durationMs: performance.now() - t0,
       });
@@ -194,7 +203,9 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   if (est < MIN_RECLAIM_BYTES || est < fileBytes * MIN_RECLAIM_RATIO) {
     return finish({
       ...base,
-      reason: `not worth it: would give back ${formatBytes(est)} (needs at least 1 MiB and a tenth of the ${formatBytes(fileBytes)} file); WAL truncated`,
+      reason:
+        `not worth it: would give back ${formatBytes(est)} (needs at least 1 MiB and a tenth of the ` +
+        `${formatBytes(fileBytes)} file); WAL truncated`,
       walCheckpoint: checkpoint(db, o.online),
       durationMs: performance.now() - t0,
     });
@@ -213,7 +224,9 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
   return {
     ...base,
     ran: true,
-    reason: `worth it: about ${formatBytes(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth of the file); ${room.reason}`,
+    reason:
+      `worth it: about ${formatBytes(est)} of free pages after folding FTS tombstones (at least 1 MiB and a tenth ` +
+      `of the file); ${room.reason}`,
     bytesAfter: after,
     reclaimedBytes: before - after,
     durationMs: performance.now() - t0,

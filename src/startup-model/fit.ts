@@ -160,7 +160,9 @@ export function fitBootstrapModel(points: VolumePoint[]): FitResult {
   if (!sVaries && !mVaries)
     return {
       model: null,
-      why: `all ${pts.length} restarts saw the same volume (${sessions[0]} sessions); the model needs restarts at two different volumes (e.g. one after a prune)`,
+      why:
+        `all ${pts.length} restarts saw the same volume (${sessions[0]} sessions); the model needs restarts at two different volumes (e.g. one ` +
+        `after a prune)`,
     };
   let note: string | null = null;
   if (sVaries && mVaries) {
@@ -235,7 +237,9 @@ export function trustFor(fit: FitResult, samples: number, budgetSeconds: number)
   if (m.b <= 0 && m.c <= 0) {
     return {
       trusted: false,
-      why: 'in the samples the gap does not grow with the sessions or their bytes, so deleting sessions is not shown to shorten it',
+      why:
+        'in the samples the gap does not grow with the sessions or their bytes,' +
+        ' so deleting sessions is not shown to shorten it',
       more_restarts: null,
       rmse_bound_seconds: bound,
     };
@@ -243,7 +247,11 @@ export function trustFor(fit: FitResult, samples: number, budgetSeconds: number)
   if (m.sigma_seconds > bound) {
     return {
       trusted: false,
-      why: `the restarts' scatter around the fit (±${m.sigma_seconds.toFixed(1)} s) is above the bound for this budget (${bound.toFixed(1)} s: ${MAX_RMSE_SHARE * 100}% of it, at least ${MIN_RMSE_BOUND_SECONDS} s); the gaps vary for reasons other than volume, and more restarts alone may not fix that`,
+      why:
+        `the restarts' scatter around the fit (±${m.sigma_seconds.toFixed(1)} s) is above the bound for this budget (${bound.toFixed(1)}` +
+        ` s: ${MAX_RMSE_SHARE * 100}% of it, at least ${MIN_RMSE_BOUND_SECONDS}` +
+        ` s); the gaps vary for reasons other than volume, and more restarts alone ` +
+        `may not fix that`,
       more_restarts: null,
       rmse_bound_seconds: bound,
     };

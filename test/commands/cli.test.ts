@@ -116,7 +116,8 @@ async function startingGateway(): Promise<{ pid: number; port: number; stop: () 
       `
     const http = require('node:http');
     const s = http.createServer((req, res) => {
-      if (req.url === '/health') { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ status: 'ok', pid: process.pid })); }
+      if (req.url === '/health') { res.setHeader('content-type', 'application/json');` +
+        ` res.end(JSON.stringify({ status: 'ok', pid: process.pid })); }
       else { res.statusCode = 503; res.end('not ready'); }
     });
     s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port));`,

@@ -144,33 +144,39 @@ describe('fitting a table', () => {
     expect(lines.join('\n')).toMatch(/agent:cron-\S*…\S*555555/);
     expect(lines.join(' ').replace(/\s+/g, ' ')).toContain('refused: another gateway was running at the time');
   });
-  it('a LayoutWriter writes a table of thousands of rows in chunks, made in two passes, the same text as layout(fitTable())', () => {
-    const many = Array.from({ length: 6000 }, (_, i) => [
-      'keep',
-      `sk_v1_${i}_\u001b[2J_${'x'.repeat(i % 70)}`,
-      '2026-08-03T03:50:25Z',
-      `${i % 400}d`,
-      i % 97 === 0 ? 'a long note that must wrap onto more lines than one' : '',
-    ]);
-    for (const width of [60, 120, Infinity]) {
-      let passes = 0;
-      const rowsOnce = () => {
-        passes++;
-        return (function* () {
-          yield* many;
-        })();
-      };
-      const chunks: string[] = [];
-      const w = new LayoutWriter(width, (c) => chunks.push(c));
-      w.push('head line', '');
-      w.table(columns, rowsOnce);
-      w.push('tail');
-      w.flush();
-      expect(passes).toBe(2);
-      expect(chunks.length).toBeGreaterThan(2);
-      expect(chunks.join('')).toBe(layout(['head line', '', ...fitTable(columns, many, width), 'tail'], width) + '\n');
-    }
-  });
+  it(
+    'a LayoutWriter writes a table of thousands of rows in chunks, made in ' +
+      'two passes, the same text as layout(fitTable())',
+    () => {
+      const many = Array.from({ length: 6000 }, (_, i) => [
+        'keep',
+        `sk_v1_${i}_\u001b[2J_${'x'.repeat(i % 70)}`,
+        '2026-08-03T03:50:25Z',
+        `${i % 400}d`,
+        i % 97 === 0 ? 'a long note that must wrap onto more lines than one' : '',
+      ]);
+      for (const width of [60, 120, Infinity]) {
+        let passes = 0;
+        const rowsOnce = () => {
+          passes++;
+          return (function* () {
+            yield* many;
+          })();
+        };
+        const chunks: string[] = [];
+        const w = new LayoutWriter(width, (c) => chunks.push(c));
+        w.push('head line', '');
+        w.table(columns, rowsOnce);
+        w.push('tail');
+        w.flush();
+        expect(passes).toBe(2);
+        expect(chunks.length).toBeGreaterThan(2);
+        expect(chunks.join('')).toBe(
+          layout(['head line', '', ...fitTable(columns, many, width), 'tail'], width) + '\n',
+        );
+      }
+    },
+  );
   it('keeps everything at its natural width when it fits or with --wide', () => {
     expect(fitTable(columns, rows, Infinity).join('\n')).toContain(rows[0]![1]!);
     expect(fitTable(columns, rows, Infinity)[0]).toContain('LAST ACTIVITY');

@@ -81,7 +81,8 @@ describe('no config error ever quotes a value', () => {
   });
 
   it('health: warn above critical names both keys, not their values', () => {
-    const e = refusal(() => parseHealthConfig({ temp_warn_celsius: 86753, temp_critical_celsius: 86752 }, '/etc/g.json'));
+    const bad = { temp_warn_celsius: 86753, temp_critical_celsius: 86752 };
+    const e = refusal(() => parseHealthConfig(bad, '/etc/g.json'));
     expect(e?.message).toBe('/etc/g.json: "health.temp_warn_celsius" must not be above "health.temp_critical_celsius"');
   });
 
@@ -104,7 +105,14 @@ describe('no config error ever quotes a value', () => {
   });
 
   it('prune: every key from the guard config, PicoClaw config.json, the environment and flags', () => {
-    const picoclawKeys: PolicyKey[] = ['enabled', 'max_age_days', 'max_sessions', 'max_db_size_mb', 'check_interval_minutes', 'vacuum'];
+    const picoclawKeys: PolicyKey[] = [
+      'enabled',
+      'max_age_days',
+      'max_sessions',
+      'max_db_size_mb',
+      'check_interval_minutes',
+      'vacuum',
+    ];
     expectNoEcho(
       POLICY_KEYS,
       (key, value) => resolvePolicy({ guardConfig: { path: '/etc/g.json', values: { [key]: value } } }),

@@ -123,125 +123,147 @@ describe('picoclaw-guard run: the endpoints', () => {
     expect(d.stderr()).toBe('');
   });
 
-  it('/health answers 503 when CRITICAL (gateway down); /prune is 404 until a pass ran; /startup 404 without gateway.log', async () => {
-    const h = sampleHome();
-    const { rmSync } = await import('node:fs');
-    rmSync(join(h.home, 'logs', 'gateway.log'));
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state') });
-    const health = await d.json('/health');
-    expect(health.status).toBe(503);
-    expect(health.body.status).toBe('CRITICAL');
-    const prune = await d.json('/prune');
-    expect(prune.status).toBe(404);
-    expect(prune.body).toMatchObject({
-      error: 'no prune pass has run since the daemon started',
-      enabled: false,
-      next_run_at: null,
-    });
-    const startup = await d.json('/startup');
-    expect(startup.status).toBe(404);
-    expect(startup.body.error).toMatch(/no gateway\.log yet/);
-    expect(d.logs.find((l) => l.msg.startsWith('scheduled prune passes are off'))).toBeTruthy();
-    expect((await d.stop()).code).toBe(0);
-  });
+  it(
+    '/health answers 503 when CRITICAL (gateway down); /prune is 404 until ' +
+      'a pass ran; /startup 404 without gateway.log',
+    async () => {
+      const h = sampleHome();
+      const { rmSync } = await import('node:fs');
+      rmSync(join(h.home, 'logs', 'gateway.log'));
+      const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state') });
+      const health = await d.json('/health');
+      expect(health.status).toBe(503);
+      expect(health.body.status).toBe('CRITICAL');
+      const prune = await d.json('/prune');
+      expect(prune.status).toBe(404);
+      expect(prune.body).toMatchObject({
+        error: 'no prune pass has run since the daemon started',
+        enabled: false,
+        next_run_at: null,
+      });
+      const startup = await d.json('/startup');
+      expect(startup.status).toBe(404);
+      expect(startup.body.error).toMatch(/no gateway\.log yet/);
+      expect(d.logs.find((l) => l.msg.startsWith('scheduled prune passes are off'))).toBeTruthy();
+      expect((await d.stop()).code).toBe(0);
+    },
+  );
 });
 
 describe('picoclaw-guard run: the schedule', () => {
-  it('a scheduled pass runs every interval and its counters move; the marker keeps a restart from repeating it', async () => {
-    const gw = await fakeGateway(200);
-    const h = sampleHome({ gatewayPort: gw, sessions: 30 });
-    const state = join(h.root, 'state');
-    const config = writeConfig(h.root, { ...ENABLED, metrics: { refresh_seconds: 1 } });
-    const d = await startDaemon({ home: h.home, stateDir: state, config, env: { PICOGUARD_INTERVAL_SECONDS: '2' } });
-    const first = await d.waitForLog((l) => l.msg === 'prune pass');
-    expect(first.outcome).toBe('ok');
-    const deleted1 = Number(first.deleted_sessions);
-    expect(existsSync(markerPath(state, h.home))).toBe(true);
+  it(
+    'a scheduled pass runs every interval and its counters move; the marker ' + 'keeps a restart from repeating it',
+    async () => {
+      const gw = await fakeGateway(200);
+      const h = sampleHome({ gatewayPort: gw, sessions: 30 });
+      const state = join(h.root, 'state');
+      const config = writeConfig(h.root, { ...ENABLED, metrics: { refresh_seconds: 1 } });
+      const d = await startDaemon({ home: h.home, stateDir: state, config, env: { PICOGUARD_INTERVAL_SECONDS: '2' } });
+      const first = await d.waitForLog((l) => l.msg === 'prune pass');
+      expect(first.outcome).toBe('ok');
+      const deleted1 = Number(first.deleted_sessions);
+      expect(existsSync(markerPath(state, h.home))).toBe(true);
 
-    // Two sessions go stale; the next scheduled pass deletes them and the counters move.
-    const sessionsDir = join(h.home, 'workspace', 'sessions');
-    addOldSession(sessionsDir, 'telegram:old-1');
-    addOldSession(sessionsDir, 'telegram:old-2');
-    const second = await d.waitForLog(
-      (l) => l.msg === 'prune pass' && l.deleted_sessions !== 0,
-      15_000,
-      d.logs.indexOf(first) + 1,
-    );
-    expect(second.outcome).toBe('ok');
-    expect(second.deleted_sessions).toBe(2);
-    expect(existsSync(join(sessionsDir, 'telegram_old-1.meta.json'))).toBe(false);
-    const m = await until(async () => {
-      const t = (await d.get('/metrics')).body;
-      return (metric(t, 'picoclaw_guard_prune_passes_total', { outcome: 'ok' }) ?? 0) >= 2 ? t : null;
-    });
-    expect(metric(m, 'picoclaw_guard_prune_deleted_sessions_total')).toBe(deleted1 + 2);
-    expect(metric(m, 'picoclaw_guard_prune_interval_seconds')).toBe(2);
-    expect(metric(m, 'picoclaw_guard_prune_last_success_timestamp_seconds')! * 1000).toBeGreaterThan(
-      Date.now() - 10_000,
-    );
-    expect(metric(m, 'picoclaw_guard_prune_next_run_timestamp_seconds')! * 1000).toBeGreaterThan(Date.now() - 1000);
-    expect((await d.stop()).code).toBe(0);
+      // Two sessions go stale; the next scheduled pass deletes them and the counters move.
+      const sessionsDir = join(h.home, 'workspace', 'sessions');
+      addOldSession(sessionsDir, 'telegram:old-1');
+      addOldSession(sessionsDir, 'telegram:old-2');
+      const second = await d.waitForLog(
+        (l) => l.msg === 'prune pass' && l.deleted_sessions !== 0,
+        15_000,
+        d.logs.indexOf(first) + 1,
+      );
+      expect(second.outcome).toBe('ok');
+      expect(second.deleted_sessions).toBe(2);
+      expect(existsSync(join(sessionsDir, 'telegram_old-1.meta.json'))).toBe(false);
+      const m = await until(async () => {
+        const t = (await d.get('/metrics')).body;
+        return (metric(t, 'picoclaw_guard_prune_passes_total', { outcome: 'ok' }) ?? 0) >= 2 ? t : null;
+      });
+      expect(metric(m, 'picoclaw_guard_prune_deleted_sessions_total')).toBe(deleted1 + 2);
+      expect(metric(m, 'picoclaw_guard_prune_interval_seconds')).toBe(2);
+      expect(metric(m, 'picoclaw_guard_prune_last_success_timestamp_seconds')! * 1000).toBeGreaterThan(
+        Date.now() - 10_000,
+      );
+      expect(metric(m, 'picoclaw_guard_prune_next_run_timestamp_seconds')! * 1000).toBeGreaterThan(Date.now() - 1000);
+      expect((await d.stop()).code).toBe(0);
 
-    // A restart with a 10-minute interval: the pass that just finished is not repeated.
-    const d2 = await startDaemon({ home: h.home, stateDir: state, config, env: { PICOGUARD_INTERVAL_SECONDS: '600' } });
-    const listening = d2.logs.find((l) => l.msg === 'listening')!;
-    const next = Date.parse((listening.prune as { next_run: string }).next_run);
-    expect(next).toBeGreaterThan(Date.now() + 500_000);
-    // Three refreshes (1 s apart) outlast the earliest moment a pass could be armed for (1 s after start).
-    const m2 = await refreshes(d2, 3);
-    expect(metric(m2, 'picoclaw_guard_prune_running')).toBe(0);
-    expect(d2.logs.some((l) => l.msg === 'prune pass')).toBe(false);
-    expect((await d2.json('/prune')).status).toBe(404);
-    expect((await d2.stop()).code).toBe(0);
-  });
+      // A restart with a 10-minute interval: the pass that just finished is not repeated.
+      const d2 = await startDaemon({
+        home: h.home,
+        stateDir: state,
+        config,
+        env: { PICOGUARD_INTERVAL_SECONDS: '600' },
+      });
+      const listening = d2.logs.find((l) => l.msg === 'listening')!;
+      const next = Date.parse((listening.prune as { next_run: string }).next_run);
+      expect(next).toBeGreaterThan(Date.now() + 500_000);
+      // Three refreshes (1 s apart) outlast the earliest moment a pass could be armed for (1 s after start).
+      const m2 = await refreshes(d2, 3);
+      expect(metric(m2, 'picoclaw_guard_prune_running')).toBe(0);
+      expect(d2.logs.some((l) => l.msg === 'prune pass')).toBe(false);
+      expect((await d2.json('/prune')).status).toBe(404);
+      expect((await d2.stop()).code).toBe(0);
+    },
+  );
 
-  it('a pass that outlasts its interval: the pass that came due is skipped with a warning, never run beside it', async () => {
-    const h = sampleHome({ sessions: 60, seed: 3 });
-    // Each deleted session is followed by a 250 ms hold (tests only): the pass outlasts its 1 s interval.
-    const env = { PICOGUARD_INTERVAL_SECONDS: '1', PICOGUARD_TEST_STEP_DELAY_MS: '250' };
-    const d = await startDaemon({
-      home: h.home,
-      stateDir: join(h.root, 'state'),
-      config: writeConfig(h.root, ENABLED),
-      env,
-    });
-    const skipped = 'a scheduled prune pass is due while the last one still runs: skipped';
-    const warned = await d.waitForLog((l) => l.msg === skipped);
-    expect(warned.level).toBe(40);
-    expect(d.logs.some((l) => l.msg === 'prune pass')).toBe(false);
-    expect((await d.stop()).code).toBe(0);
-    expect(d.logs.filter((l) => l.msg === 'prune pass')).toHaveLength(1);
-    expect(d.logs.find((l) => l.msg === 'prune pass')).toMatchObject({ stopped_early: true });
-  });
+  it(
+    'a pass that outlasts its interval: the pass that came due is skipped with ' + 'a warning, never run beside it',
+    async () => {
+      const h = sampleHome({ sessions: 60, seed: 3 });
+      // Each deleted session is followed by a 250 ms hold (tests only): the pass outlasts its 1 s interval.
+      const env = { PICOGUARD_INTERVAL_SECONDS: '1', PICOGUARD_TEST_STEP_DELAY_MS: '250' };
+      const d = await startDaemon({
+        home: h.home,
+        stateDir: join(h.root, 'state'),
+        config: writeConfig(h.root, ENABLED),
+        env,
+      });
+      const skipped = 'a scheduled prune pass is due while the last one still runs: skipped';
+      const warned = await d.waitForLog((l) => l.msg === skipped);
+      expect(warned.level).toBe(40);
+      expect(d.logs.some((l) => l.msg === 'prune pass')).toBe(false);
+      expect((await d.stop()).code).toBe(0);
+      expect(d.logs.filter((l) => l.msg === 'prune pass')).toHaveLength(1);
+      expect(d.logs.find((l) => l.msg === 'prune pass')).toMatchObject({ stopped_early: true });
+    },
+  );
 
-  it('SIGHUP re-reads the configuration: disabling stops the schedule; a broken file keeps the running one', async () => {
-    const h = sampleHome();
-    const config = writeConfig(h.root, ENABLED);
-    const d = await startDaemon({
-      home: h.home,
-      stateDir: join(h.root, 'state'),
-      config,
-      env: { PICOGUARD_INTERVAL_SECONDS: '3600' },
-    });
-    await d.waitForLog((l) => l.msg === 'prune pass');
-    expect(metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_enabled')).toBe(1);
+  it(
+    'SIGHUP re-reads the configuration: disabling stops the schedule; a broken ' + 'file keeps the running one',
+    async () => {
+      const h = sampleHome();
+      const config = writeConfig(h.root, ENABLED);
+      const d = await startDaemon({
+        home: h.home,
+        stateDir: join(h.root, 'state'),
+        config,
+        env: { PICOGUARD_INTERVAL_SECONDS: '3600' },
+      });
+      await d.waitForLog((l) => l.msg === 'prune pass');
+      expect(metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_enabled')).toBe(1);
 
-    writeFileSync(config, JSON.stringify({ prune: { enabled: false } }));
-    const n = d.logs.length;
-    d.child.kill('SIGHUP');
-    await d.waitForLog((l) => l.msg === 'configuration reloaded', 10_000, n);
-    const m = (await d.get('/metrics')).body;
-    expect(metric(m, 'picoclaw_guard_prune_enabled')).toBe(0);
-    expect(metric(m, 'picoclaw_guard_prune_next_run_timestamp_seconds')).toBeNull();
+      writeFileSync(config, JSON.stringify({ prune: { enabled: false } }));
+      const n = d.logs.length;
+      d.child.kill('SIGHUP');
+      await d.waitForLog((l) => l.msg === 'configuration reloaded', 10_000, n);
+      const m = (await d.get('/metrics')).body;
+      expect(metric(m, 'picoclaw_guard_prune_enabled')).toBe(0);
+      expect(metric(m, 'picoclaw_guard_prune_next_run_timestamp_seconds')).toBeNull();
 
-    writeFileSync(config, JSON.stringify({ server: { prot: 1 } }));
-    const n2 = d.logs.length;
-    d.child.kill('SIGHUP');
-    const failed = await d.waitForLog((l) => l.msg === 'reload failed: keeping the running configuration', 10_000, n2);
-    expect(String(failed.error)).toContain('unknown key "server.prot"');
-    expect((await d.get('/health')).status).toBeLessThan(600);
-    expect((await d.stop()).code).toBe(0);
-  });
+      writeFileSync(config, JSON.stringify({ server: { prot: 1 } }));
+      const n2 = d.logs.length;
+      d.child.kill('SIGHUP');
+      const failed = await d.waitForLog(
+        (l) => l.msg === 'reload failed: keeping the running configuration',
+        10_000,
+        n2,
+      );
+      expect(String(failed.error)).toContain('unknown key "server.prot"');
+      expect((await d.get('/health')).status).toBeLessThan(600);
+      expect((await d.stop()).code).toBe(0);
+    },
+  );
 });
 
 describe('picoclaw-guard run: stopping', () => {
@@ -256,46 +278,49 @@ describe('picoclaw-guard run: stopping', () => {
     expect(d.logs.at(-1)).toMatchObject({ msg: 'stopped', signal: 'SIGTERM', pass_abandoned: false });
   });
 
-  it('SIGTERM in the middle of a pass: the pass stops between sessions, the database is intact, exit 0 within 2 s', async () => {
-    const h = sampleHome({ sessions: 60, seed: 3 });
-    const state = join(h.root, 'state');
-    // Each deleted session is followed by a 250 ms hold (tests only), so the pass lasts several seconds.
-    const d = await startDaemon({
-      home: h.home,
-      stateDir: state,
-      config: writeConfig(h.root, ENABLED),
-      env: { PICOGUARD_INTERVAL_SECONDS: '3600', PICOGUARD_TEST_STEP_DELAY_MS: '250' },
-    });
-    await until(async () => metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_running') === 1, 10_000, 50);
-    const sessionsDir = join(h.home, 'workspace', 'sessions');
-    const metas = () => readdirSync(sessionsDir).filter((f) => f.endsWith('.meta.json')).length;
-    const before = metas();
-    await until(async () => metas() < before, 20_000, 50); // a session deleted
-    // The main thread keeps answering while the pass runs in its worker thread (the pass is
-    // still running: it is stopped early below). A blocked main thread would answer only
-    // after the pass, 250 ms per session; the bound is generous for a loaded machine.
-    const t0 = performance.now();
-    expect((await d.get('/health')).status).toBeLessThan(600);
-    expect(performance.now() - t0).toBeLessThan(5000);
-    const r = await d.stop('SIGINT');
-    expect(r.code).toBe(0);
-    // Generous for a loaded machine: that the pass stopped between sessions, not abandoned
-    // after the grace period, is checked below (pass_abandoned: false).
-    expect(r.ms).toBeLessThan(10_000);
-    const pass = d.logs.find((l) => l.msg === 'prune pass')!;
-    expect(pass).toMatchObject({ stopped_early: true, outcome: 'partial', exit_code: 7 });
-    expect(Number(pass.deleted_sessions)).toBeGreaterThan(0);
-    expect(d.logs.at(-1)).toMatchObject({ msg: 'stopped', pass_abandoned: false });
-    expect(integrity(h.seahorsePath!)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
-    // Interrupted is not completed: no marker, so the next start prunes again.
-    expect(existsSync(markerPath(state, h.home))).toBe(false);
-    // Every session is whole: a .jsonl never outlives its .meta.json or the other way round.
-    for (const a of h.agents) {
-      const names = readdirSync(a.sessionsDir);
-      for (const n of names.filter((x) => x.endsWith('.meta.json')))
-        expect(names).toContain(n.replace(/\.meta\.json$/, '.jsonl'));
-    }
-  });
+  it(
+    'SIGTERM in the middle of a pass: the pass stops between sessions, the ' + 'database is intact, exit 0 within 2 s',
+    async () => {
+      const h = sampleHome({ sessions: 60, seed: 3 });
+      const state = join(h.root, 'state');
+      // Each deleted session is followed by a 250 ms hold (tests only), so the pass lasts several seconds.
+      const d = await startDaemon({
+        home: h.home,
+        stateDir: state,
+        config: writeConfig(h.root, ENABLED),
+        env: { PICOGUARD_INTERVAL_SECONDS: '3600', PICOGUARD_TEST_STEP_DELAY_MS: '250' },
+      });
+      await until(async () => metric((await d.get('/metrics')).body, 'picoclaw_guard_prune_running') === 1, 10_000, 50);
+      const sessionsDir = join(h.home, 'workspace', 'sessions');
+      const metas = () => readdirSync(sessionsDir).filter((f) => f.endsWith('.meta.json')).length;
+      const before = metas();
+      await until(async () => metas() < before, 20_000, 50); // a session deleted
+      // The main thread keeps answering while the pass runs in its worker thread (the pass is
+      // still running: it is stopped early below). A blocked main thread would answer only
+      // after the pass, 250 ms per session; the bound is generous for a loaded machine.
+      const t0 = performance.now();
+      expect((await d.get('/health')).status).toBeLessThan(600);
+      expect(performance.now() - t0).toBeLessThan(5000);
+      const r = await d.stop('SIGINT');
+      expect(r.code).toBe(0);
+      // Generous for a loaded machine: that the pass stopped between sessions, not abandoned
+      // after the grace period, is checked below (pass_abandoned: false).
+      expect(r.ms).toBeLessThan(10_000);
+      const pass = d.logs.find((l) => l.msg === 'prune pass')!;
+      expect(pass).toMatchObject({ stopped_early: true, outcome: 'partial', exit_code: 7 });
+      expect(Number(pass.deleted_sessions)).toBeGreaterThan(0);
+      expect(d.logs.at(-1)).toMatchObject({ msg: 'stopped', pass_abandoned: false });
+      expect(integrity(h.seahorsePath!)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
+      // Interrupted is not completed: no marker, so the next start prunes again.
+      expect(existsSync(markerPath(state, h.home))).toBe(false);
+      // Every session is whole: a .jsonl never outlives its .meta.json or the other way round.
+      for (const a of h.agents) {
+        const names = readdirSync(a.sessionsDir);
+        for (const n of names.filter((x) => x.endsWith('.meta.json')))
+          expect(names).toContain(n.replace(/\.meta\.json$/, '.jsonl'));
+      }
+    },
+  );
 });
 
 describe('picoclaw-guard run: two instances, one home', () => {
@@ -388,46 +413,50 @@ describe('picoclaw-guard run: the network', () => {
 });
 
 describe('picoclaw-guard run: requests are cheap', () => {
-  it('requests never spawn a process or re-read anything: vcgencmd runs and refresh counters stay constant over 300 requests', async () => {
-    const gw = await fakeGateway(200);
-    const h = sampleHome({ gatewayPort: gw });
-    const vcg = countingVcgencmd(h.root, '0x0');
-    // A long refresh interval: only requests happen during the test.
-    const d = await startDaemon({
-      home: h.home,
-      stateDir: join(h.root, 'state'),
-      vcgencmd: vcg.path,
-      config: writeConfig(h.root, { metrics: { refresh_seconds: 3600 } }),
-    });
-    const before = vcg.count();
-    expect(before).toBe(1);
-    const m0 = (await d.get('/metrics')).body;
-    const refresh0 = ['health', 'sessions', 'startup'].map((s) =>
-      metric(m0, 'picoclaw_guard_refresh_total', { source: s }),
-    );
-    const lat: number[] = [];
-    for (let i = 0; i < 75; i++) {
-      for (const p of ['/health', '/metrics', '/startup', '/prune']) {
-        const t0 = performance.now();
-        await d.get(p);
-        lat.push(performance.now() - t0);
+  it(
+    'requests never spawn a process or re-read anything: vcgencmd runs and ' +
+      'refresh counters stay constant over 300 requests',
+    async () => {
+      const gw = await fakeGateway(200);
+      const h = sampleHome({ gatewayPort: gw });
+      const vcg = countingVcgencmd(h.root, '0x0');
+      // A long refresh interval: only requests happen during the test.
+      const d = await startDaemon({
+        home: h.home,
+        stateDir: join(h.root, 'state'),
+        vcgencmd: vcg.path,
+        config: writeConfig(h.root, { metrics: { refresh_seconds: 3600 } }),
+      });
+      const before = vcg.count();
+      expect(before).toBe(1);
+      const m0 = (await d.get('/metrics')).body;
+      const refresh0 = ['health', 'sessions', 'startup'].map((s) =>
+        metric(m0, 'picoclaw_guard_refresh_total', { source: s }),
+      );
+      const lat: number[] = [];
+      for (let i = 0; i < 75; i++) {
+        for (const p of ['/health', '/metrics', '/startup', '/prune']) {
+          const t0 = performance.now();
+          await d.get(p);
+          lat.push(performance.now() - t0);
+        }
       }
-    }
-    expect(vcg.count()).toBe(before);
-    const m1 = (await d.get('/metrics')).body;
-    expect(
-      ['health', 'sessions', 'startup'].map((s) => metric(m1, 'picoclaw_guard_refresh_total', { source: s })),
-    ).toEqual(refresh0);
-    expect(metric(m1, 'picoclaw_guard_http_requests_total', { endpoint: '/health', code: '200' })).toBe(75);
-    // The child has no children of its own (no vcgencmd, no shell) after all those requests.
-    const children = `/proc/${d.pid}/task/${d.pid}/children`;
-    if (existsSync(children)) expect(readFileSync(children, 'utf8').trim()).toBe('');
-    lat.sort((x, y) => x - y);
-    // Generous for a loaded machine (the counters above are the proof that nothing is re-read);
-    // test/daemon/measure-idle.mjs measures the latency.
-    expect(lat[Math.floor(lat.length * 0.95)]).toBeLessThan(2000);
-    expect((await d.stop()).code).toBe(0);
-  });
+      expect(vcg.count()).toBe(before);
+      const m1 = (await d.get('/metrics')).body;
+      expect(
+        ['health', 'sessions', 'startup'].map((s) => metric(m1, 'picoclaw_guard_refresh_total', { source: s })),
+      ).toEqual(refresh0);
+      expect(metric(m1, 'picoclaw_guard_http_requests_total', { endpoint: '/health', code: '200' })).toBe(75);
+      // The child has no children of its own (no vcgencmd, no shell) after all those requests.
+      const children = `/proc/${d.pid}/task/${d.pid}/children`;
+      if (existsSync(children)) expect(readFileSync(children, 'utf8').trim()).toBe('');
+      lat.sort((x, y) => x - y);
+      // Generous for a loaded machine (the counters above are the proof that nothing is re-read);
+      // test/daemon/measure-idle.mjs measures the latency.
+      expect(lat[Math.floor(lat.length * 0.95)]).toBeLessThan(2000);
+      expect((await d.stop()).code).toBe(0);
+    },
+  );
 });
 
 describe('picoclaw-guard run: the textfile collector', () => {

@@ -80,19 +80,23 @@ describe('the HTTP server', () => {
     expect(r.ms).toBeLessThan(5000);
   });
 
-  it('a client that never finishes its headers is cut after the 5 s header timeout, not half a minute later', async () => {
-    const { srv } = await serve();
-    const t0 = performance.now();
-    const s = connect(srv.port, '127.0.0.1', () => s.write('GET /health HTTP/1.1\r\nHost: x\r\n'));
-    s.on('error', () => undefined);
-    open.push(s);
-    let answer = '';
-    s.on('data', (d: Buffer) => (answer += d.toString('latin1')));
-    await new Promise<void>((r) => s.once('close', () => r()));
-    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
-    // 5 s of header time, checked every 0.5 s; generous for a loaded machine, far below Node's 30 s check.
-    expect(performance.now() - t0).toBeLessThan(15_000);
-  }, 30_000);
+  it(
+    'a client that never finishes its headers is cut after the 5 s header timeout,' + ' not half a minute later',
+    async () => {
+      const { srv } = await serve();
+      const t0 = performance.now();
+      const s = connect(srv.port, '127.0.0.1', () => s.write('GET /health HTTP/1.1\r\nHost: x\r\n'));
+      s.on('error', () => undefined);
+      open.push(s);
+      let answer = '';
+      s.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+      await new Promise<void>((r) => s.once('close', () => r()));
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      // 5 s of header time, checked every 0.5 s; generous for a loaded machine, far below Node's 30 s check.
+      expect(performance.now() - t0).toBeLessThan(15_000);
+    },
+    30_000,
+  );
 
   it('//health is /health (not the index page), and a target that is not a path is 404', async () => {
     const { srv } = await serve();
@@ -120,20 +124,23 @@ describe('ConnectionSlots', () => {
     expect(s.admit('b2', '10.0.0.6')).toEqual([]);
   });
 
-  it('when full, the oldest idle connection goes; with every slot busy, only loopback gets in, up to its reserve', () => {
-    const s = new ConnectionSlots<string>(limits);
-    for (let i = 0; i < 6; i++) expect(s.admit(`r${i}`, `10.0.1.${i}`)).toEqual([]);
-    expect(s.admit('n1', '10.0.2.1')).toEqual(['r0']);
-    for (const k of ['r1', 'r2', 'r3', 'r4', 'r5', 'n1']) s.busy(k, true);
-    expect(s.admit('n2', '10.0.2.2')).toBeNull();
-    expect(s.admit('l1', '127.0.0.1')).toEqual([]);
-    expect(s.admit('l2', '::ffff:127.0.0.1')).toEqual([]);
-    s.busy('l1', true);
-    s.busy('l2', true);
-    expect(s.admit('l3', '::1')).toBeNull();
-    s.busy('r3', false);
-    expect(s.admit('l3', '::1')).toEqual(['r3']);
-    s.release('l3');
-    expect(s.size).toBe(7);
-  });
+  it(
+    'when full, the oldest idle connection goes; with every slot busy, only ' + 'loopback gets in, up to its reserve',
+    () => {
+      const s = new ConnectionSlots<string>(limits);
+      for (let i = 0; i < 6; i++) expect(s.admit(`r${i}`, `10.0.1.${i}`)).toEqual([]);
+      expect(s.admit('n1', '10.0.2.1')).toEqual(['r0']);
+      for (const k of ['r1', 'r2', 'r3', 'r4', 'r5', 'n1']) s.busy(k, true);
+      expect(s.admit('n2', '10.0.2.2')).toBeNull();
+      expect(s.admit('l1', '127.0.0.1')).toEqual([]);
+      expect(s.admit('l2', '::ffff:127.0.0.1')).toEqual([]);
+      s.busy('l1', true);
+      s.busy('l2', true);
+      expect(s.admit('l3', '::1')).toBeNull();
+      s.busy('r3', false);
+      expect(s.admit('l3', '::1')).toEqual(['r3']);
+      s.release('l3');
+      expect(s.size).toBe(7);
+    },
+  );
 });

@@ -79,7 +79,8 @@ async function healthRefreshes(d: Daemon): Promise<number> {
 
 describe('the status page in a browser', () => {
   it.skipIf(!HAVE_CHROMIUM)(
-    `shows status, problems and every section; charts draw the data; nothing leaves the origin; fits 360 px${HAVE_CHROMIUM ? '' : ` (skipped: ${SKIP_REASON})`}`,
+    `shows status, problems and every section; charts draw the data; nothing ` +
+      `leaves the origin; fits 360 px${HAVE_CHROMIUM ? '' : ` (skipped: ${SKIP_REASON})`}`,
     async () => {
       const d = await warnDaemon({ env: { PICOGUARD_TEST_HISTORY_FILL: String(FILL) } });
       const pass = await d.waitForLog((l) => l.msg === 'prune pass');
@@ -191,36 +192,41 @@ describe('the status page in a browser', () => {
 describe('the status page behind a token', () => {
   const basic = (pass: string) => `Basic ${Buffer.from(`anyone:${pass}`).toString('base64')}`;
 
-  it('on a non-loopback address: the token as Basic password opens it; a wrong or missing one gets a Basic challenge; the token is never logged', async () => {
-    const d = await warnDaemon({ args: ['--host', '0.0.0.0'], env: { PICOCLAW_GUARD_TOKEN: TOKEN } });
-    const none = await d.get('/');
-    expect(none.status).toBe(401);
-    expect(none.headers['www-authenticate']).toMatch(/^Basic realm="picoclaw-guard"/);
-    const wrong = await d.get('/', { authorization: basic('wrong-token-wrong-token') });
-    expect(wrong.status).toBe(401);
-    expect(wrong.body).not.toContain('<html');
-    const right = await d.get('/', { authorization: basic(TOKEN) });
-    expect(right.status).toBe(200);
-    expect(right.body).toContain('<section id="status">');
-    expect((await d.get('/health', { authorization: basic(TOKEN) })).status).toBe(200);
-    expect((await d.get('/', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+  it(
+    'on a non-loopback address: the token as Basic password opens it; a wrong ' +
+      'or missing one gets a Basic challenge; the token is never logged',
+    async () => {
+      const d = await warnDaemon({ args: ['--host', '0.0.0.0'], env: { PICOCLAW_GUARD_TOKEN: TOKEN } });
+      const none = await d.get('/');
+      expect(none.status).toBe(401);
+      expect(none.headers['www-authenticate']).toMatch(/^Basic realm="picoclaw-guard"/);
+      const wrong = await d.get('/', { authorization: basic('wrong-token-wrong-token') });
+      expect(wrong.status).toBe(401);
+      expect(wrong.body).not.toContain('<html');
+      const right = await d.get('/', { authorization: basic(TOKEN) });
+      expect(right.status).toBe(200);
+      expect(right.body).toContain('<section id="status">');
+      expect((await d.get('/health', { authorization: basic(TOKEN) })).status).toBe(200);
+      expect((await d.get('/', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
 
-    if (HAVE_CHROMIUM) {
-      // The browser answers the challenge with the credentials it was given (what a person types in the prompt).
-      browser = await launch();
-      const ctx = await browser.newContext({ httpCredentials: { username: 'me', password: TOKEN } });
-      const page = await ctx.newPage();
-      const res = await page.goto(`http://127.0.0.1:${d.port}/`);
-      expect(res?.status()).toBe(200);
-      expect(await page.locator('#status').innerText()).toContain('WARN');
-      const denied = await (
-        await browser.newContext({ httpCredentials: { username: 'me', password: 'not-the-token-at-all' } })
-      ).newPage();
-      expect((await denied.goto(`http://127.0.0.1:${d.port}/`))?.status()).toBe(401);
-    }
-    await d.stop();
-    expect(d.stdout()).not.toContain(TOKEN);
-    expect(d.stderr()).not.toContain(TOKEN);
-    expect(d.stdout()).not.toContain(Buffer.from(`anyone:${TOKEN}`).toString('base64'));
-  }, 120_000);
+      if (HAVE_CHROMIUM) {
+        // The browser answers the challenge with the credentials it was given (what a person types in the prompt).
+        browser = await launch();
+        const ctx = await browser.newContext({ httpCredentials: { username: 'me', password: TOKEN } });
+        const page = await ctx.newPage();
+        const res = await page.goto(`http://127.0.0.1:${d.port}/`);
+        expect(res?.status()).toBe(200);
+        expect(await page.locator('#status').innerText()).toContain('WARN');
+        const denied = await (
+          await browser.newContext({ httpCredentials: { username: 'me', password: 'not-the-token-at-all' } })
+        ).newPage();
+        expect((await denied.goto(`http://127.0.0.1:${d.port}/`))?.status()).toBe(401);
+      }
+      await d.stop();
+      expect(d.stdout()).not.toContain(TOKEN);
+      expect(d.stderr()).not.toContain(TOKEN);
+      expect(d.stdout()).not.toContain(Buffer.from(`anyone:${TOKEN}`).toString('base64'));
+    },
+    120_000,
+  );
 });

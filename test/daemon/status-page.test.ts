@@ -225,38 +225,41 @@ describe('status page', () => {
     expect(predictionOf(st)).toBeNull();
   });
 
-  it("draws the daemon's startup model (src/startup-model) when it has a prediction, and nothing while it has none", async () => {
-    const st = await startupOf(4);
-    const volume = { sessions: 212, jsonl_bytes: 31 * 1024 * 1024, db_bytes: null };
-    const base = {
-      why: null,
-      rmse_seconds: 2,
-      volume,
-      target_seconds: 30,
-      sessions_for_target: 120,
-      model: null,
-      samples: 9,
-      measured_samples: 8,
-      trust: {},
-    };
-    const model = { ...base, state: 'ok', predicted_seconds: 48, error_seconds: 9 } as unknown as StartupPrediction;
-    const pred = predictionOf(st, model);
-    expect(pred).toEqual({
-      next_gap_seconds: 48,
-      low_seconds: 39,
-      high_seconds: 57,
-      basis: '212 sessions / 31 MiB of the default agent, from 8 measured restarts',
-    });
-    expect(drawn(renderStatusPage(input({ startup: st, prediction: pred })), 'chart-restarts', 'predicted')).toBe(1);
-    const none = {
-      ...base,
-      state: 'no_model',
-      why: 'needs 3 restarts',
-      predicted_seconds: null,
-      error_seconds: null,
-    } as unknown as StartupPrediction;
-    expect(predictionOf(st, none)).toBeNull();
-  });
+  it(
+    "draws the daemon's startup model (src/startup-model) when it has a prediction," + ' and nothing while it has none',
+    async () => {
+      const st = await startupOf(4);
+      const volume = { sessions: 212, jsonl_bytes: 31 * 1024 * 1024, db_bytes: null };
+      const base = {
+        why: null,
+        rmse_seconds: 2,
+        volume,
+        target_seconds: 30,
+        sessions_for_target: 120,
+        model: null,
+        samples: 9,
+        measured_samples: 8,
+        trust: {},
+      };
+      const model = { ...base, state: 'ok', predicted_seconds: 48, error_seconds: 9 } as unknown as StartupPrediction;
+      const pred = predictionOf(st, model);
+      expect(pred).toEqual({
+        next_gap_seconds: 48,
+        low_seconds: 39,
+        high_seconds: 57,
+        basis: '212 sessions / 31 MiB of the default agent, from 8 measured restarts',
+      });
+      expect(drawn(renderStatusPage(input({ startup: st, prediction: pred })), 'chart-restarts', 'predicted')).toBe(1);
+      const none = {
+        ...base,
+        state: 'no_model',
+        why: 'needs 3 restarts',
+        predicted_seconds: null,
+        error_seconds: null,
+      } as unknown as StartupPrediction;
+      expect(predictionOf(st, none)).toBeNull();
+    },
+  );
 });
 
 describe('reading history', () => {

@@ -42,21 +42,24 @@ async function tricklingGateway(onReady: () => void): Promise<number> {
 }
 
 describe('picoclaw-guard run: nothing a refresh meets blocks SIGTERM', () => {
-  it('the guard config became a FIFO, then SIGHUP: the reload fails naming it, /health answers, SIGTERM exits 0', async () => {
-    const h = sampleHome({ gatewayPort: await fakeGateway() });
-    const config = writeConfig(h.root, { metrics: { refresh_seconds: 1 } });
-    const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config });
-    const fifo = join(tempDir(), 'fifo');
-    execFileSync('mkfifo', [fifo]);
-    renameSync(fifo, config);
-    const n = d.logs.length;
-    d.child.kill('SIGHUP');
-    const failed = await d.waitForLog((l) => l.msg === 'reload failed: keeping the running configuration', 20_000, n);
-    expect(String(failed.error)).toContain(`${config}: is a FIFO, not a regular file`);
-    expect((await d.get('/health')).status).toBeLessThan(600);
-    const r = await d.stop('SIGTERM', STOP_BOUND_MS);
-    expect(r.code).toBe(0);
-  });
+  it(
+    'the guard config became a FIFO, then SIGHUP: the reload fails naming it,' + ' /health answers, SIGTERM exits 0',
+    async () => {
+      const h = sampleHome({ gatewayPort: await fakeGateway() });
+      const config = writeConfig(h.root, { metrics: { refresh_seconds: 1 } });
+      const d = await startDaemon({ home: h.home, stateDir: join(h.root, 'state'), config });
+      const fifo = join(tempDir(), 'fifo');
+      execFileSync('mkfifo', [fifo]);
+      renameSync(fifo, config);
+      const n = d.logs.length;
+      d.child.kill('SIGHUP');
+      const failed = await d.waitForLog((l) => l.msg === 'reload failed: keeping the running configuration', 20_000, n);
+      expect(String(failed.error)).toContain(`${config}: is a FIFO, not a regular file`);
+      expect((await d.get('/health')).status).toBeLessThan(600);
+      const r = await d.stop('SIGTERM', STOP_BOUND_MS);
+      expect(r.code).toBe(0);
+    },
+  );
 
   it('the PID file became a FIFO: the next refresh reads it as unusable, SIGTERM exits 0', async () => {
     const h = sampleHome({ gatewayPort: await fakeGateway() });

@@ -120,19 +120,22 @@ describe('gateway classification', () => {
     expect(g).toMatchObject({ state: 'hung', ready: { error: 'refused' } });
   });
 
-  it('down, not hung: the PID file names a live process that is not PicoClaw (pid 1, or this test runner)', async () => {
-    const port = await serve(200);
-    const s = servers.pop()!;
-    await new Promise((r) => s.close(r));
-    const g1 = await classify(home(1, port, 120_000));
-    expect(g1).toMatchObject({ state: 'down', alive: true, ready: { error: 'refused' } });
-    expect(g1.reason).toMatch(
-      /^PID 1 from the PID file is now another program \(.+\) and nothing answers on 127\.0\.0\.1:\d+ \(stale PID file\)$/,
-    );
-    const g2 = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
-    expect(g2).toMatchObject({ state: 'down', ready: { error: 'timeout' } });
-    expect(g2.reason).toContain(`PID ${process.pid} from the PID file is now another program (node`);
-  });
+  it(
+    'down, not hung: the PID file names a live process that is not PicoClaw ' + '(pid 1, or this test runner)',
+    async () => {
+      const port = await serve(200);
+      const s = servers.pop()!;
+      await new Promise((r) => s.close(r));
+      const g1 = await classify(home(1, port, 120_000));
+      expect(g1).toMatchObject({ state: 'down', alive: true, ready: { error: 'refused' } });
+      expect(g1.reason).toMatch(
+        /^PID 1 from the PID file is now another program \(.+\) and nothing answers on 127\.0\.0\.1:\d+ \(stale PID file\)$/,
+      );
+      const g2 = await classify(home(process.pid, await serve('silent'), 120_000), 60_000);
+      expect(g2).toMatchObject({ state: 'down', ready: { error: 'timeout' } });
+      expect(g2.reason).toContain(`PID ${process.pid} from the PID file is now another program (node`);
+    },
+  );
 
   it('a process named picoclaw that started after the PID file was written did not write it: stale', async () => {
     const port = await serve(200);

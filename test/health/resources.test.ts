@@ -53,7 +53,8 @@ describe('file system of the home', () => {
     totalInodes: 1_000_000,
   });
   const mounts =
-    '/dev/root / ext4 rw,noatime 0 0\n/dev/sda1 /srv/data ext4 ro,relatime 0 0\n/dev/sdb1 /srv/data\\040two vfat rw 0 0\n';
+    '/dev/root / ext4 rw,noatime 0 0\n/dev/sda1 /srv/data ext4 ro,relatime ' +
+    '0 0\n/dev/sdb1 /srv/data\\040two vfat rw 0 0\n';
 
   it('finds the longest containing mount point, with octal escapes and ro', () => {
     expect(findMount(mounts, '/srv/data/picoclaw')).toEqual({

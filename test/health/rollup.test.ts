@@ -224,42 +224,45 @@ describe('roll-up', () => {
     expect(r.problems.map((p) => p.level).sort()).toEqual(['critical', 'warn']);
   });
 
-  it("the last prune's silent pressures: undated sessions pushing dated ones out, a size limit that cannot be met", () => {
-    const base = pc('ready');
-    const lastPrune = {
-      at: '2026-11-30T12:00:00Z',
-      outcome: 'ok',
-      deleted_sessions: 9,
-      deleted_orphans: 0,
-      freed_bytes: 1,
-      sessions_before: 115,
-      sessions_after: 106,
-      duration_seconds: 1,
-      reason: null,
-    };
-    const quiet = run({
-      picoclaw: {
-        ...base,
-        last_prune: { ...lastPrune, undated_sessions: 105, displaced_by_undated: 0, size_limit_unmet: null },
-      } as RollupInput['picoclaw'],
-    });
-    expect(quiet.problems).toEqual([]);
-    const r = run({
-      picoclaw: {
-        ...base,
-        last_prune: {
-          ...lastPrune,
-          undated_sessions: 105,
-          displaced_by_undated: 9,
-          size_limit_unmet: 'the limit cannot be met: sk_v1_x (newest) holds about 800 MiB',
-        },
-      } as RollupInput['picoclaw'],
-    });
-    expect(r.status).toBe('WARN');
-    expect(r.problems.map((p) => p.code).sort()).toEqual(['seahorse_limit_unmet', 'undated_sessions_displace']);
-    expect(r.problems.find((p) => p.code === 'undated_sessions_displace')!.message).toMatch(
-      /105 undated session\(s\).*9 dated session\(s\)/,
-    );
-    expect(r.problems.find((p) => p.code === 'seahorse_limit_unmet')!.message).toMatch(/sk_v1_x \(newest\)/);
-  });
+  it(
+    "the last prune's silent pressures: undated sessions pushing dated ones " + 'out, a size limit that cannot be met',
+    () => {
+      const base = pc('ready');
+      const lastPrune = {
+        at: '2026-11-30T12:00:00Z',
+        outcome: 'ok',
+        deleted_sessions: 9,
+        deleted_orphans: 0,
+        freed_bytes: 1,
+        sessions_before: 115,
+        sessions_after: 106,
+        duration_seconds: 1,
+        reason: null,
+      };
+      const quiet = run({
+        picoclaw: {
+          ...base,
+          last_prune: { ...lastPrune, undated_sessions: 105, displaced_by_undated: 0, size_limit_unmet: null },
+        } as RollupInput['picoclaw'],
+      });
+      expect(quiet.problems).toEqual([]);
+      const r = run({
+        picoclaw: {
+          ...base,
+          last_prune: {
+            ...lastPrune,
+            undated_sessions: 105,
+            displaced_by_undated: 9,
+            size_limit_unmet: 'the limit cannot be met: sk_v1_x (newest) holds about 800 MiB',
+          },
+        } as RollupInput['picoclaw'],
+      });
+      expect(r.status).toBe('WARN');
+      expect(r.problems.map((p) => p.code).sort()).toEqual(['seahorse_limit_unmet', 'undated_sessions_displace']);
+      expect(r.problems.find((p) => p.code === 'undated_sessions_displace')!.message).toMatch(
+        /105 undated session\(s\).*9 dated session\(s\)/,
+      );
+      expect(r.problems.find((p) => p.code === 'seahorse_limit_unmet')!.message).toMatch(/sk_v1_x \(newest\)/);
+    },
+  );
 });

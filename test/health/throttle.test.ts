@@ -157,27 +157,30 @@ describe('throttle source', () => {
     expect(readRpiVoltAlarm(board('visionfive2').sys)).toEqual({ present: false, alarm: null });
   });
 
-  it('legacy soc:firmware/get_throttled only without vcgencmd and rpi_volt; its high bits are not "since boot"', async () => {
-    const root = tempDir();
-    mkdirSync(join(root, 'sys/devices/platform/soc/soc:firmware'), { recursive: true });
-    writeFileSync(join(root, 'sys/devices/platform/soc/soc:firmware/get_throttled'), '50005\n');
-    const r = await readThrottle({
-      sysRoot: join(root, 'sys'),
-      procRoot: join(root, 'proc'),
-      vcgencmd: null,
-      stateDir: tempDir(),
-      now: NOW,
-      board: null,
-    });
-    expect(r).toMatchObject({
-      available: true,
-      source: 'legacy_sysfs',
-      get_throttled: '0x50005',
-      since_boot: null,
-      now: { under_voltage: true, throttled: true },
-    });
-    expect(r.available && r.under_voltage).toMatchObject({ now: true, since_boot: true, latch: { written: true } });
-  });
+  it(
+    'legacy soc:firmware/get_throttled only without vcgencmd and rpi_volt; ' + 'its high bits are not "since boot"',
+    async () => {
+      const root = tempDir();
+      mkdirSync(join(root, 'sys/devices/platform/soc/soc:firmware'), { recursive: true });
+      writeFileSync(join(root, 'sys/devices/platform/soc/soc:firmware/get_throttled'), '50005\n');
+      const r = await readThrottle({
+        sysRoot: join(root, 'sys'),
+        procRoot: join(root, 'proc'),
+        vcgencmd: null,
+        stateDir: tempDir(),
+        now: NOW,
+        board: null,
+      });
+      expect(r).toMatchObject({
+        available: true,
+        source: 'legacy_sysfs',
+        get_throttled: '0x50005',
+        since_boot: null,
+        now: { under_voltage: true, throttled: true },
+      });
+      expect(r.available && r.under_voltage).toMatchObject({ now: true, since_boot: true, latch: { written: true } });
+    },
+  );
 
   it('a Pi with rpi_volt never reads the legacy file (it logs a kernel WARN)', async () => {
     const root = tempDir();

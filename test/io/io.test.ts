@@ -58,7 +58,9 @@ describe('the lock', () => {
       [
         '--input-type=module',
         '-e',
-        `const { tryLock } = await import(${JSON.stringify(lockModule)}); const r = tryLock(${JSON.stringify(p)}, 'child'); console.log(r.ok ? 'held' : 'busy'); setInterval(() => {}, 1000);`,
+        `const { tryLock } = await import(${JSON.stringify(lockModule)}); const r = tryLock(${JSON.stringify(p)}` +
+          `, 'child'); console.log(r.ok ? 'held' : 'busy'); setInterval(() => {},` +
+          ` 1000);`,
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );

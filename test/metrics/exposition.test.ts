@@ -27,7 +27,9 @@ describe('Prometheus text format 0.0.4', () => {
     r.gauge('a_celsius', 'A.', 3, { zone_type: 'gpu' });
     r.gauge('c_bytes', 'Nothing to say.', null);
     expect(r.render()).toBe(
-      '# HELP a_celsius A.\n# TYPE a_celsius gauge\na_celsius{zone_type="cpu"} 1\na_celsius{zone_type="gpu"} 3\n# HELP b_total B.\n# TYPE b_total counter\nb_total 2\n',
+      '# HELP a_celsius A.\n# TYPE a_celsius gauge\na_celsius{zone_type="cpu"}' +
+        ' 1\na_celsius{zone_type="gpu"} 3\n# HELP b_total B.\n# TYPE b_total counter\nb_total ' +
+        '2\n',
     );
     expect(r.names()).toEqual(['a_celsius', 'b_total', 'c_bytes']);
     expect(render([])).toBe('');

@@ -36,19 +36,23 @@ describe('picoclaw-guard metrics', () => {
     expect(metric(text, 'picoclaw_guard_health_problem', { code: 'under_voltage_now', level: 'critical' })).toBe(1);
   });
 
-  it('missing hardware is no data, not 0: no throttle word on RISC-V or x86, no cpufreq on a Milk-V Duo, no "clear" under-voltage on a Zero', async () => {
-    for (const name of ['visionfive2', 'x86-vm'] as const) {
-      const f = families(renderMetrics(await snapshot(name)));
-      expect(f.has('picoclaw_guard_throttle_flag')).toBe(false);
-      expect(f.has('picoclaw_guard_under_voltage')).toBe(false);
-    }
-    const duo = families(renderMetrics(await snapshot('milkv-duo')));
-    expect(duo.has('picoclaw_guard_cpu_frequency_hertz')).toBe(false);
-    const zero = renderMetrics(await snapshot('zero2w'));
-    expect(metric(zero, 'picoclaw_guard_under_voltage_detectable')).toBe(0);
-    expect(metric(zero, 'picoclaw_guard_under_voltage', { period: 'now' })).toBeNull();
-    expect(metric(zero, 'picoclaw_guard_throttle_flag', { condition: 'under_voltage', period: 'now' })).toBeNull();
-  });
+  it(
+    'missing hardware is no data, not 0: no throttle word on RISC-V or x86,' +
+      ' no cpufreq on a Milk-V Duo, no "clear" under-voltage on a Zero',
+    async () => {
+      for (const name of ['visionfive2', 'x86-vm'] as const) {
+        const f = families(renderMetrics(await snapshot(name)));
+        expect(f.has('picoclaw_guard_throttle_flag')).toBe(false);
+        expect(f.has('picoclaw_guard_under_voltage')).toBe(false);
+      }
+      const duo = families(renderMetrics(await snapshot('milkv-duo')));
+      expect(duo.has('picoclaw_guard_cpu_frequency_hertz')).toBe(false);
+      const zero = renderMetrics(await snapshot('zero2w'));
+      expect(metric(zero, 'picoclaw_guard_under_voltage_detectable')).toBe(0);
+      expect(metric(zero, 'picoclaw_guard_under_voltage', { period: 'now' })).toBeNull();
+      expect(metric(zero, 'picoclaw_guard_throttle_flag', { condition: 'under_voltage', period: 'now' })).toBeNull();
+    },
+  );
 
   it('the gateway, sessions per agent, seahorse.db, pruning and the bootstrap gap', async () => {
     const s = await snapshot('pi4');
@@ -73,33 +77,36 @@ describe('picoclaw-guard metrics', () => {
     expect(metric(text, 'picoclaw_guard_startup_restarts_logged')).toBe(4);
   });
 
-  it("the last prune's undated sessions, the dated ones they push out, an unmet size limit and an owed VACUUM", async () => {
-    const s = await snapshot('pi4');
-    const pc = s.health!.picoclaw;
-    if (!pc.available) throw new Error('no picoclaw');
-    const base = {
-      at: '2026-11-30T12:00:00Z',
-      outcome: 'ok',
-      deleted_sessions: 9,
-      deleted_orphans: 0,
-      freed_bytes: 1,
-      sessions_before: 115,
-      sessions_after: 106,
-      duration_seconds: 1,
-      reason: null,
-    };
-    pc.last_prune = {
-      ...base,
-      undated_sessions: 105,
-      displaced_by_undated: 9,
-      size_limit_unmet: 'the limit cannot be met: x (newest)',
-      vacuum_owed_since: '2026-11-30T11:00:00Z',
-    };
-    const text = renderMetrics(s);
-    expect(metric(text, 'picoclaw_guard_prune_undated_sessions')).toBe(105);
-    expect(metric(text, 'picoclaw_guard_prune_displaced_by_undated_sessions')).toBe(9);
-    expect(metric(text, 'picoclaw_guard_seahorse_limit_unmet')).toBe(1);
-    expect(metric(text, 'picoclaw_guard_vacuum_owed')).toBe(1);
-    if (PROMTOOL) expect(promtoolCheckMetrics(text)).toEqual({ code: 0, output: '' });
-  });
+  it(
+    "the last prune's undated sessions, the dated ones they push out, an unmet " + 'size limit and an owed VACUUM',
+    async () => {
+      const s = await snapshot('pi4');
+      const pc = s.health!.picoclaw;
+      if (!pc.available) throw new Error('no picoclaw');
+      const base = {
+        at: '2026-11-30T12:00:00Z',
+        outcome: 'ok',
+        deleted_sessions: 9,
+        deleted_orphans: 0,
+        freed_bytes: 1,
+        sessions_before: 115,
+        sessions_after: 106,
+        duration_seconds: 1,
+        reason: null,
+      };
+      pc.last_prune = {
+        ...base,
+        undated_sessions: 105,
+        displaced_by_undated: 9,
+        size_limit_unmet: 'the limit cannot be met: x (newest)',
+        vacuum_owed_since: '2026-11-30T11:00:00Z',
+      };
+      const text = renderMetrics(s);
+      expect(metric(text, 'picoclaw_guard_prune_undated_sessions')).toBe(105);
+      expect(metric(text, 'picoclaw_guard_prune_displaced_by_undated_sessions')).toBe(9);
+      expect(metric(text, 'picoclaw_guard_seahorse_limit_unmet')).toBe(1);
+      expect(metric(text, 'picoclaw_guard_vacuum_owed')).toBe(1);
+      if (PROMTOOL) expect(promtoolCheckMetrics(text)).toEqual({ code: 0, output: '' });
+    },
+  );
 });

@@ -27,28 +27,31 @@ function snapshot(dir: string): Map<string, string> {
 }
 
 describe('the session inventory', () => {
-  it('matches what the sample-home builder made: every session, its agent, its last activity and its seahorse rows', () => {
-    const home = join(tempDir(), '.picoclaw');
-    const sample = buildSampleHome({ dir: home, seed: 11, sessions: 80, agents: 3 });
-    const inv = buildInventory(discoverHome({ home, env: { HOME: '/nowhere' } }));
-    expect(inv.sessions).toHaveLength(sample.sessions.length);
-    expect(inv.seahorse.state).toBe('open');
-    const byKey = new Map(inv.sessions.map((s) => [`${s.agent}/${s.key}`, s]));
-    for (const want of sample.sessions) {
-      const got = byKey.get(`${want.agent}/${want.key}`);
-      expect(got, want.key).toBeDefined();
-      expect(got!.messages).toBe(want.messages);
-      expect(got!.lastActivityMs, `${want.kind} ${want.key}`).toBe(want.lastActivityMs);
-      if (want.inSeahorse) expect(got!.conversations.map((c) => c.key)).toContain(want.key);
-    }
-    // Orphan conversations are the builder's, nothing more.
-    expect(inv.orphanConversations.map((c) => c.key).sort()).toEqual([...sample.orphanConversationKeys].sort());
-    // An opaque session that lists an alias which exists as its own session shares that session's conversation rows
-    // only via its own key.
-    expect(inv.sessions.filter((s) => s.lastActivityMs === null).length).toBe(
-      sample.sessions.filter((s) => s.lastActivityMs === null).length,
-    );
-  });
+  it(
+    'matches what the sample-home builder made: every session, its agent, its ' + 'last activity and its seahorse rows',
+    () => {
+      const home = join(tempDir(), '.picoclaw');
+      const sample = buildSampleHome({ dir: home, seed: 11, sessions: 80, agents: 3 });
+      const inv = buildInventory(discoverHome({ home, env: { HOME: '/nowhere' } }));
+      expect(inv.sessions).toHaveLength(sample.sessions.length);
+      expect(inv.seahorse.state).toBe('open');
+      const byKey = new Map(inv.sessions.map((s) => [`${s.agent}/${s.key}`, s]));
+      for (const want of sample.sessions) {
+        const got = byKey.get(`${want.agent}/${want.key}`);
+        expect(got, want.key).toBeDefined();
+        expect(got!.messages).toBe(want.messages);
+        expect(got!.lastActivityMs, `${want.kind} ${want.key}`).toBe(want.lastActivityMs);
+        if (want.inSeahorse) expect(got!.conversations.map((c) => c.key)).toContain(want.key);
+      }
+      // Orphan conversations are the builder's, nothing more.
+      expect(inv.orphanConversations.map((c) => c.key).sort()).toEqual([...sample.orphanConversationKeys].sort());
+      // An opaque session that lists an alias which exists as its own session shares that session's conversation rows
+      // only via its own key.
+      expect(inv.sessions.filter((s) => s.lastActivityMs === null).length).toBe(
+        sample.sessions.filter((s) => s.lastActivityMs === null).length,
+      );
+    },
+  );
 
   it('reads the real PicoClaw capture: 8 messages, created and last activity exact', () => {
     const home = tempDir();

@@ -55,63 +55,71 @@ describe('opening seahorse.db for a dry-run', () => {
     expect(readdirSync(d)).toEqual(['seahorse.db']);
   });
 
-  it('rollback-journal (DELETE) mode with a writer busy meanwhile: read-only with locking, every read consistent', async () => {
-    const d = tempDir();
-    const db = join(d, 'seahorse.db');
-    const w = createSeahorse(db);
-    w.pragma('journal_mode = DELETE');
-    w.transaction(() => {
-      for (let i = 0; i < 20; i++) addConversation(w, `seed-${i}`, times(30));
-    })();
-    w.close();
-    expect(seahorseReadMode(db).mode).toBe('readonly');
+  it(
+    'rollback-journal (DELETE) mode with a writer busy meanwhile: read-only ' + 'with locking, every read consistent',
+    async () => {
+      const d = tempDir();
+      const db = join(d, 'seahorse.db');
+      const w = createSeahorse(db);
+      w.pragma('journal_mode = DELETE');
+      w.transaction(() => {
+        for (let i = 0; i < 20; i++) addConversation(w, `seed-${i}`, times(30));
+      })();
+      w.close();
+      expect(seahorseReadMode(db).mode).toBe('readonly');
 
-    // A writer in another process: inserts and deletes conversations in a loop until told to stop.
-    const betterSqlite = fileURLToPath(new URL('../../node_modules/better-sqlite3/lib/index.js', import.meta.url));
-    const script = `
+      // A writer in another process: inserts and deletes conversations in a loop until told to stop.
+      const betterSqlite = fileURLToPath(new URL('../../node_modules/better-sqlite3/lib/index.js', import.meta.url));
+      const script =
+        `
       const Database = require(${JSON.stringify(betterSqlite)});
       const db = new Database(${JSON.stringify(db)}, { timeout: 5000 });
       db.pragma('synchronous = OFF');
       let n = 0; let stop = false;
       process.stdin.on('data', () => { stop = true; });
-      const ins = db.prepare("INSERT INTO messages (conversation_id, role, content, token_count) VALUES (?, 'user', ?, 1)");
+      const ins = db.prepare("INSERT INTO messages (conversation_id, role,` +
+        ` content, token_count) VALUES (?, 'user', ?, 1)");
       function step() {
         if (stop) { db.close(); console.log('wrote ' + n); return; }
         db.transaction(() => {
-          const c = db.prepare("INSERT INTO conversations (session_key) VALUES (?)").run('w-' + n).lastInsertRowid;
+          const c = db.prepare("INSERT INTO conversations (session_key) ` +
+        `VALUES (?)").run('w-' + n).lastInsertRowid;
           for (let i = 0; i < 10; i++) ins.run(c, 'x'.repeat(200));
-          if (n > 2) db.prepare("DELETE FROM messages WHERE conversation_id IN (SELECT conversation_id FROM conversations WHERE session_key = ?)").run('w-' + (n - 2));
+          if (n > 2) db.prepare("DELETE FROM messages WHERE conversation_id ` +
+        `IN (SELECT conversation_id FROM conversations WHERE session_key = ?)").run('w-' ` +
+        `+ (n - 2));
         })();
         n++;
         if (n === 1) console.log('writing');
         setTimeout(step, 2);
       }
       step();`;
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    const writing = new Promise<void>((r) =>
-      child.stdout.on('data', (c: string) => {
-        out += c;
-        if (out.includes('writing')) r();
-      }),
-    );
-    const exited = new Promise<number | null>((r) => child.once('exit', r));
-    await writing;
-    try {
-      for (let i = 0; i < 20; i++) {
-        const r = openSeahorseRead(db);
-        if (r.state !== 'open') throw new Error(`read ${i}: ${JSON.stringify(r)}`);
-        expect(r.mode).toBe('readonly');
-        const convs = readConversations(r.db);
-        expect(convs.filter((c) => c.key.startsWith('seed-')).every((c) => c.messages === 30)).toBe(true);
-        expect(r.db.pragma('quick_check', { simple: true })).toBe('ok');
-        r.db.close();
+      const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8');
+      const writing = new Promise<void>((r) =>
+        child.stdout.on('data', (c: string) => {
+          out += c;
+          if (out.includes('writing')) r();
+        }),
+      );
+      const exited = new Promise<number | null>((r) => child.once('exit', r));
+      await writing;
+      try {
+        for (let i = 0; i < 20; i++) {
+          const r = openSeahorseRead(db);
+          if (r.state !== 'open') throw new Error(`read ${i}: ${JSON.stringify(r)}`);
+          expect(r.mode).toBe('readonly');
+          const convs = readConversations(r.db);
+          expect(convs.filter((c) => c.key.startsWith('seed-')).every((c) => c.messages === 30)).toBe(true);
+          expect(r.db.pragma('quick_check', { simple: true })).toBe('ok');
+          r.db.close();
+        }
+      } finally {
+        child.stdin.end('stop\n');
       }
-    } finally {
-      child.stdin.end('stop\n');
-    }
-    expect(await exited).toBe(0);
-    expect(out).toMatch(/wrote \d+/);
-  });
+      expect(await exited).toBe(0);
+      expect(out).toMatch(/wrote \d+/);
+    },
+  );
 });

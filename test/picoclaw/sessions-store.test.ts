@@ -46,7 +46,9 @@ describe('the JSONL store scanner', () => {
     const p = join(dir, 'a.jsonl');
     writeFileSync(
       p,
-      '{"role":"user","content":"x","created_at":"2026-01-01T00:00:00Z"}\n\n{"role":"assistant","content":"y","created_at":"2026-01-02T00:00:00Z"}\n\n{"role":"tool","content":"partial wri',
+      '{"role":"user","content":"x","created_at":"2026-01-01T00:00:00Z"}\n\n{"role":"assistant",' +
+        '"content":"y","created_at":"2026-01-02T00:00:00Z"}\n\n{"role":"tool","content":"partial ' +
+        'wri',
     );
     const last = readLastLine(p, statSync(p).size);
     expect(last.createdAt).toBe('2026-01-02T00:00:00Z');
@@ -57,7 +59,9 @@ describe('the JSONL store scanner', () => {
     const dir = tempDir();
     const p = join(dir, 'b.jsonl');
     const big = 'x'.repeat(300_000);
-    const text = `{"role":"user","content":"a","created_at":"2026-01-01T00:00:00Z"}\n{"role":"tool","content":"${big}","created_at":"2026-03-04T05:06:07.1Z"}\n`;
+    const text =
+      `{"role":"user","content":"a","created_at":"2026-01-01T00:00:00Z"}\n{"role":"tool",` +
+      `"content":"${big}","created_at":"2026-03-04T05:06:07.1Z"}\n`;
     writeFileSync(p, text);
     expect(readLastLine(p, Buffer.byteLength(text), 1024)).toEqual({
       createdAt: '2026-03-04T05:06:07.1Z',

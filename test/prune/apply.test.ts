@@ -226,7 +226,8 @@ describe('prune --apply', () => {
       }
     ).id;
     db.prepare(
-      `INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'new', '2026-11-30 11:59:00')`,
+      `INSERT INTO messages (conversation_id, role, content, created_at) VALUES ` +
+        `(?, 'user', 'new', '2026-11-30 11:59:00')`,
     ).run(conv);
     const res = applyPlan({
       plan,

@@ -25,7 +25,8 @@ function measured(args: string[], state: string): { code: number; rssMiB: number
 describe('archive memory', () => {
   // Peak RSS is the kernel's figure for the child (not a clock): it does not depend on the machine's load.
   it.skipIf(!hasTime)(
-    'archives a 50 MB session within 100 MiB, a few MiB above the same pass without archive, and restores it byte for byte',
+    'archives a 50 MB session within 100 MiB, a few MiB above the same pass ' +
+      'without archive, and restores it byte for byte',
     () => {
       const root = tempDir();
       const build = (name: string) => {

@@ -50,56 +50,60 @@ const archivesIn = (dir: string) =>
     : [];
 
 describe('prune --archive', () => {
-  it('gives every archive its own name: agents whose agent_base collide, and two homes in one folder in the same second', async () => {
-    const archive = join(tempDir(), 'archive');
-    // Agent "ops" with base "agent_cron-1" and agent "ops_agent" with base "cron-1" both spell ops_agent_cron-1.
-    const home = tempDir();
-    const opsDir = join(home, 'ws-ops', 'sessions');
-    const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
-    mkdirSync(opsDir, { recursive: true });
-    mkdirSync(opsAgentDir, { recursive: true });
-    const config = {
-      agents: {
-        defaults: { context_manager: 'seahorse' },
-        list: [
-          { id: 'main', default: true },
-          { id: 'ops', workspace: join(home, 'ws-ops') },
-          { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
-        ],
-      },
-    };
-    handHome(
-      home,
-      [recent, { ...old('agent:cron-1'), agentDir: opsDir }, { ...old('cron-1'), agentDir: opsAgentDir }],
-      { config },
-    );
-    const inv = buildInventory(discoverHome({ home, env }));
-    expect(inv.sessions.map((s) => `${s.agent}_${s.base}`).filter((n) => n.startsWith('ops'))).toEqual(
-      expect.arrayContaining(['ops_agent_cron-1']),
-    );
-    const homeB = tempDir();
-    handHome(homeB, [recent, old('agent:cron-1')]);
-    const a = await pass(home, true, { flags: { archive_dir: archive } });
-    const b = await pass(homeB, true, { flags: { archive_dir: archive } });
-    expect(a.exit_code).toBe(0);
-    expect(b.exit_code).toBe(0);
-    const deleted = a.totals.deleted_sessions + b.totals.deleted_sessions;
-    expect(deleted).toBe(3);
-    expect(archivesIn(archive)).toHaveLength(3);
+  it(
+    'gives every archive its own name: agents whose agent_base collide, and ' +
+      'two homes in one folder in the same second',
+    async () => {
+      const archive = join(tempDir(), 'archive');
+      // Agent "ops" with base "agent_cron-1" and agent "ops_agent" with base "cron-1" both spell ops_agent_cron-1.
+      const home = tempDir();
+      const opsDir = join(home, 'ws-ops', 'sessions');
+      const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
+      mkdirSync(opsDir, { recursive: true });
+      mkdirSync(opsAgentDir, { recursive: true });
+      const config = {
+        agents: {
+          defaults: { context_manager: 'seahorse' },
+          list: [
+            { id: 'main', default: true },
+            { id: 'ops', workspace: join(home, 'ws-ops') },
+            { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
+          ],
+        },
+      };
+      handHome(
+        home,
+        [recent, { ...old('agent:cron-1'), agentDir: opsDir }, { ...old('cron-1'), agentDir: opsAgentDir }],
+        { config },
+      );
+      const inv = buildInventory(discoverHome({ home, env }));
+      expect(inv.sessions.map((s) => `${s.agent}_${s.base}`).filter((n) => n.startsWith('ops'))).toEqual(
+        expect.arrayContaining(['ops_agent_cron-1']),
+      );
+      const homeB = tempDir();
+      handHome(homeB, [recent, old('agent:cron-1')]);
+      const a = await pass(home, true, { flags: { archive_dir: archive } });
+      const b = await pass(homeB, true, { flags: { archive_dir: archive } });
+      expect(a.exit_code).toBe(0);
+      expect(b.exit_code).toBe(0);
+      const deleted = a.totals.deleted_sessions + b.totals.deleted_sessions;
+      expect(deleted).toBe(3);
+      expect(archivesIn(archive)).toHaveLength(3);
 
-    // Each home restores only what was taken from it.
-    const state = tempDir();
-    const rb = runCli(['restore', archive, '--home', homeB, '--state-dir', state, '--json']);
-    expect(rb.code, rb.stderr).toBe(0);
-    const out = JSON.parse(rb.stdout) as { entries: { action: string; key: string }[]; other_homes: number };
-    expect(out.entries.map((e) => `${e.action}:${e.key}`)).toEqual(['restored:agent:cron-1']);
-    expect(out.other_homes).toBe(2);
-    expect(readdirSync(join(homeB, 'workspace', 'sessions'))).toContain('agent_cron-1.meta.json');
-    const ra = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
-    expect(ra.code, ra.stderr).toBe(0);
-    expect(readdirSync(opsDir)).toContain('agent_cron-1.jsonl');
-    expect(readdirSync(opsAgentDir)).toContain('cron-1.jsonl');
-  });
+      // Each home restores only what was taken from it.
+      const state = tempDir();
+      const rb = runCli(['restore', archive, '--home', homeB, '--state-dir', state, '--json']);
+      expect(rb.code, rb.stderr).toBe(0);
+      const out = JSON.parse(rb.stdout) as { entries: { action: string; key: string }[]; other_homes: number };
+      expect(out.entries.map((e) => `${e.action}:${e.key}`)).toEqual(['restored:agent:cron-1']);
+      expect(out.other_homes).toBe(2);
+      expect(readdirSync(join(homeB, 'workspace', 'sessions'))).toContain('agent_cron-1.meta.json');
+      const ra = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
+      expect(ra.code, ra.stderr).toBe(0);
+      expect(readdirSync(opsDir)).toContain('agent_cron-1.jsonl');
+      expect(readdirSync(opsAgentDir)).toContain('cron-1.jsonl');
+    },
+  );
 
   it('archives orphan seahorse conversations before deleting them', async () => {
     const home = tempDir();
@@ -209,7 +213,8 @@ describe('prune --archive', () => {
           .prepare(`SELECT conversation_id AS id FROM conversations WHERE session_key = 'sk_v1_old'`)
           .get() as { id: number };
         db.prepare(
-          `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'user', 'late', 1, '2026-11-30 11:59:00', 'm')`,
+          `INSERT INTO messages (conversation_id, role, content, token_count, created_at,` +
+            ` model_name) VALUES (?, 'user', 'late', 1, '2026-11-30 11:59:00', 'm')`,
         ).run(conv.id);
       },
     });
@@ -254,41 +259,45 @@ describe('prune --archive', () => {
 });
 
 describe('restore holds', () => {
-  it('the planner keeps a held session whatever the policy (holds are an input: the planner stays pure), and it still counts', () => {
-    const home = tempDir();
-    handHome(home, [recent, old('sk_v1_old'), old('sk_v1_other', { updated: '2026-08-02T10:00:00Z' })]);
-    const h = discoverHome({ home, env });
-    const inv = buildInventory(h);
-    const input = {
-      sessions: inv.sessions,
-      orphanConversations: [],
-      agentIds: ['main'],
-      policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2, max_db_size_mb: 0 },
-      now: NOW.getTime(),
-      db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
-    };
-    const hold = {
-      agent: 'main',
-      key: 'sk_v1_old',
-      restored_at: '2026-11-30T10:00:00Z',
-      until: '2026-12-07T10:00:00Z',
-    };
-    const plan = planPrune({ ...input, holds: [hold] });
-    const by = (k: string) => plan.groups.find((g) => g.key === k)!;
-    expect(by('sk_v1_old')).toMatchObject({ action: 'keep', reason: 'restored_hold', hold });
-    expect(by('sk_v1_other')).toMatchObject({ action: 'delete', reason: 'max_age_days' });
-    // Without the hold, the same input deletes it: the hold is the only difference.
-    expect(planPrune(input).groups.find((g) => g.key === 'sk_v1_old')).toMatchObject({ action: 'delete' });
-    // It counts toward max_sessions like any kept session: 3 sessions, at most 2, the unheld old one goes.
-    const count = planPrune({ ...input, policy: { ...input.policy, max_age_days: 0 }, holds: [hold] });
-    expect(count.groups.filter((g) => g.action === 'delete').map((g) => `${g.key}:${g.reason}`)).toEqual([
-      'sk_v1_other:max_sessions',
-    ]);
-    // A hold of another agent does not match.
-    expect(
-      planPrune({ ...input, holds: [{ ...hold, agent: 'ops' }] }).groups.find((g) => g.key === 'sk_v1_old')!.action,
-    ).toBe('delete');
-  });
+  it(
+    'the planner keeps a held session whatever the policy (holds are an input: ' +
+      'the planner stays pure), and it still counts',
+    () => {
+      const home = tempDir();
+      handHome(home, [recent, old('sk_v1_old'), old('sk_v1_other', { updated: '2026-08-02T10:00:00Z' })]);
+      const h = discoverHome({ home, env });
+      const inv = buildInventory(h);
+      const input = {
+        sessions: inv.sessions,
+        orphanConversations: [],
+        agentIds: ['main'],
+        policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2, max_db_size_mb: 0 },
+        now: NOW.getTime(),
+        db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
+      };
+      const hold = {
+        agent: 'main',
+        key: 'sk_v1_old',
+        restored_at: '2026-11-30T10:00:00Z',
+        until: '2026-12-07T10:00:00Z',
+      };
+      const plan = planPrune({ ...input, holds: [hold] });
+      const by = (k: string) => plan.groups.find((g) => g.key === k)!;
+      expect(by('sk_v1_old')).toMatchObject({ action: 'keep', reason: 'restored_hold', hold });
+      expect(by('sk_v1_other')).toMatchObject({ action: 'delete', reason: 'max_age_days' });
+      // Without the hold, the same input deletes it: the hold is the only difference.
+      expect(planPrune(input).groups.find((g) => g.key === 'sk_v1_old')).toMatchObject({ action: 'delete' });
+      // It counts toward max_sessions like any kept session: 3 sessions, at most 2, the unheld old one goes.
+      const count = planPrune({ ...input, policy: { ...input.policy, max_age_days: 0 }, holds: [hold] });
+      expect(count.groups.filter((g) => g.action === 'delete').map((g) => `${g.key}:${g.reason}`)).toEqual([
+        'sk_v1_other:max_sessions',
+      ]);
+      // A hold of another agent does not match.
+      expect(
+        planPrune({ ...input, holds: [{ ...hold, agent: 'ops' }] }).groups.find((g) => g.key === 'sk_v1_old')!.action,
+      ).toBe('delete');
+    },
+  );
   it('keeps a restored session out of the next passes until the hold ends or is released', async () => {
     const home = tempDir();
     const { sessionsDir } = handHome(home, [recent, old('sk_v1_old')]);

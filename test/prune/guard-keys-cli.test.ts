@@ -94,30 +94,33 @@ describe('cron keys on the command line', () => {
     expect(snapshot(home)).toEqual(before);
   });
 
-  it('PICOCLAW_SESSION_PRUNE_MAX_SESSIONS_COUNTS_CRON=false: max_sessions caps the chats, and the cron runs stay', () => {
-    const home = board();
-    const env = { PICOCLAW_SESSION_PRUNE_MAX_SESSIONS_COUNTS_CRON: 'false' };
-    const j = JSON.parse(
-      runCli(['prune', '--home', home, '--max-sessions', '2', '--max-age-days', '0', '--json'], env).stdout,
-    );
-    expect(j.policy.max_sessions_counts_cron).toEqual({
-      value: false,
-      source: 'env',
-      from: 'PICOCLAW_SESSION_PRUNE_MAX_SESSIONS_COUNTS_CRON',
-    });
-    expect(
-      j.sessions.filter((s: { action: string }) => s.action === 'delete').map((s: { key: string }) => s.key),
-    ).toEqual(['sk_v1_chat_old']);
-    // PicoClaw's rule (the default): the runs count, and the chats go first.
-    const pc = JSON.parse(
-      runCli(['prune', '--home', home, '--max-sessions', '2', '--max-age-days', '0', '--json']).stdout,
-    );
-    expect(
-      pc.sessions
-        .filter((s: { key: string; action: string }) => s.action === 'delete' && s.key.startsWith('sk_v1_'))
-        .map((s: { key: string }) => s.key),
-    ).toEqual(['sk_v1_chat_old', 'sk_v1_chat_mid']);
-  });
+  it(
+    'PICOCLAW_SESSION_PRUNE_MAX_SESSIONS_COUNTS_CRON=false: max_sessions caps ' + 'the chats, and the cron runs stay',
+    () => {
+      const home = board();
+      const env = { PICOCLAW_SESSION_PRUNE_MAX_SESSIONS_COUNTS_CRON: 'false' };
+      const j = JSON.parse(
+        runCli(['prune', '--home', home, '--max-sessions', '2', '--max-age-days', '0', '--json'], env).stdout,
+      );
+      expect(j.policy.max_sessions_counts_cron).toEqual({
+        value: false,
+        source: 'env',
+        from: 'PICOCLAW_SESSION_PRUNE_MAX_SESSIONS_COUNTS_CRON',
+      });
+      expect(
+        j.sessions.filter((s: { action: string }) => s.action === 'delete').map((s: { key: string }) => s.key),
+      ).toEqual(['sk_v1_chat_old']);
+      // PicoClaw's rule (the default): the runs count, and the chats go first.
+      const pc = JSON.parse(
+        runCli(['prune', '--home', home, '--max-sessions', '2', '--max-age-days', '0', '--json']).stdout,
+      );
+      expect(
+        pc.sessions
+          .filter((s: { key: string; action: string }) => s.action === 'delete' && s.key.startsWith('sk_v1_'))
+          .map((s: { key: string }) => s.key),
+      ).toEqual(['sk_v1_chat_old', 'sk_v1_chat_mid']);
+    },
+  );
 
   it('at the defaults the text report is what it was: no new policy entries, no job column, no cron line', () => {
     const home = board();

@@ -62,29 +62,33 @@ describe('memory budget of a pass', () => {
     expect(b.over()).toBe(false);
   });
 
-  it('over the budget, the pass stops between two sessions: the first is deleted whole, the rest kept whole, and the report says why', async () => {
-    const { dir, sessionsDir, dbPath } = home();
-    // Within the budget for the first session, over it from the second on.
-    let calls = 0;
-    const rss = () => (++calls <= 1 ? 50 * MiB : 200 * MiB);
-    const r = await pass(dir, { PICOGUARD_PASS_MEMORY_MB: '100' }, rss);
-    const deleted = r.sessions.filter((s) => s.action === 'delete').map((s) => s.key);
-    const stopped = r.sessions.filter((s) => s.reason === 'interrupted').map((s) => s.key);
-    expect(deleted).toHaveLength(1);
-    expect(stopped).toHaveLength(3);
-    expect(r.exit_code).toBe(ExitCode.PARTIAL);
-    expect(r.warnings.join('\n')).toMatch(
-      /memory \(200 MiB resident\) passed its budget of 100 MiB \(PICOGUARD_PASS_MEMORY_MB\)/,
-    );
-    // The deleted one is gone from both stores, the stopped ones are untouched in both.
-    const files = readdirSync(sessionsDir);
-    expect(files.filter((f) => f.startsWith(deleted[0]!))).toEqual([]);
-    for (const k of stopped)
-      expect(files.filter((f) => f.startsWith(k!)).sort()).toEqual([`${k}.jsonl`, `${k}.meta.json`]);
-    const keys = (dumpSeahorse(dbPath).conversations as { session_key: string }[]).map((c) => c.session_key).sort();
-    expect(keys).toEqual([...stopped, 'sk_v1_recent'].sort());
-    expect(integrity(dbPath).ok).toBe('ok');
-  });
+  it(
+    'over the budget, the pass stops between two sessions: the first is deleted ' +
+      'whole, the rest kept whole, and the report says why',
+    async () => {
+      const { dir, sessionsDir, dbPath } = home();
+      // Within the budget for the first session, over it from the second on.
+      let calls = 0;
+      const rss = () => (++calls <= 1 ? 50 * MiB : 200 * MiB);
+      const r = await pass(dir, { PICOGUARD_PASS_MEMORY_MB: '100' }, rss);
+      const deleted = r.sessions.filter((s) => s.action === 'delete').map((s) => s.key);
+      const stopped = r.sessions.filter((s) => s.reason === 'interrupted').map((s) => s.key);
+      expect(deleted).toHaveLength(1);
+      expect(stopped).toHaveLength(3);
+      expect(r.exit_code).toBe(ExitCode.PARTIAL);
+      expect(r.warnings.join('\n')).toMatch(
+        /memory \(200 MiB resident\) passed its budget of 100 MiB \(PICOGUARD_PASS_MEMORY_MB\)/,
+      );
+      // The deleted one is gone from both stores, the stopped ones are untouched in both.
+      const files = readdirSync(sessionsDir);
+      expect(files.filter((f) => f.startsWith(deleted[0]!))).toEqual([]);
+      for (const k of stopped)
+        expect(files.filter((f) => f.startsWith(k!)).sort()).toEqual([`${k}.jsonl`, `${k}.meta.json`]);
+      const keys = (dumpSeahorse(dbPath).conversations as { session_key: string }[]).map((c) => c.session_key).sort();
+      expect(keys).toEqual([...stopped, 'sk_v1_recent'].sort());
+      expect(integrity(dbPath).ok).toBe('ok');
+    },
+  );
 
   it('within the budget the same pass deletes all four', async () => {
     const { dir } = home();

@@ -254,162 +254,177 @@ describe('planner invariants with the guard keys (property tests)', () => {
     return out;
   }
 
-  it('newest and undated never go, alias groups go whole, the clock gates the age rules, and the plan does not depend on input order', () => {
-    fc.assert(
-      fc.property(
-        withPermutation(fc.array(spec, { minLength: 1, maxLength: 40 })),
-        policyArb,
-        modelArb,
-        clockArb,
-        ([specs, order], pol, mdl, now) => {
-          const sessions = build(specs);
-          const bootstrap: BootstrapInput | undefined = mdl
-            ? {
-                budgetSeconds: mdl.budget,
-                dir: '/s',
-                model: {
-                  kind: 'sessions+mib',
-                  a: mdl.a,
-                  b: mdl.b,
-                  c: mdl.c,
-                  se: { a: 0, b: 0, c: 0 },
-                  rmse_seconds: mdl.rmse,
-                  sigma_seconds: mdl.rmse,
-                  cov: [],
-                  samples: 9,
-                  distinct_volumes: 9,
-                  note: null,
-                },
-                trust: {
-                  trusted: mdl.trusted,
-                  why: mdl.trusted ? null : 'x',
-                  more_restarts: mdl.trusted ? null : 1,
-                  rmse_bound_seconds: 2,
-                },
+  it(
+    'newest and undated never go, alias groups go whole, the clock gates the ' +
+      'age rules, and the plan does not depend on input order',
+    () => {
+      fc.assert(
+        fc.property(
+          withPermutation(fc.array(spec, { minLength: 1, maxLength: 40 })),
+          policyArb,
+          modelArb,
+          clockArb,
+          ([specs, order], pol, mdl, now) => {
+            const sessions = build(specs);
+            const bootstrap: BootstrapInput | undefined = mdl
+              ? {
+                  budgetSeconds: mdl.budget,
+                  dir: '/s',
+                  model: {
+                    kind: 'sessions+mib',
+                    a: mdl.a,
+                    b: mdl.b,
+                    c: mdl.c,
+                    se: { a: 0, b: 0, c: 0 },
+                    rmse_seconds: mdl.rmse,
+                    sigma_seconds: mdl.rmse,
+                    cov: [],
+                    samples: 9,
+                    distinct_volumes: 9,
+                    note: null,
+                  },
+                  trust: {
+                    trusted: mdl.trusted,
+                    why: mdl.trusted ? null : 'x',
+                    more_restarts: mdl.trusted ? null : 1,
+                    rmse_bound_seconds: 2,
+                  },
+                }
+              : undefined;
+            const p = plan(sessions, pol, { now, bootstrap });
+            const dated = sessions.filter((s) => s.lastActivityMs !== null).map((s) => s.lastActivityMs!);
+            const newest = dated.length ? Math.max(...dated) : null;
+            for (const g of p.groups) {
+              if (g.action !== 'delete') continue;
+              expect(g.lastActivityMs).not.toBeNull();
+              expect(g.lastActivityMs).not.toBe(newest);
+              for (const m of g.members)
+                expect(m.lastActivityMs === null || m.lastActivityMs <= g.lastActivityMs!).toBe(true);
+              if (now < Date.UTC(2024, 0, 1)) expect(['max_age_days', 'cron_max_age_days']).not.toContain(g.reason);
+              if (g.reason === 'cron_keep_runs' || g.reason === 'cron_max_age_days') expect(g.cronJob).not.toBeNull();
+              if (g.reason === 'max_sessions' && !pol.max_sessions_counts_cron) expect(g.cronJob).toBeNull();
+              if (g.reason === 'max_bootstrap_seconds') {
+                expect(mdl?.trusted).toBe(true);
+                expect(g.members.every((m) => m.dir === '/s')).toBe(true);
               }
-            : undefined;
-          const p = plan(sessions, pol, { now, bootstrap });
-          const dated = sessions.filter((s) => s.lastActivityMs !== null).map((s) => s.lastActivityMs!);
-          const newest = dated.length ? Math.max(...dated) : null;
-          for (const g of p.groups) {
-            if (g.action !== 'delete') continue;
-            expect(g.lastActivityMs).not.toBeNull();
-            expect(g.lastActivityMs).not.toBe(newest);
-            for (const m of g.members)
-              expect(m.lastActivityMs === null || m.lastActivityMs <= g.lastActivityMs!).toBe(true);
-            if (now < Date.UTC(2024, 0, 1)) expect(['max_age_days', 'cron_max_age_days']).not.toContain(g.reason);
-            if (g.reason === 'cron_keep_runs' || g.reason === 'cron_max_age_days') expect(g.cronJob).not.toBeNull();
-            if (g.reason === 'max_sessions' && !pol.max_sessions_counts_cron) expect(g.cronJob).toBeNull();
-            if (g.reason === 'max_bootstrap_seconds') {
-              expect(mdl?.trusted).toBe(true);
-              expect(g.members.every((m) => m.dir === '/s')).toBe(true);
             }
+            // An alias group has one verdict: the members are never split.
+            const groupOf = new Map<string, number>();
+            for (const g of p.groups) for (const m of g.members) groupOf.set(m.id, g.id);
+            for (const s of sessions)
+              for (const a of s.aliases) {
+                const other = sessions.find((x) => x.key === a && x.dir === s.dir);
+                if (other) expect(groupOf.get(other.id)).toBe(groupOf.get(s.id));
+              }
+            const shuffled = order.map((i) => sessions[i]!);
+            expect(verdicts(plan(shuffled, pol, { now, bootstrap }))).toEqual(verdicts(p));
+          },
+        ),
+        { numRuns: 300 },
+      );
+    },
+  );
+
+  it(
+    'each cron job keeps at most cron_keep_runs runs (or only protected ones ' +
+      'beyond), its oldest dated runs going first',
+    () => {
+      fc.assert(
+        fc.property(fc.array(spec, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 5 }), (specs, keep) => {
+          const p = plan(build(specs), { cron_keep_runs: keep });
+          const jobs = new Set(p.groups.map((g) => g.cronJob).filter((j): j is string => j !== null));
+          for (const job of jobs) {
+            const runs = p.groups.filter((g) => g.cronJob === job);
+            const kept = runs.filter((g) => g.action === 'keep');
+            const keptDeletable = kept.filter((g) => g.reason === 'within_policy');
+            expect(kept.length <= keep || keptDeletable.length === 0).toBe(true);
+            for (const d of runs.filter((g) => g.action === 'delete'))
+              for (const k of keptDeletable) expect(d.id).toBeLessThan(k.id);
           }
-          // An alias group has one verdict: the members are never split.
-          const groupOf = new Map<string, number>();
-          for (const g of p.groups) for (const m of g.members) groupOf.set(m.id, g.id);
-          for (const s of sessions)
-            for (const a of s.aliases) {
-              const other = sessions.find((x) => x.key === a && x.dir === s.dir);
-              if (other) expect(groupOf.get(other.id)).toBe(groupOf.get(s.id));
-            }
-          const shuffled = order.map((i) => sessions[i]!);
-          expect(verdicts(plan(shuffled, pol, { now, bootstrap }))).toEqual(verdicts(p));
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
-
-  it('each cron job keeps at most cron_keep_runs runs (or only protected ones beyond), its oldest dated runs going first', () => {
-    fc.assert(
-      fc.property(fc.array(spec, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 5 }), (specs, keep) => {
-        const p = plan(build(specs), { cron_keep_runs: keep });
-        const jobs = new Set(p.groups.map((g) => g.cronJob).filter((j): j is string => j !== null));
-        for (const job of jobs) {
-          const runs = p.groups.filter((g) => g.cronJob === job);
-          const kept = runs.filter((g) => g.action === 'keep');
-          const keptDeletable = kept.filter((g) => g.reason === 'within_policy');
-          expect(kept.length <= keep || keptDeletable.length === 0).toBe(true);
-          for (const d of runs.filter((g) => g.action === 'delete'))
-            for (const k of keptDeletable) expect(d.id).toBeLessThan(k.id);
-        }
-        // Chats are never touched by the cron rules.
-        expect(p.groups.filter((g) => g.cronJob === null).every((g) => g.action === 'keep')).toBe(true);
-      }),
-      { numRuns: 300 },
-    );
-  });
-
-  it('with max_sessions_counts_cron false, the chats kept are at most max_sessions (or only protected ones beyond)', () => {
-    fc.assert(
-      fc.property(fc.array(spec, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 20 }), (specs, max) => {
-        const p = plan(build(specs), { max_sessions: max, max_sessions_counts_cron: false });
-        const chats = p.groups.filter((g) => g.cronJob === null && g.action === 'keep');
-        expect(chats.length <= max || chats.every((g) => g.reason !== 'within_policy')).toBe(true);
-        expect(p.groups.filter((g) => g.cronJob !== null).every((g) => g.action === 'keep')).toBe(true);
-      }),
-      { numRuns: 300 },
-    );
-  });
-
-  it('with a trusted model, the default agent ends within the budget or only protected sessions of it are left; oldest go first', () => {
-    fc.assert(
-      fc.property(
-        fc.array(spec, { minLength: 1, maxLength: 40 }),
-        fc.record({
-          a: fc.double({ min: 0, max: 5, noNaN: true }),
-          b: fc.double({ min: 0.01, max: 2, noNaN: true }),
-          c: fc.double({ min: 0, max: 2, noNaN: true }),
-          budget: fc.integer({ min: 6, max: 60 }),
+          // Chats are never touched by the cron rules.
+          expect(p.groups.filter((g) => g.cronJob === null).every((g) => g.action === 'keep')).toBe(true);
         }),
-        (specs, m) => {
-          const model: BootstrapModel = {
-            kind: 'sessions+mib',
-            a: m.a,
-            b: m.b,
-            c: m.c,
-            se: { a: 0, b: 0, c: 0 },
-            rmse_seconds: 1,
-            sigma_seconds: 1,
-            cov: [],
-            samples: 9,
-            distinct_volumes: 9,
-            note: null,
-          };
-          const p = plan(
-            build(specs),
-            {},
-            {
-              bootstrap: {
-                budgetSeconds: m.budget,
-                dir: '/s',
-                model,
-                trust: { trusted: true, why: null, more_restarts: null, rmse_bound_seconds: 2 },
+        { numRuns: 300 },
+      );
+    },
+  );
+
+  it(
+    'with max_sessions_counts_cron false, the chats kept are at most max_sessions ' + '(or only protected ones beyond)',
+    () => {
+      fc.assert(
+        fc.property(fc.array(spec, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 20 }), (specs, max) => {
+          const p = plan(build(specs), { max_sessions: max, max_sessions_counts_cron: false });
+          const chats = p.groups.filter((g) => g.cronJob === null && g.action === 'keep');
+          expect(chats.length <= max || chats.every((g) => g.reason !== 'within_policy')).toBe(true);
+          expect(p.groups.filter((g) => g.cronJob !== null).every((g) => g.action === 'keep')).toBe(true);
+        }),
+        { numRuns: 300 },
+      );
+    },
+  );
+
+  it(
+    'with a trusted model, the default agent ends within the budget or only ' +
+      'protected sessions of it are left; oldest go first',
+    () => {
+      fc.assert(
+        fc.property(
+          fc.array(spec, { minLength: 1, maxLength: 40 }),
+          fc.record({
+            a: fc.double({ min: 0, max: 5, noNaN: true }),
+            b: fc.double({ min: 0.01, max: 2, noNaN: true }),
+            c: fc.double({ min: 0, max: 2, noNaN: true }),
+            budget: fc.integer({ min: 6, max: 60 }),
+          }),
+          (specs, m) => {
+            const model: BootstrapModel = {
+              kind: 'sessions+mib',
+              a: m.a,
+              b: m.b,
+              c: m.c,
+              se: { a: 0, b: 0, c: 0 },
+              rmse_seconds: 1,
+              sigma_seconds: 1,
+              cov: [],
+              samples: 9,
+              distinct_volumes: 9,
+              note: null,
+            };
+            const p = plan(
+              build(specs),
+              {},
+              {
+                bootstrap: {
+                  budgetSeconds: m.budget,
+                  dir: '/s',
+                  model,
+                  trust: { trusted: true, why: null, more_restarts: null, rmse_bound_seconds: 2 },
+                },
               },
-            },
-          );
-          const keptHere = p.groups
-            .filter((g) => g.action === 'keep')
-            .flatMap((g) => g.members.filter((x) => x.dir === '/s'));
-          const predicted =
-            predictGap(
-              model,
-              keptHere.length,
-              keptHere.reduce((n, x) => n + x.jsonlBytes, 0),
-            ) + 2; // + 2 × sigma (no coefficient uncertainty here)
-          const deletableLeft = p.groups.filter(
-            (g) => g.action === 'keep' && g.reason === 'within_policy' && g.members.some((x) => x.dir === '/s'),
-          );
-          if (p.bootstrap!.state !== 'unreachable' || p.bootstrap!.cap_sessions !== null)
-            expect(predicted <= m.budget + 1e-9 || deletableLeft.length === 0).toBe(true);
-          const victims = p.groups.filter((g) => g.reason === 'max_bootstrap_seconds');
-          for (const d of victims) for (const k of deletableLeft) expect(d.id).toBeLessThan(k.id);
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
+            );
+            const keptHere = p.groups
+              .filter((g) => g.action === 'keep')
+              .flatMap((g) => g.members.filter((x) => x.dir === '/s'));
+            const predicted =
+              predictGap(
+                model,
+                keptHere.length,
+                keptHere.reduce((n, x) => n + x.jsonlBytes, 0),
+              ) + 2; // + 2 × sigma (no coefficient uncertainty here)
+            const deletableLeft = p.groups.filter(
+              (g) => g.action === 'keep' && g.reason === 'within_policy' && g.members.some((x) => x.dir === '/s'),
+            );
+            if (p.bootstrap!.state !== 'unreachable' || p.bootstrap!.cap_sessions !== null)
+              expect(predicted <= m.budget + 1e-9 || deletableLeft.length === 0).toBe(true);
+            const victims = p.groups.filter((g) => g.reason === 'max_bootstrap_seconds');
+            for (const d of victims) for (const k of deletableLeft) expect(d.id).toBeLessThan(k.id);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    },
+  );
 
   it("at their defaults the guard keys decide nothing (PicoClaw's policy alone)", () => {
     fc.assert(

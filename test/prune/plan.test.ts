@@ -61,28 +61,32 @@ describe('the planner', () => {
     expect(plan([a, b, rec('sk_v1_new', 0)], { max_age_days: 30 }).groups).toHaveLength(3);
   });
 
-  it('2. last activity is the newest usable timestamp; sessions with none are undated, never deleted, and still counted', () => {
-    const p = plan([rec('undated1', null), rec('undated2', null), rec('old', 100), rec('new', 0)], {
-      max_age_days: 30,
-      max_sessions: 2,
-    });
-    expect(verdicts(p)).toEqual({
-      undated1: 'keep:undated',
-      undated2: 'keep:undated',
-      old: 'delete:max_age_days',
-      new: 'keep:newest',
-    });
-    const p2 = plan([rec('undated1', null), rec('undated2', null), rec('mid', 3), rec('new', 0)], {
-      max_age_days: 0,
-      max_sessions: 2,
-    });
-    expect(verdicts(p2)).toEqual({
-      undated1: 'keep:undated',
-      undated2: 'keep:undated',
-      mid: 'delete:max_sessions',
-      new: 'keep:newest',
-    });
-  });
+  it(
+    '2. last activity is the newest usable timestamp; sessions with none are ' +
+      'undated, never deleted, and still counted',
+    () => {
+      const p = plan([rec('undated1', null), rec('undated2', null), rec('old', 100), rec('new', 0)], {
+        max_age_days: 30,
+        max_sessions: 2,
+      });
+      expect(verdicts(p)).toEqual({
+        undated1: 'keep:undated',
+        undated2: 'keep:undated',
+        old: 'delete:max_age_days',
+        new: 'keep:newest',
+      });
+      const p2 = plan([rec('undated1', null), rec('undated2', null), rec('mid', 3), rec('new', 0)], {
+        max_age_days: 0,
+        max_sessions: 2,
+      });
+      expect(verdicts(p2)).toEqual({
+        undated1: 'keep:undated',
+        undated2: 'keep:undated',
+        mid: 'delete:max_sessions',
+        new: 'keep:newest',
+      });
+    },
+  );
 
   it('3. the most recently active session is never deleted (all sharing that time are kept)', () => {
     const p = plan([rec('a', 400), rec('b', 400), rec('c', 500)], { max_age_days: 30, max_sessions: 1 });

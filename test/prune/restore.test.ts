@@ -113,42 +113,46 @@ describe('restore', () => {
     expect(existsSync(join(other.sessionsDir, 'sk_v1_legacy.jsonl'))).toBe(false);
   });
 
-  it('rejects a crafted archive with one message naming the archive and the field: exit 3, no stack, nothing written', () => {
-    const { home, sessionsDir, state } = setup([]);
-    const dir = tempDir();
-    const ok = (role: string) => ({ name: `sk_v1_legacy.${role}`, sha256: sha(''), data_base64: '' });
-    const cases: [string, Record<string, unknown>, Record<string, unknown> | undefined, RegExp][] = [
-      ['no-files', { files: undefined }, undefined, /files must be an object/],
-      ['no-meta', {}, { jsonl: ok('jsonl') }, /files\.meta must be an object/],
-      [
-        'data-number',
-        {},
-        { jsonl: null, meta: { ...ok('meta.json'), data_base64: 12 } },
-        /files\.meta\.data_base64 must be a string/,
-      ],
-      ['key-number', { key: 7 }, undefined, /key must be a string, not 7/],
-      ['agent-object', { agent: {} }, undefined, /agent must be a string/],
-      ['nul-base', { base: 'a\u0000b' }, undefined, /base is empty or holds a NUL byte/],
-      ['slash-base', { base: '../../etc/x' }, undefined, /base "..\/..\/etc\/x" is not a safe file or folder name/],
-      [
-        'bad-sha',
-        {},
-        { jsonl: null, meta: { ...ok('meta.json'), data_base64: Buffer.from('{}').toString('base64') } },
-        /files\.meta\.sha256 does not match the data/,
-      ],
-    ];
-    for (const [name, over, files, want] of cases) {
-      const p = legacyArchive(dir, `${name}.session.json.gz`, over, files);
-      const r = runCli(['restore', p, '--home', home, '--state-dir', state]);
-      expect(r.code, `${name}: ${r.stderr}`).toBe(3);
-      expect(r.stderr, name).toMatch(want);
-      expect(r.stderr, name).toContain(p);
-      expect(r.stderr, name).not.toMatch(/TypeError|\n\s+at /);
-    }
-    expect(readdirSync(sessionsDir).filter((n) => !n.startsWith('seahorse') && !n.startsWith('sk_v1_recent'))).toEqual(
-      [],
-    );
-  });
+  it(
+    'rejects a crafted archive with one message naming the archive and the ' +
+      'field: exit 3, no stack, nothing written',
+    () => {
+      const { home, sessionsDir, state } = setup([]);
+      const dir = tempDir();
+      const ok = (role: string) => ({ name: `sk_v1_legacy.${role}`, sha256: sha(''), data_base64: '' });
+      const cases: [string, Record<string, unknown>, Record<string, unknown> | undefined, RegExp][] = [
+        ['no-files', { files: undefined }, undefined, /files must be an object/],
+        ['no-meta', {}, { jsonl: ok('jsonl') }, /files\.meta must be an object/],
+        [
+          'data-number',
+          {},
+          { jsonl: null, meta: { ...ok('meta.json'), data_base64: 12 } },
+          /files\.meta\.data_base64 must be a string/,
+        ],
+        ['key-number', { key: 7 }, undefined, /key must be a string, not 7/],
+        ['agent-object', { agent: {} }, undefined, /agent must be a string/],
+        ['nul-base', { base: 'a\u0000b' }, undefined, /base is empty or holds a NUL byte/],
+        ['slash-base', { base: '../../etc/x' }, undefined, /base "..\/..\/etc\/x" is not a safe file or folder name/],
+        [
+          'bad-sha',
+          {},
+          { jsonl: null, meta: { ...ok('meta.json'), data_base64: Buffer.from('{}').toString('base64') } },
+          /files\.meta\.sha256 does not match the data/,
+        ],
+      ];
+      for (const [name, over, files, want] of cases) {
+        const p = legacyArchive(dir, `${name}.session.json.gz`, over, files);
+        const r = runCli(['restore', p, '--home', home, '--state-dir', state]);
+        expect(r.code, `${name}: ${r.stderr}`).toBe(3);
+        expect(r.stderr, name).toMatch(want);
+        expect(r.stderr, name).toContain(p);
+        expect(r.stderr, name).not.toMatch(/TypeError|\n\s+at /);
+      }
+      expect(
+        readdirSync(sessionsDir).filter((n) => !n.startsWith('seahorse') && !n.startsWith('sk_v1_recent')),
+      ).toEqual([]);
+    },
+  );
 
   it('writes both files or neither: a meta that is not JSON (correct hash) leaves no .jsonl and no temp file', () => {
     const { home, sessionsDir, state } = setup([]);
@@ -246,110 +250,120 @@ describe('restore', () => {
     expect(statSync(join(sessionsDir, 'sk_v1_old.meta.json')).mode & 0o777).toBe(0o644);
   });
 
-  it('--key takes a unique prefix or the shortened form; ambiguous is exit 2 with the matches; skips end with a count', async () => {
-    const long = 'agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555';
-    const { home, archive, state } = setup([old('sk_v1_a1'), old('sk_v1_a2'), old(long)]);
-    await pass(home);
-    const amb = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_a', '--state-dir', state]);
-    expect(amb.code).toBe(2);
-    expect(amb.stderr).toMatch(/"sk_v1_a" matches 2 keys: sk_v1_a1, sk_v1_a2/);
-    const list = runCli(['restore', archive, '--list'], { HOME: '/nowhere' });
-    expect(list.code, list.stderr).toBe(0);
-    const shown = list.stdout
-      .split('\n')
-      .find((l) => l.includes('agent:cron-'))!
-      .split(/\s+/)[2]!;
-    expect(shown).toContain('…');
-    const one = runCli(['restore', archive, '--home', home, '--key', shown, '--state-dir', state, '--json']);
-    expect(one.code, one.stderr).toBe(0);
-    expect(JSON.parse(one.stdout).entries.map((e: { key: string }) => e.key)).toEqual([long]);
-    const pre = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_a1', '--state-dir', state]);
-    expect(pre.code).toBe(0);
-    const again = runCli(['restore', archive, '--home', home, '--state-dir', state]);
-    expect(again.code).toBe(7);
-    expect(again.stdout).toMatch(/Skipped 2 session\(s\) \(see above\); nothing was overwritten\./);
-    expect(realpathSync(home)).toBeTruthy();
-  });
-  it('checks a .tar.gz against its manifest: the manifest first, every entry listed with its size, none missing', () => {
-    const { home, state } = setup([]);
-    const dir = tempDir();
-    const src = join(dir, 'src');
-    mkdirSync(join(src, 'session'), { recursive: true });
-    const jsonl = '{"x":1}\n';
-    const meta = JSON.stringify({ key: 'sk_v1_t' });
-    writeFileSync(join(src, 'session', 'sk_v1_t.jsonl'), jsonl);
-    writeFileSync(join(src, 'session', 'sk_v1_t.meta.json'), meta);
-    const manifest = (files: unknown[]) => ({
-      format: 'picoclaw-guard-session-archive',
-      version: 2,
-      kind: 'session',
-      archived_at: '2026-11-30T12:00:00Z',
-      home: realpathSync(home),
-      agent: 'main',
-      sessions_dir: '/x',
-      base: 'sk_v1_t',
-      key: 'sk_v1_t',
-      aliases: [],
-      files,
-      seahorse: null,
-    });
-    const entry = (role: string, name: string, body: string, bytes = Buffer.byteLength(body)) => ({
-      role,
-      name: `session/${name}`,
-      bytes,
-      sha256: sha(body),
-    });
-    const make = (name: string, m: unknown, order: string[]) => {
-      writeFileSync(join(src, 'manifest.json'), JSON.stringify(m));
-      const r = spawnSync('tar', ['-czf', join(dir, name), '-C', src, ...order]);
-      expect(r.status).toBe(0);
-      return join(dir, name);
-    };
-    const good = [entry('meta', 'sk_v1_t.meta.json', meta), entry('jsonl', 'sk_v1_t.jsonl', jsonl)];
-    const all = ['manifest.json', 'session/sk_v1_t.meta.json', 'session/sk_v1_t.jsonl'];
-    const cases: [string, unknown, string[], RegExp][] = [
-      [
-        'late-manifest.tar.gz',
-        manifest(good),
-        ['session/sk_v1_t.jsonl', 'manifest.json', 'session/sk_v1_t.meta.json'],
-        /manifest\.json must be the first entry/,
-      ],
-      [
-        'size.tar.gz',
-        manifest([good[0], entry('jsonl', 'sk_v1_t.jsonl', jsonl, 4096)]),
-        all,
-        /"session\/sk_v1_t\.jsonl" holds 8 bytes, the manifest says 4096/,
-      ],
-      ['extra.tar.gz', manifest([good[0]]), all, /"session\/sk_v1_t\.jsonl" is not listed in the manifest/],
-      [
-        'missing.tar.gz',
-        manifest(good),
-        ['manifest.json', 'session/sk_v1_t.meta.json'],
-        /"session\/sk_v1_t\.jsonl" is listed in the manifest but missing/,
-      ],
-      ['no-meta.tar.gz', manifest([good[1]]), ['manifest.json', 'session/sk_v1_t.jsonl'], /files has no meta file/],
-      ['home.tar.gz', { ...manifest(good), home: 'relative/home' }, all, /home must be an absolute path/],
-    ];
-    for (const [name, m, order, want] of cases) {
-      const p = make(name, m, order);
-      const r = runCli(['restore', p, '--home', home, '--state-dir', state]);
-      expect(r.code, `${name}: ${r.stderr}`).toBe(3);
-      expect(r.stderr, name).toMatch(want);
-    }
-    const ok = make('ok.tar.gz', manifest(good), all);
-    const r = runCli(['restore', ok, '--home', home, '--state-dir', state]);
-    expect(r.code, r.stderr).toBe(0);
-  });
-  it('an archive of an earlier release and a newer .tar.gz of the same session: the newer one is restored', async () => {
-    const { home, sessionsDir, archive, state } = setup([old('sk_v1_legacy')]);
-    await pass(home);
-    legacyArchive(archive, '20260901T000000Z_main_sk_v1_legacy.session.json.gz', { sessions_dir: sessionsDir });
-    const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
-    expect(r.code, r.stderr).toBe(0);
-    const entries = JSON.parse(r.stdout).entries as { action: string; archive: string }[];
-    expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual([
-      'restored:tar',
-      'superseded:json',
-    ]);
-  });
+  it(
+    '--key takes a unique prefix or the shortened form; ambiguous is exit 2 ' +
+      'with the matches; skips end with a count',
+    async () => {
+      const long = 'agent:cron-0123456789abcdef-11111111-2222-4333-8444-555555555555';
+      const { home, archive, state } = setup([old('sk_v1_a1'), old('sk_v1_a2'), old(long)]);
+      await pass(home);
+      const amb = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_a', '--state-dir', state]);
+      expect(amb.code).toBe(2);
+      expect(amb.stderr).toMatch(/"sk_v1_a" matches 2 keys: sk_v1_a1, sk_v1_a2/);
+      const list = runCli(['restore', archive, '--list'], { HOME: '/nowhere' });
+      expect(list.code, list.stderr).toBe(0);
+      const shown = list.stdout
+        .split('\n')
+        .find((l) => l.includes('agent:cron-'))!
+        .split(/\s+/)[2]!;
+      expect(shown).toContain('…');
+      const one = runCli(['restore', archive, '--home', home, '--key', shown, '--state-dir', state, '--json']);
+      expect(one.code, one.stderr).toBe(0);
+      expect(JSON.parse(one.stdout).entries.map((e: { key: string }) => e.key)).toEqual([long]);
+      const pre = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_a1', '--state-dir', state]);
+      expect(pre.code).toBe(0);
+      const again = runCli(['restore', archive, '--home', home, '--state-dir', state]);
+      expect(again.code).toBe(7);
+      expect(again.stdout).toMatch(/Skipped 2 session\(s\) \(see above\); nothing was overwritten\./);
+      expect(realpathSync(home)).toBeTruthy();
+    },
+  );
+  it(
+    'checks a .tar.gz against its manifest: the manifest first, every entry ' + 'listed with its size, none missing',
+    () => {
+      const { home, state } = setup([]);
+      const dir = tempDir();
+      const src = join(dir, 'src');
+      mkdirSync(join(src, 'session'), { recursive: true });
+      const jsonl = '{"x":1}\n';
+      const meta = JSON.stringify({ key: 'sk_v1_t' });
+      writeFileSync(join(src, 'session', 'sk_v1_t.jsonl'), jsonl);
+      writeFileSync(join(src, 'session', 'sk_v1_t.meta.json'), meta);
+      const manifest = (files: unknown[]) => ({
+        format: 'picoclaw-guard-session-archive',
+        version: 2,
+        kind: 'session',
+        archived_at: '2026-11-30T12:00:00Z',
+        home: realpathSync(home),
+        agent: 'main',
+        sessions_dir: '/x',
+        base: 'sk_v1_t',
+        key: 'sk_v1_t',
+        aliases: [],
+        files,
+        seahorse: null,
+      });
+      const entry = (role: string, name: string, body: string, bytes = Buffer.byteLength(body)) => ({
+        role,
+        name: `session/${name}`,
+        bytes,
+        sha256: sha(body),
+      });
+      const make = (name: string, m: unknown, order: string[]) => {
+        writeFileSync(join(src, 'manifest.json'), JSON.stringify(m));
+        const r = spawnSync('tar', ['-czf', join(dir, name), '-C', src, ...order]);
+        expect(r.status).toBe(0);
+        return join(dir, name);
+      };
+      const good = [entry('meta', 'sk_v1_t.meta.json', meta), entry('jsonl', 'sk_v1_t.jsonl', jsonl)];
+      const all = ['manifest.json', 'session/sk_v1_t.meta.json', 'session/sk_v1_t.jsonl'];
+      const cases: [string, unknown, string[], RegExp][] = [
+        [
+          'late-manifest.tar.gz',
+          manifest(good),
+          ['session/sk_v1_t.jsonl', 'manifest.json', 'session/sk_v1_t.meta.json'],
+          /manifest\.json must be the first entry/,
+        ],
+        [
+          'size.tar.gz',
+          manifest([good[0], entry('jsonl', 'sk_v1_t.jsonl', jsonl, 4096)]),
+          all,
+          /"session\/sk_v1_t\.jsonl" holds 8 bytes, the manifest says 4096/,
+        ],
+        ['extra.tar.gz', manifest([good[0]]), all, /"session\/sk_v1_t\.jsonl" is not listed in the manifest/],
+        [
+          'missing.tar.gz',
+          manifest(good),
+          ['manifest.json', 'session/sk_v1_t.meta.json'],
+          /"session\/sk_v1_t\.jsonl" is listed in the manifest but missing/,
+        ],
+        ['no-meta.tar.gz', manifest([good[1]]), ['manifest.json', 'session/sk_v1_t.jsonl'], /files has no meta file/],
+        ['home.tar.gz', { ...manifest(good), home: 'relative/home' }, all, /home must be an absolute path/],
+      ];
+      for (const [name, m, order, want] of cases) {
+        const p = make(name, m, order);
+        const r = runCli(['restore', p, '--home', home, '--state-dir', state]);
+        expect(r.code, `${name}: ${r.stderr}`).toBe(3);
+        expect(r.stderr, name).toMatch(want);
+      }
+      const ok = make('ok.tar.gz', manifest(good), all);
+      const r = runCli(['restore', ok, '--home', home, '--state-dir', state]);
+      expect(r.code, r.stderr).toBe(0);
+    },
+  );
+  it(
+    'an archive of an earlier release and a newer .tar.gz of the same session: ' + 'the newer one is restored',
+    async () => {
+      const { home, sessionsDir, archive, state } = setup([old('sk_v1_legacy')]);
+      await pass(home);
+      legacyArchive(archive, '20260901T000000Z_main_sk_v1_legacy.session.json.gz', { sessions_dir: sessionsDir });
+      const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      const entries = JSON.parse(r.stdout).entries as { action: string; archive: string }[];
+      expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual([
+        'restored:tar',
+        'superseded:json',
+      ]);
+    },
+  );
 });

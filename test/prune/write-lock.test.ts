@@ -100,58 +100,64 @@ function startGateway(path: string, data: Record<string, unknown>): { flag: Int3
 }
 
 describe('WriteLock: taking seahorse.db write lock beside a live gateway', () => {
-  it('never takes the lock in the moment after a gateway commit, so its read-then-write transactions never fail', async () => {
-    const path = setup();
-    const guard = new Database(path, { timeout: 5000 });
-    // The guard has seen quietMs of quiet and asks while the gateway holds the lock (holdMs > quietMs).
-    // Waiting in SQLite's busy handler, it would wake during the window after the commit and hold the lock,
-    // however briefly, while the gateway is between read and write: a few rounds make that near-certain.
-    // Taking the lock only after quietMs without a commit, it comes 240 ms after the window closed. On a
-    // loaded machine the worker may be descheduled past that; a refusal that late is not the guard's doing,
-    // so the check is that none came sooner than quietMs after the commit.
-    for (let round = 0; round < 5; round++) {
-      const { done } = startGateway(path, { mode: 'turn', holdMs: 400, windowMs: 60 });
-      new WriteLock(guard, { quietMs: 300, maxWaitMs: 10_000 }).begin();
-      expect(guard.inTransaction).toBe(true);
-      guard.exec('ROLLBACK');
-      const out = await done;
-      expect(out.ok + out.busy).toBeGreaterThan(0);
-      expect(
-        out.busyAfterMs.filter((ms) => ms < 300),
-        out.firstError ?? '',
-      ).toEqual([]);
-    }
-    // The connection's own busy timeout is back for everything else.
-    expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
-    guard.close();
-  });
+  it(
+    'never takes the lock in the moment after a gateway commit, so its read-then-write ' + 'transactions never fail',
+    async () => {
+      const path = setup();
+      const guard = new Database(path, { timeout: 5000 });
+      // The guard has seen quietMs of quiet and asks while the gateway holds the lock (holdMs > quietMs).
+      // Waiting in SQLite's busy handler, it would wake during the window after the commit and hold the lock,
+      // however briefly, while the gateway is between read and write: a few rounds make that near-certain.
+      // Taking the lock only after quietMs without a commit, it comes 240 ms after the window closed. On a
+      // loaded machine the worker may be descheduled past that; a refusal that late is not the guard's doing,
+      // so the check is that none came sooner than quietMs after the commit.
+      for (let round = 0; round < 5; round++) {
+        const { done } = startGateway(path, { mode: 'turn', holdMs: 400, windowMs: 60 });
+        new WriteLock(guard, { quietMs: 300, maxWaitMs: 10_000 }).begin();
+        expect(guard.inTransaction).toBe(true);
+        guard.exec('ROLLBACK');
+        const out = await done;
+        expect(out.ok + out.busy).toBeGreaterThan(0);
+        expect(
+          out.busyAfterMs.filter((ms) => ms < 300),
+          out.firstError ?? '',
+        ).toEqual([]);
+      }
+      // The connection's own busy timeout is back for everything else.
+      expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
+      guard.close();
+    },
+  );
 
-  it('online, every BEGIN IMMEDIATE it tries runs with busy_timeout 0: a held lock is an answer, never a wait', async () => {
-    const path = setup();
-    const guard = new Database(path, { timeout: 5000 });
-    const timeouts: number[] = [];
-    const spy = new Proxy(guard, {
-      get(target, prop) {
-        if (prop === 'exec') {
-          return (sql: string) => {
-            if (sql === 'BEGIN IMMEDIATE') timeouts.push(target.pragma('busy_timeout', { simple: true }) as number);
-            return target.exec(sql);
-          };
-        }
-        const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    // The gateway holds the lock well past one quiet spell: the first try finds it held, a later one gets it.
-    const { done } = startGateway(path, { mode: 'turn', holdMs: 400, windowMs: 0 });
-    new WriteLock(spy, { quietMs: 100, maxWaitMs: 10_000 }).begin();
-    guard.exec('ROLLBACK');
-    await done;
-    expect(timeouts.length).toBeGreaterThanOrEqual(2);
-    expect(timeouts.every((t) => t === 0)).toBe(true);
-    expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
-    guard.close();
-  });
+  it(
+    'online, every BEGIN IMMEDIATE it tries runs with busy_timeout 0: a held ' + 'lock is an answer, never a wait',
+    async () => {
+      const path = setup();
+      const guard = new Database(path, { timeout: 5000 });
+      const timeouts: number[] = [];
+      const spy = new Proxy(guard, {
+        get(target, prop) {
+          if (prop === 'exec') {
+            return (sql: string) => {
+              if (sql === 'BEGIN IMMEDIATE') timeouts.push(target.pragma('busy_timeout', { simple: true }) as number);
+              return target.exec(sql);
+            };
+          }
+          const v = Reflect.get(target, prop, target) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      // The gateway holds the lock well past one quiet spell: the first try finds it held, a later one gets it.
+      const { done } = startGateway(path, { mode: 'turn', holdMs: 400, windowMs: 0 });
+      new WriteLock(spy, { quietMs: 100, maxWaitMs: 10_000 }).begin();
+      guard.exec('ROLLBACK');
+      await done;
+      expect(timeouts.length).toBeGreaterThanOrEqual(2);
+      expect(timeouts.every((t) => t === 0)).toBe(true);
+      expect(guard.pragma('busy_timeout', { simple: true })).toBe(5000);
+      guard.close();
+    },
+  );
 
   it('gives up with GatewayBusy when the gateway never pauses for quietMs, holding nothing', async () => {
     const path = setup();
@@ -194,48 +200,51 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
     guard.close();
   });
 
-  it('an online pass whose seahorse.db never goes quiet skips before planning, says why, and changes nothing', async () => {
-    const now = new Date('2026-11-30T12:00:00Z');
-    const { home, dbPath } = dailyHome(tempDir('pcg-wlock-home-'), now);
-    const sessionsDir = join(home, 'workspace', 'sessions');
-    const look = () =>
-      readdirSync(sessionsDir)
-        .sort()
-        .map((f) => `${f}:${statSync(join(sessionsDir, f)).size}`);
-    const before = look();
-    const holder = new Database(dbPath);
-    holder.exec('BEGIN IMMEDIATE');
-    holder.exec(`INSERT INTO conversations (session_key) VALUES ('writer')`);
-    try {
-      const ready = async (): Promise<GatewayState> => ({
-        state: 'ready',
-        reason: 'test: ready',
-        pid: null,
-        pidFile: 'absent',
-        alive: true,
-        host: '127.0.0.1',
-        port: 1,
-        ready: null,
-        health: null,
-        healthPidMatches: null,
-      });
-      const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_BUSY_TIMEOUT_MS: '300' };
-      const r = await runPrunePass({
-        home,
-        env,
-        apply: true,
-        clock: fixedClock(now),
-        stateDir: tempDir(),
-        probe: ready,
-        flags: { max_age_days: 3 },
-      });
-      expect(r.exit_code).toBe(6);
-      expect(r.skipped).toContain(dbPath);
-      expect(r.skipped).toMatch(/kept it busy .* for 300 ms without a 100 ms pause; nothing was deleted/);
-    } finally {
-      holder.exec('ROLLBACK');
-      holder.close();
-    }
-    expect(look()).toEqual(before);
-  });
+  it(
+    'an online pass whose seahorse.db never goes quiet skips before planning,' + ' says why, and changes nothing',
+    async () => {
+      const now = new Date('2026-11-30T12:00:00Z');
+      const { home, dbPath } = dailyHome(tempDir('pcg-wlock-home-'), now);
+      const sessionsDir = join(home, 'workspace', 'sessions');
+      const look = () =>
+        readdirSync(sessionsDir)
+          .sort()
+          .map((f) => `${f}:${statSync(join(sessionsDir, f)).size}`);
+      const before = look();
+      const holder = new Database(dbPath);
+      holder.exec('BEGIN IMMEDIATE');
+      holder.exec(`INSERT INTO conversations (session_key) VALUES ('writer')`);
+      try {
+        const ready = async (): Promise<GatewayState> => ({
+          state: 'ready',
+          reason: 'test: ready',
+          pid: null,
+          pidFile: 'absent',
+          alive: true,
+          host: '127.0.0.1',
+          port: 1,
+          ready: null,
+          health: null,
+          healthPidMatches: null,
+        });
+        const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_BUSY_TIMEOUT_MS: '300' };
+        const r = await runPrunePass({
+          home,
+          env,
+          apply: true,
+          clock: fixedClock(now),
+          stateDir: tempDir(),
+          probe: ready,
+          flags: { max_age_days: 3 },
+        });
+        expect(r.exit_code).toBe(6);
+        expect(r.skipped).toContain(dbPath);
+        expect(r.skipped).toMatch(/kept it busy .* for 300 ms without a 100 ms pause; nothing was deleted/);
+      } finally {
+        holder.exec('ROLLBACK');
+        holder.close();
+      }
+      expect(look()).toEqual(before);
+    },
+  );
 });

@@ -56,19 +56,23 @@ describe('npm pack ships what a board needs and nothing else', () => {
     }
   });
 
-  it('the compiled files shipped are exactly what tsconfig.build.json compiles, and it pulls in no demo or test code', () => {
-    const sources = shippedSources();
-    expect(sources.length).toBeGreaterThan(30);
-    expect(sources.filter((s) => !s.startsWith('src/'))).toEqual([]);
-    const shippedJs = packList().filter((f) => f.startsWith('dist/'));
-    // Declaration files (.d.ts) compile to nothing.
-    expect(shippedJs).toEqual(
-      sources
-        .filter((s) => !s.endsWith('.d.ts'))
-        .map((s) => `dist/${s.replace(/\.ts$/, '.js')}`)
-        .sort(),
-    );
-  });
+  it(
+    'the compiled files shipped are exactly what tsconfig.build.json compiles,' +
+      ' and it pulls in no demo or test code',
+    () => {
+      const sources = shippedSources();
+      expect(sources.length).toBeGreaterThan(30);
+      expect(sources.filter((s) => !s.startsWith('src/'))).toEqual([]);
+      const shippedJs = packList().filter((f) => f.startsWith('dist/'));
+      // Declaration files (.d.ts) compile to nothing.
+      expect(shippedJs).toEqual(
+        sources
+          .filter((s) => !s.endsWith('.d.ts'))
+          .map((s) => `dist/${s.replace(/\.ts$/, '.js')}`)
+          .sort(),
+      );
+    },
+  );
 
   it('LICENSE is the MIT licence package.json names, with the copyright holder', () => {
     const text = readFileSync(join(ROOT, 'LICENSE'), 'utf8');

@@ -43,10 +43,12 @@ describe('a clock far ahead warns before it deletes', () => {
     const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(ahead), stateDir: null, probe: down });
     const w = dry.warnings.find((x) => x.includes('is the clock right?'));
     expect(w).toBe(
-      `every session is older than max_age_days (30 days) but the newest: is the clock right? ${ahead.toISOString()} (7 session(s) would be deleted by age)`,
+      `every session is older than max_age_days (30 days) but the newest: is ` +
+        `the clock right? ${ahead.toISOString()} (7 session(s) would be deleted by age)`,
     );
     expect(renderPruneText(dry, Infinity)).toContain(
-      `warning: every session is older than max_age_days (30 days) but the newest: is the clock right? ${ahead.toISOString()}`,
+      `warning: every session is older than max_age_days (30 days) but the newest: ` +
+        `is the clock right? ${ahead.toISOString()}`,
     );
     const applied = await runPrunePass({
       home,

@@ -68,7 +68,8 @@ describe('files that are not regular files', () => {
   );
 
   it(
-    '.picoclaw.pid is a FIFO or a symlink to /dev/zero: health and prune end, the gateway reads as down with the reason',
+    '.picoclaw.pid is a FIFO or a symlink to /dev/zero: health and prune end,' +
+      ' the gateway reads as down with the reason',
     () => {
       for (const [make, what] of [
         [(p: string) => execFileSync('mkfifo', [p]), 'a FIFO'],
@@ -154,7 +155,8 @@ describe('--home at a folder that is not a PicoClaw home', () => {
         const r = run([...args, '--home', notHome]);
         expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
         expect(r.stderr).toContain(
-          `${notHome} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions folder (from --home)`,
+          `${notHome} is not a PicoClaw home: it has no config.json, no workspace/ and no sessions ` +
+            `folder (from --home)`,
         );
       }
       expect(readdirSync(notHome).sort()).toEqual(['.bashrc', 'Documents']);

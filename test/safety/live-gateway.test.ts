@@ -59,11 +59,15 @@ describe('a live gateway', () => {
     expect(failuresMatching(/^writer failure x\d+: (jsonl|meta|conv|msg):/)).toEqual([]);
   });
 
-  it('makes no read-then-write transaction of the gateway fail (seahorse appendContextItems: BEGIN; SELECT MAX(ordinal); INSERT)', () => {
-    // SQLite does not apply busy_timeout when a transaction that has read upgrades to a write:
-    // it answers SQLITE_BUSY at once if another connection holds the write lock.
-    expect(failuresMatching(/^writer failure x\d+: ctx:/)).toEqual([]);
-  });
+  it(
+    'makes no read-then-write transaction of the gateway fail (seahorse appendContextItems: ' +
+      'BEGIN; SELECT MAX(ordinal); INSERT)',
+    () => {
+      // SQLite does not apply busy_timeout when a transaction that has read upgrades to a write:
+      // it answers SQLITE_BUSY at once if another connection holds the write lock.
+      expect(failuresMatching(/^writer failure x\d+: ctx:/)).toEqual([]);
+    },
+  );
 
   it('loses no append and deletes no session that received a message after its pass planned', () => {
     expect(failuresMatching(/^lost append|before the pass started/)).toEqual([]);

@@ -62,7 +62,8 @@ const newMessage = (db: Database, key: string) => {
   return Number(
     db
       .prepare(
-        `INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?, 'user', 'arrived mid-pass', '2026-11-30 11:59:00')`,
+        `INSERT INTO messages (conversation_id, role, content, created_at) VALUES ` +
+          `(?, 'user', 'arrived mid-pass', '2026-11-30 11:59:00')`,
       )
       .run(conv).lastInsertRowid,
   );
@@ -132,26 +133,30 @@ describe('alias group: every member re-checked before each irreversible step', (
     expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
   });
 
-  it('a change while the files are being unlinked stops before the next file, never after the group is half gone unreported', () => {
-    const { sessionsDir, dbPath, plan } = setup(group);
-    const g = plan.groups.find((x) => x.members.length === 2)!;
-    const db = openSeahorseWrite(dbPath);
-    const res = apply(plan, db, dbPath, {
-      onStep: (step, m) => {
-        if (step === 'meta' && m === g.members[0]) newLine(g.members[1]!.files.jsonl!.path);
-      },
-    });
-    db.close();
-    const out = res.groups.get(g.id)!;
-    expect(out).toMatchObject({ action: 'keep', reason: 'changed_since_plan' });
-    const firstBase = g.members[0]!.base;
-    const secondBase = g.members[1]!.base;
-    expect(out.partial).toContain(`${firstBase}.jsonl`);
-    expect(out.detail).toContain(`left: ${firstBase}.meta.json, ${secondBase}.jsonl, ${secondBase}.meta.json`);
-    expect(existsSync(join(sessionsDir, `${firstBase}.meta.json`))).toBe(true);
-    expect(existsSync(join(sessionsDir, `${secondBase}.jsonl`))).toBe(true);
-    expect(res.deletedSessions).toBe(0);
-  });
+  it(
+    'a change while the files are being unlinked stops before the next file,' +
+      ' never after the group is half gone unreported',
+    () => {
+      const { sessionsDir, dbPath, plan } = setup(group);
+      const g = plan.groups.find((x) => x.members.length === 2)!;
+      const db = openSeahorseWrite(dbPath);
+      const res = apply(plan, db, dbPath, {
+        onStep: (step, m) => {
+          if (step === 'meta' && m === g.members[0]) newLine(g.members[1]!.files.jsonl!.path);
+        },
+      });
+      db.close();
+      const out = res.groups.get(g.id)!;
+      expect(out).toMatchObject({ action: 'keep', reason: 'changed_since_plan' });
+      const firstBase = g.members[0]!.base;
+      const secondBase = g.members[1]!.base;
+      expect(out.partial).toContain(`${firstBase}.jsonl`);
+      expect(out.detail).toContain(`left: ${firstBase}.meta.json, ${secondBase}.jsonl, ${secondBase}.meta.json`);
+      expect(existsSync(join(sessionsDir, `${firstBase}.meta.json`))).toBe(true);
+      expect(existsSync(join(sessionsDir, `${secondBase}.jsonl`))).toBe(true);
+      expect(res.deletedSessions).toBe(0);
+    },
+  );
 });
 
 describe('a conversation larger than one transaction is re-checked in every transaction', () => {
@@ -300,7 +305,8 @@ describe('shared conversations get the same guard, and their errors are reported
         // The shared conversation's rows become undeletable: a trigger refuses it.
         if (step === 'meta' && m === last.members.at(-1))
           db.exec(
-            `CREATE TRIGGER refuse BEFORE DELETE ON conversations WHEN old.conversation_id = ${id} BEGIN SELECT RAISE(ABORT, 'refused by test'); END`,
+            `CREATE TRIGGER refuse BEFORE DELETE ON conversations WHEN old.conversation_id ` +
+              `= ${id} BEGIN SELECT RAISE(ABORT, 'refused by test'); END`,
           );
       },
     });

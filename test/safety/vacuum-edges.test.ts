@@ -40,83 +40,90 @@ function bigHome(): { home: string; dbPath: string } {
 }
 
 describe('VACUUM deferred online: the excess is paid once, the VACUUM is owed to the next offline pass', () => {
-  it('online pass 1 deletes enough and records the owed VACUUM; pass 2 deletes nothing; the offline pass vacuums under the limit', async () => {
-    const { home, dbPath } = bigHome();
-    const state = tempDir();
-    const limitMb = Math.max(1, Math.floor(dbFileBytes(dbPath).total / MB / 3));
-    const flags = { max_age_days: 0, max_sessions: 0, max_db_size_mb: limitMb };
-    const run = (probe: typeof down) =>
-      runPrunePass({ home, env, apply: true, clock: fixedClock(NOW), stateDir: state, probe, flags });
+  it(
+    'online pass 1 deletes enough and records the owed VACUUM; pass 2 deletes ' +
+      'nothing; the offline pass vacuums under the limit',
+    async () => {
+      const { home, dbPath } = bigHome();
+      const state = tempDir();
+      const limitMb = Math.max(1, Math.floor(dbFileBytes(dbPath).total / MB / 3));
+      const flags = { max_age_days: 0, max_sessions: 0, max_db_size_mb: limitMb };
+      const run = (probe: typeof down) =>
+        runPrunePass({ home, env, apply: true, clock: fixedClock(NOW), stateDir: state, probe, flags });
 
-    const p1 = await run(ready);
-    expect(p1.exit_code).toBe(0);
-    const first = p1.totals.deleted_sessions;
-    expect(first).toBeGreaterThan(0);
-    expect(p1.database.vacuum?.ran ?? false).toBe(false);
-    expect(p1.database.size_check.shortfall).toMatch(/estimated share .* covers the excess/);
-    expect(p1.database.vacuum_owed).toMatchObject({ since: NOW.toISOString() });
-    expect(JSON.parse(readFileSync(join(state, OWED_FILE), 'utf8'))).toHaveLength(1);
+      const p1 = await run(ready);
+      expect(p1.exit_code).toBe(0);
+      const first = p1.totals.deleted_sessions;
+      expect(first).toBeGreaterThan(0);
+      expect(p1.database.vacuum?.ran ?? false).toBe(false);
+      expect(p1.database.size_check.shortfall).toMatch(/estimated share .* covers the excess/);
+      expect(p1.database.vacuum_owed).toMatchObject({ since: NOW.toISOString() });
+      expect(JSON.parse(readFileSync(join(state, OWED_FILE), 'utf8'))).toHaveLength(1);
 
-    // The file has not shrunk (the VACUUM is owed): the same excess must not cost more sessions,
-    // and the dry-run, reading the same state, says so before an apply does it.
-    const dry = await runPrunePass({
-      home,
-      env,
-      apply: false,
-      clock: fixedClock(NOW),
-      stateDir: state,
-      probe: ready,
-      flags,
-    });
-    expect(dry.totals.delete).toBe(0);
-    expect(dry.database.size_check.method).toMatch(/A VACUUM is owed/);
-    const p2 = await run(ready);
-    expect(p2.totals.deleted_sessions).toBe(0);
-    expect(p2.database.size_check.shortfall).toMatch(/owed since .*fits the limit; nothing more is deleted/);
-    expect(p2.database.vacuum_owed).not.toBeNull();
+      // The file has not shrunk (the VACUUM is owed): the same excess must not cost more sessions,
+      // and the dry-run, reading the same state, says so before an apply does it.
+      const dry = await runPrunePass({
+        home,
+        env,
+        apply: false,
+        clock: fixedClock(NOW),
+        stateDir: state,
+        probe: ready,
+        flags,
+      });
+      expect(dry.totals.delete).toBe(0);
+      expect(dry.database.size_check.method).toMatch(/A VACUUM is owed/);
+      const p2 = await run(ready);
+      expect(p2.totals.deleted_sessions).toBe(0);
+      expect(p2.database.size_check.shortfall).toMatch(/owed since .*fits the limit; nothing more is deleted/);
+      expect(p2.database.vacuum_owed).not.toBeNull();
 
-    // The next offline moment (the pre-start pass): the owed VACUUM runs and the file fits.
-    const p3 = await run(down);
-    expect(p3.database.vacuum?.ran).toBe(true);
-    expect(p3.database.vacuum?.duration_ms).toBeGreaterThan(0);
-    expect(dbFileBytes(dbPath).total).toBeLessThanOrEqual(limitMb * MB);
-    expect(p3.totals.deleted_sessions).toBe(0);
-    expect(p3.database.vacuum_owed).toBeNull();
-    expect(JSON.parse(readFileSync(join(state, OWED_FILE), 'utf8'))).toEqual([]);
-    expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
-  });
+      // The next offline moment (the pre-start pass): the owed VACUUM runs and the file fits.
+      const p3 = await run(down);
+      expect(p3.database.vacuum?.ran).toBe(true);
+      expect(p3.database.vacuum?.duration_ms).toBeGreaterThan(0);
+      expect(dbFileBytes(dbPath).total).toBeLessThanOrEqual(limitMb * MB);
+      expect(p3.totals.deleted_sessions).toBe(0);
+      expect(p3.database.vacuum_owed).toBeNull();
+      expect(JSON.parse(readFileSync(join(state, OWED_FILE), 'utf8'))).toEqual([]);
+      expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
+    },
+  );
 
-  it('an owed VACUUM from age deletions online runs at the next offline pass even when it deletes nothing', async () => {
-    const { home, dbPath } = bigHome();
-    const state = tempDir();
-    const p1 = await runPrunePass({
-      home,
-      env,
-      apply: true,
-      clock: fixedClock(NOW),
-      stateDir: state,
-      probe: ready,
-      flags: { max_age_days: 10, max_sessions: 0, max_db_size_mb: 0 },
-    });
-    expect(p1.totals.deleted_sessions).toBe(14);
-    expect(p1.database.vacuum?.reason).toMatch(/deferred/);
-    expect(p1.database.vacuum_owed).not.toBeNull();
-    const before = dbFileBytes(dbPath).total;
-    const p2 = await runPrunePass({
-      home,
-      env,
-      apply: true,
-      clock: fixedClock(NOW),
-      stateDir: state,
-      probe: down,
-      flags: { max_age_days: 10, max_sessions: 0, max_db_size_mb: 0 },
-    });
-    expect(p2.totals.deleted_sessions).toBe(0);
-    expect(p2.database.vacuum?.ran).toBe(true);
-    expect(p2.database.vacuum?.reason).toMatch(/^owed since/);
-    expect(dbFileBytes(dbPath).total).toBeLessThan(before);
-    expect(p2.database.vacuum_owed).toBeNull();
-  });
+  it(
+    'an owed VACUUM from age deletions online runs at the next offline pass ' + 'even when it deletes nothing',
+    async () => {
+      const { home, dbPath } = bigHome();
+      const state = tempDir();
+      const p1 = await runPrunePass({
+        home,
+        env,
+        apply: true,
+        clock: fixedClock(NOW),
+        stateDir: state,
+        probe: ready,
+        flags: { max_age_days: 10, max_sessions: 0, max_db_size_mb: 0 },
+      });
+      expect(p1.totals.deleted_sessions).toBe(14);
+      expect(p1.database.vacuum?.reason).toMatch(/deferred/);
+      expect(p1.database.vacuum_owed).not.toBeNull();
+      const before = dbFileBytes(dbPath).total;
+      const p2 = await runPrunePass({
+        home,
+        env,
+        apply: true,
+        clock: fixedClock(NOW),
+        stateDir: state,
+        probe: down,
+        flags: { max_age_days: 10, max_sessions: 0, max_db_size_mb: 0 },
+      });
+      expect(p2.totals.deleted_sessions).toBe(0);
+      expect(p2.database.vacuum?.ran).toBe(true);
+      expect(p2.database.vacuum?.reason).toMatch(/^owed since/);
+      expect(dbFileBytes(dbPath).total).toBeLessThan(before);
+      expect(p2.database.vacuum_owed).toBeNull();
+    },
+  );
 });
 
 describe('a refusal in the size step never costs another session', () => {
@@ -181,48 +188,54 @@ describe('no VACUUM when it cannot give space back', () => {
     return { home, dbPath };
   }
 
-  it('over the limit with nothing deletable: no VACUUM on any pass; the report and health say why and who holds the rows', async () => {
-    const { home, dbPath } = heldByNewest();
-    const state = tempDir();
-    const mtime = statSync(dbPath).mtimeMs;
-    const size = statSync(dbPath).size;
-    for (let i = 0; i < 2; i++) {
-      const r = await runPrunePass({
+  it(
+    'over the limit with nothing deletable: no VACUUM on any pass; the report ' +
+      'and health say why and who holds the rows',
+    async () => {
+      const { home, dbPath } = heldByNewest();
+      const state = tempDir();
+      const mtime = statSync(dbPath).mtimeMs;
+      const size = statSync(dbPath).size;
+      for (let i = 0; i < 2; i++) {
+        const r = await runPrunePass({
+          home,
+          env,
+          apply: true,
+          clock: fixedClock(NOW),
+          stateDir: state,
+          probe: down,
+          flags: { max_db_size_mb: 1 },
+        });
+        expect(r.totals.deleted_sessions).toBe(0);
+        expect(r.database.vacuum?.ran ?? false).toBe(false);
+        expect(r.database.size_check.limit_unmet).toMatch(
+          /cannot be met.*sk_v1_only \(newest\) holds about [\d.]+ MiB/,
+        );
+        expect(r.warnings.join('\n')).toMatch(/seahorse.db stays over max_db_size_mb: the limit cannot be met/);
+      }
+      // Not rewritten: a VACUUM would have written the whole file.
+      expect(statSync(dbPath).mtimeMs).toBe(mtime);
+      expect(statSync(dbPath).size).toBe(size);
+      const dry = await runPrunePass({
         home,
         env,
-        apply: true,
+        apply: false,
         clock: fixedClock(NOW),
-        stateDir: state,
+        stateDir: null,
         probe: down,
         flags: { max_db_size_mb: 1 },
       });
-      expect(r.totals.deleted_sessions).toBe(0);
-      expect(r.database.vacuum?.ran ?? false).toBe(false);
-      expect(r.database.size_check.limit_unmet).toMatch(/cannot be met.*sk_v1_only \(newest\) holds about [\d.]+ MiB/);
-      expect(r.warnings.join('\n')).toMatch(/seahorse.db stays over max_db_size_mb: the limit cannot be met/);
-    }
-    // Not rewritten: a VACUUM would have written the whole file.
-    expect(statSync(dbPath).mtimeMs).toBe(mtime);
-    expect(statSync(dbPath).size).toBe(size);
-    const dry = await runPrunePass({
-      home,
-      env,
-      apply: false,
-      clock: fixedClock(NOW),
-      stateDir: null,
-      probe: down,
-      flags: { max_db_size_mb: 1 },
-    });
-    expect(dry.database.size_check.limit_unmet).toMatch(/sk_v1_only \(newest\)/);
+      expect(dry.database.size_check.limit_unmet).toMatch(/sk_v1_only \(newest\)/);
 
-    const h = await readPicoClaw({
-      home: discoverHome({ home, env }),
-      stateDir: state,
-      timeoutMs: 200,
-      hungAfterMs: 60_000,
-      nowMs: () => NOW.getTime(),
-    });
-    expect(h.available && h.last_prune?.size_limit_unmet).toMatch(/sk_v1_only \(newest\)/);
-    expect(existsSync(join(state, OWED_FILE))).toBe(false);
-  });
+      const h = await readPicoClaw({
+        home: discoverHome({ home, env }),
+        stateDir: state,
+        timeoutMs: 200,
+        hungAfterMs: 60_000,
+        nowMs: () => NOW.getTime(),
+      });
+      expect(h.available && h.last_prune?.size_limit_unmet).toMatch(/sk_v1_only \(newest\)/);
+      expect(existsSync(join(state, OWED_FILE))).toBe(false);
+    },
+  );
 });

@@ -134,33 +134,42 @@ describe('fitting gap ≈ a + b·sessions + c·MiB', () => {
 });
 
 describe('pairing samples with restarts', () => {
-  it('pairs a pre-start sample with the first restart after it (the latest sample wins), fills the gap, and drops stale unpaired ones', async () => {
-    const { h, report } = await learnFromLog(volumes(3, 5));
-    const first = h.samples[0]!;
-    const twice: BootstrapSample = {
-      ...first,
-      recorded_at: new Date(Date.parse(first.recorded_at) - 60_000).toISOString(),
-      sessions: 1,
-    };
-    const lost: BootstrapSample = {
-      ...first,
-      recorded_at: new Date(END - 3 * 86_400_000 - 10 * 3600_000).toISOString(),
-    };
-    const r = pairSamples([twice, ...h.samples, lost], report.restarts, END);
-    expect(r.samples.find((s) => s.sessions === 1)!.restart_started_at).toBeNull();
-    expect(r.samples.filter((s) => s.gap_seconds !== null)).toHaveLength(3);
-    expect(r.samples.some((s) => s.recorded_at === lost.recorded_at)).toBe(false);
-  });
+  it(
+    'pairs a pre-start sample with the first restart after it (the latest sample ' +
+      'wins), fills the gap, and drops stale unpaired ones',
+    async () => {
+      const { h, report } = await learnFromLog(volumes(3, 5));
+      const first = h.samples[0]!;
+      const twice: BootstrapSample = {
+        ...first,
+        recorded_at: new Date(Date.parse(first.recorded_at) - 60_000).toISOString(),
+        sessions: 1,
+      };
+      const lost: BootstrapSample = {
+        ...first,
+        recorded_at: new Date(END - 3 * 86_400_000 - 10 * 3600_000).toISOString(),
+      };
+      const r = pairSamples([twice, ...h.samples, lost], report.restarts, END);
+      expect(r.samples.find((s) => s.sessions === 1)!.restart_started_at).toBeNull();
+      expect(r.samples.filter((s) => s.gap_seconds !== null)).toHaveLength(3);
+      expect(r.samples.some((s) => s.recorded_at === lost.recorded_at)).toBe(false);
+    },
+  );
 
-  it('the daemon records a restart it sees within 10 minutes of its start, once, and not one a pre-start sample has', async () => {
-    const { report, paired } = await learnFromLog(volumes(3, 9));
-    const latest = report.restarts[report.restarts.length - 1]!;
-    const at = Date.parse(latest.started_at!);
-    const vol = { sessions: 7, jsonl_bytes: 70, db_bytes: null };
-    expect(daemonSample(paired.samples, report.restarts, vol, '/h', at + 60_000)).toBeNull(); // the pre-start sample has it
-    const d = daemonSample([], report.restarts, vol, '/h', at + 60_000)!;
-    expect(d).toMatchObject({ source: 'daemon', restart_started_at: latest.started_at, sessions: 7 });
-    expect(daemonSample([d], report.restarts, vol, '/h', at + 120_000)).toBeNull();
-    expect(daemonSample([], report.restarts, vol, '/h', at + 11 * 60_000)).toBeNull();
-  });
+  it(
+    'the daemon records a restart it sees within 10 minutes of its start, once,' +
+      ' and not one a pre-start sample has',
+    async () => {
+      const { report, paired } = await learnFromLog(volumes(3, 9));
+      const latest = report.restarts[report.restarts.length - 1]!;
+      const at = Date.parse(latest.started_at!);
+      const vol = { sessions: 7, jsonl_bytes: 70, db_bytes: null };
+      // the pre-start sample has it
+      expect(daemonSample(paired.samples, report.restarts, vol, '/h', at + 60_000)).toBeNull();
+      const d = daemonSample([], report.restarts, vol, '/h', at + 60_000)!;
+      expect(d).toMatchObject({ source: 'daemon', restart_started_at: latest.started_at, sessions: 7 });
+      expect(daemonSample([d], report.restarts, vol, '/h', at + 120_000)).toBeNull();
+      expect(daemonSample([], report.restarts, vol, '/h', at + 11 * 60_000)).toBeNull();
+    },
+  );
 });

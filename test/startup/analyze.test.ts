@@ -236,20 +236,24 @@ describe('formats', () => {
     expect(rep.lines.journald).toBe(6);
   });
 
-  it('the example log (test/fixtures/logs/facts-example.log): 41 s debug gap, 43.12 s to ready, one locked-database warning', async () => {
-    const rep = await analyzeStartupLog({ path: join(FIX, 'facts-example.log') });
-    const r = rep.restarts[0]!;
-    expect(r.bootstrap_gap).toEqual({
-      seconds: 41,
-      precision_seconds: 1,
-      from: 'Registered core tool short_expand',
-      to: 'Registered core tool web_search',
-    });
-    expect(r.time_to_ready!.seconds).toBe(43.12);
-    expect(r.spans.to_agent_initialized!.seconds).toBe(42);
-    expect(r.gap).toMatchObject({ ingest_lines: 1, warnings: 1, database_locked: 1 });
-    expect(r.end).toBe('stopped');
-  });
+  it(
+    'the example log (test/fixtures/logs/facts-example.log): 41 s debug gap,' +
+      ' 43.12 s to ready, one locked-database warning',
+    async () => {
+      const rep = await analyzeStartupLog({ path: join(FIX, 'facts-example.log') });
+      const r = rep.restarts[0]!;
+      expect(r.bootstrap_gap).toEqual({
+        seconds: 41,
+        precision_seconds: 1,
+        from: 'Registered core tool short_expand',
+        to: 'Registered core tool web_search',
+      });
+      expect(r.time_to_ready!.seconds).toBe(43.12);
+      expect(r.spans.to_agent_initialized!.seconds).toBe(42);
+      expect(r.gap).toMatchObject({ ingest_lines: 1, warnings: 1, database_locked: 1 });
+      expect(r.end).toBe('stopped');
+    },
+  );
 });
 
 describe('robustness', () => {
@@ -279,27 +283,30 @@ describe('robustness', () => {
     expect(rep.restarts[0]!.gap).toMatchObject({ ingest_lines: 1, warnings: 1 });
   });
 
-  it('property: any bytes, spliced into a real log at any chunk size, never throw and every line is counted', async () => {
-    const real = Buffer.from(readFileSync(join(FIX, 'facts-example.log')));
-    await fc.assert(
-      fc.asyncProperty(
-        fc.uint8Array({ maxLength: 600 }),
-        fc.nat({ max: real.length }),
-        fc.integer({ min: 1, max: 700 }),
-        async (junk, at, chunkBytes) => {
-          const bytes = Buffer.concat([real.subarray(0, at), Buffer.from(junk), real.subarray(at)]);
-          const pieces: Buffer[] = [];
-          for (let i = 0; i < bytes.length; i += chunkBytes) pieces.push(bytes.subarray(i, i + chunkBytes));
-          const rep = await analyzeStartupLog({ stream: Readable.from(pieces) }, { dateAnchor: null });
-          const newlines = bytes.filter((b) => b === 10).length;
-          const expected = newlines + (bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? 1 : 0);
-          expect(rep.lines.total).toBe(expected);
-          expect(rep.restarts.length).toBeLessThanOrEqual(3);
-        },
-      ),
-      { numRuns: 150 },
-    );
-  });
+  it(
+    'property: any bytes, spliced into a real log at any chunk size, never ' + 'throw and every line is counted',
+    async () => {
+      const real = Buffer.from(readFileSync(join(FIX, 'facts-example.log')));
+      await fc.assert(
+        fc.asyncProperty(
+          fc.uint8Array({ maxLength: 600 }),
+          fc.nat({ max: real.length }),
+          fc.integer({ min: 1, max: 700 }),
+          async (junk, at, chunkBytes) => {
+            const bytes = Buffer.concat([real.subarray(0, at), Buffer.from(junk), real.subarray(at)]);
+            const pieces: Buffer[] = [];
+            for (let i = 0; i < bytes.length; i += chunkBytes) pieces.push(bytes.subarray(i, i + chunkBytes));
+            const rep = await analyzeStartupLog({ stream: Readable.from(pieces) }, { dateAnchor: null });
+            const newlines = bytes.filter((b) => b === 10).length;
+            const expected = newlines + (bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? 1 : 0);
+            expect(rep.lines.total).toBe(expected);
+            expect(rep.restarts.length).toBeLessThanOrEqual(3);
+          },
+        ),
+        { numRuns: 150 },
+      );
+    },
+  );
 
   it('a line over 1 MiB is skipped without holding it in memory', async () => {
     const head = renderGatewayLog({
@@ -380,7 +387,9 @@ describe('robustness', () => {
             truncateSync(path, 0);
             appendFileSync(
               path,
-              '{"level":"info","component":"gateway","time":"2026-06-09T00:00:00+02:00","caller":"/src/pkg/gateway/gateway.go:165","message":"Log level set to \\"info\\""}\n',
+              '{"level":"info","component":"gateway","time":"2026-06-09T00:00:00+02:00",' +
+                '"caller":"/src/pkg/gateway/gateway.go:165","message":"Log level set to ' +
+                '\\"info\\""}\n',
             );
           }
         },

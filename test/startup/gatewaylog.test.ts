@@ -94,7 +94,9 @@ describe('scanLine: the cheap look (JSON)', () => {
 
   it('only the top-level message counts (a nested "message" key is a field)', () => {
     const line =
-      '{"level":"info","component":"events","payload":{"message":"Agent initialized"},"time":"2026-06-13T18:19:58+02:00","caller":"/src/x.go:1","message":"Runtime event: agent.turn"}';
+      '{"level":"info","component":"events","payload":{"message":"Agent initialized"}' +
+      ',"time":"2026-06-13T18:19:58+02:00","caller":"/src/x.go:1","message":"Runtime ' +
+      'event: agent.turn"}';
     expect(scan(line).marker).toBe(Marker.NONE);
     const b = Buffer.from(line);
     const msgStart = jsonMessageStart(b, 0, b.length);
@@ -114,7 +116,8 @@ describe('scanLine: the cheap look (JSON)', () => {
         '{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1","message":"a \\\\"}',
       ),
     ).toBe('a \\\\');
-    expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1"}')).toBeNull(); // zerolog omits an empty message
+    // zerolog omits an empty message
+    expect(at('{"level":"info","component":"x","time":"2026-06-13T18:19:35+02:00","caller":"/src/x.go:1"}')).toBeNull();
     expect(at('{"level":"info","component":"x","note":"\\"message\\":\\"Agent initialized"}')).toBeNull();
     expect(at('{"level":"info","message":"ok","n":1}')).toBeNull(); // message not last: not zerolog's shape
   });
@@ -189,7 +192,8 @@ describe('parseJsonLight: marker lines read from their bytes', () => {
       parseJsonLight(b, 0, b.length, jsonMessageStart(b, 0, b.length), Level.INFO, Marker.AGENT_INITIALIZED),
     ).toBeNull();
     const c = Buffer.from(
-      '{"level":"debug","component":"tools","time":"2026-06-13T18:19:36+02:00","caller":"/src/pkg/tools/registry.go:88","message":"Registered core tool"}',
+      '{"level":"debug","component":"tools","time":"2026-06-13T18:19:36+02:00",' +
+        '"caller":"/src/pkg/tools/registry.go:88","message":"Registered core tool"}',
     );
     // no name
     expect(parseJsonLight(c, 0, c.length, jsonMessageStart(c, 0, c.length), Level.DEBUG, Marker.CORE_TOOL)).toBeNull();
@@ -198,7 +202,8 @@ describe('parseJsonLight: marker lines read from their bytes', () => {
 
 describe('console and journald lines', () => {
   const line =
-    '18:20:09 WRN seahorse src/pkg/agent/context_seahorse.go:189 > bootstrap error="bootstrap: get messages: database is locked" session=agent:cron-3f9a';
+    '18:20:09 WRN seahorse src/pkg/agent/context_seahorse.go:189 > bootstrap ' +
+    'error="bootstrap: get messages: database is locked" session=agent:cron-3f9a';
 
   it('a console line: level, marker, message, fields (quoted values read back)', () => {
     expect(scan(line)).toMatchObject({ format: LineFormat.CONSOLE, level: Level.WARN, marker: Marker.BOOTSTRAP_WARN });
@@ -316,18 +321,21 @@ describe('times', () => {
     expect(formatInstant(Date.UTC(2026, 5, 13, 16, 19, 35, 412), -330)).toBe('2026-06-13T10:49:35.412-05:30');
   });
 
-  it('ConsoleClock: forward across midnight, small steps back stay on the day, dates borrowed from a dated line', () => {
-    const c = new ConsoleClock();
-    const at = (h: number, m: number, s: number) => c.resolve(h * 3600 + m * 60 + s);
-    expect(at(23, 59, 58)).toMatchObject({ ms: (23 * 3600 + 59 * 60 + 58) * 1000, floating: true });
-    expect(at(0, 0, 1).ms).toBe(86_400_000 + 1000); // the next day
-    // a whole day later, not a step back of 2 s
-    expect(at(23, 59, 59).ms).toBe(86_400_000 + 1000 + (86_399 - 1) * 1000);
-    expect(at(23, 59, 50).ms).toBe(86_400_000 + (23 * 3600 + 59 * 60 + 50) * 1000); // 9 s back: the same day (jitter)
-    const d = new ConsoleClock();
-    d.noteInstant(Date.UTC(2026, 5, 13, 21, 59, 0), 120); // 23:59:00 local
-    expect(d.resolve(30)).toEqual({ ms: Date.UTC(2026, 5, 13, 22, 0, 30), offsetMin: 120, floating: false });
-  });
+  it(
+    'ConsoleClock: forward across midnight, small steps back stay on the day,' + ' dates borrowed from a dated line',
+    () => {
+      const c = new ConsoleClock();
+      const at = (h: number, m: number, s: number) => c.resolve(h * 3600 + m * 60 + s);
+      expect(at(23, 59, 58)).toMatchObject({ ms: (23 * 3600 + 59 * 60 + 58) * 1000, floating: true });
+      expect(at(0, 0, 1).ms).toBe(86_400_000 + 1000); // the next day
+      // a whole day later, not a step back of 2 s
+      expect(at(23, 59, 59).ms).toBe(86_400_000 + 1000 + (86_399 - 1) * 1000);
+      expect(at(23, 59, 50).ms).toBe(86_400_000 + (23 * 3600 + 59 * 60 + 50) * 1000); // 9 s back: the same day (jitter)
+      const d = new ConsoleClock();
+      d.noteInstant(Date.UTC(2026, 5, 13, 21, 59, 0), 120); // 23:59:00 local
+      expect(d.resolve(30)).toEqual({ ms: Date.UTC(2026, 5, 13, 22, 0, 30), offsetMin: 120, floating: false });
+    },
+  );
 
   it("ConsoleClock.withDate: journald's date, the console's time of day, the nearest day", () => {
     expect(

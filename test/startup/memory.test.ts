@@ -31,14 +31,19 @@ describe('memory', () => {
       blockFile,
       renderGatewayLog({ restarts, level: 'info', events: true, seed: 1, home: '/h', utcOffsetMin: 120 }),
     );
-    const script = `
+    const script =
+      `
       const { readFileSync } = await import('node:fs');
-      const { analyzeStartupLog } = await import(${JSON.stringify(DIST + 'startup/index.js')});
+      const { analyzeStartupLog } = await import(${JSON.stringify(DIST + 'startup/index.js')}` +
+      `);
       const block = readFileSync(${JSON.stringify(blockFile)});
       const total = 256 * 1024 * 1024;
-      async function* stream() { for (let n = 0; n < total; n += block.length) yield block; }
-      const r = await analyzeStartupLog({ stream: stream() }, { dateAnchor: null });
-      console.log(JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS, bytes: r.source.bytes_read, restarts: r.restarts_found }));
+      async function* stream() { for (let n = 0; n < total; n += block.length) ` +
+      `yield block; }
+      const r = await analyzeStartupLog({ stream: stream() }, { dateAnchor: ` +
+      `null });
+      console.log(JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS,` +
+      ` bytes: r.source.bytes_read, restarts: r.restarts_found }));
     `;
     const p = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',

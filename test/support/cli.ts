@@ -13,7 +13,8 @@ export const CLI = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.ur
 export function assertBuilt(): void {
   if (process.env.VITEST && process.env.PICOGUARD_TEST_BUILT !== '1') {
     throw new Error(
-      'this test file spawns the built CLI (dist/): list it in the e2e project in vitest.config.ts, whose global setup builds it',
+      'this test file spawns the built CLI (dist/): list it in the e2e project ' +
+        'in vitest.config.ts, whose global setup builds it',
     );
   }
 }

@@ -123,7 +123,8 @@ export function cliJson(
     return { code: r.status ?? -1, report: JSON.parse(r.stdout) as PruneJson, wallMs };
   } catch {
     throw new Error(
-      `picoclaw-guard ${args.join(' ')} exited ${r.status ?? r.signal} without a JSON report: ${r.stderr.slice(0, 2000)}`,
+      `picoclaw-guard ${args.join(' ')} exited ${r.status ?? r.signal} without a JSON report: ` +
+        `${r.stderr.slice(0, 2000)}`,
     );
   }
 }
@@ -205,7 +206,8 @@ export function buildStableHome(o: StableHomeOptions): StableHome {
   }
   if (!best)
     throw new Error(
-      `no gap of ${Math.round(need / 60_000)} min between session times ${lo} to ${hi} days old: use fewer sessions or a shorter run`,
+      `no gap of ${Math.round(need / 60_000)} min between session times ${lo}` +
+        ` to ${hi} days old: use fewer sessions or a shorter run`,
     );
   const g = best.a + MARGIN_MS;
   const maxAgeDays = Math.ceil(-g / DAY);
@@ -584,7 +586,8 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
     .sort();
   if (JSON.stringify(planned) !== JSON.stringify(done))
     throw new Error(
-      `the uninterrupted pass did not delete exactly the dry-run's plan (${planned.length} planned, ${done.length} deleted)`,
+      `the uninterrupted pass did not delete exactly the dry-run's plan (${planned.length}` +
+        ` planned, ${done.length} deleted)`,
     );
   const refDump = dump(join(ref, dbRel));
   const refConvs = new Set(refDump.conversations!.map((c) => Number(c.conversation_id)));
@@ -595,7 +598,8 @@ export async function prepareCrashFixture(o: FixtureOptions): Promise<CrashFixtu
   const expectGone = [...doomed].sort((a, b) => a - b);
   if (JSON.stringify(gone) !== JSON.stringify(expectGone))
     throw new Error(
-      `the uninterrupted pass deleted conversations ${JSON.stringify(gone)}, the plan names ${JSON.stringify(expectGone)}`,
+      `the uninterrupted pass deleted conversations ${JSON.stringify(gone)}, the plan names ` +
+        `${JSON.stringify(expectGone)}`,
     );
   fx.expectedFiles = sessionFiles(ref, sessionsDirsRel);
   fx.expectedDb = normalizedDump(refDump);
@@ -852,7 +856,8 @@ export function checkConverged(fx: CrashFixture, home: string): string[] {
   const integ = integrity(dbPath);
   if (integ.ok !== 'ok' || !integ.ftsMessagesMatch || !integ.ftsSummariesMatch)
     failures.push(
-      `(d) after the recovery pass: integrity ${integ.ok}, fts messages ${integ.ftsMessagesMatch}, fts summaries ${integ.ftsSummariesMatch}`,
+      `(d) after the recovery pass: integrity ${integ.ok}, fts messages ${integ.ftsMessagesMatch}` +
+        `, fts summaries ${integ.ftsSummariesMatch}`,
     );
   const d = dump(dbPath);
   if (normalizedDump(d) !== fx.expectedDb) {
@@ -865,7 +870,8 @@ export function checkConverged(fx: CrashFixture, home: string): string[] {
       const missing = [...w].filter((x) => !g.has(x));
       if (extra.length || missing.length)
         failures.push(
-          `(d) ${t}: ${extra.length} rows more and ${missing.length} fewer than after the uninterrupted pass, e.g. ${(extra[0] ?? missing[0] ?? '').slice(0, 200)}`,
+          `(d) ${t}: ${extra.length} rows more and ${missing.length} fewer than after the uninterrupted pass, e.g. ` +
+            `${(extra[0] ?? missing[0] ?? '').slice(0, 200)}`,
         );
     }
   }

@@ -182,15 +182,19 @@ class Simulator {
       getConv: this.db.prepare('SELECT conversation_id AS id FROM conversations WHERE session_key = ?'),
       addConv: this.db.prepare('INSERT INTO conversations (session_key) VALUES (?)'),
       addMsg: this.db.prepare(
-        'INSERT INTO messages (conversation_id, role, content, model_name, reasoning_content, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO messages (conversation_id, role, content, model_name, reasoning_content,' +
+          ' token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
       addPart: this.db.prepare(
-        `INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id, media_uri, mime_type, ordinal) VALUES (?, 'text', ?, '', '', '', '', '', 0)`,
+        `INSERT INTO message_parts (message_id, type, text, name, arguments, tool_call_id,` +
+          ` media_uri, mime_type, ordinal) VALUES (?, 'text', ?, '', '', '', '', ` +
+          `'', 0)`,
       ),
       maxOrd: this.db.prepare('SELECT COALESCE(MAX(ordinal), 0) AS m FROM context_items WHERE conversation_id = ?'),
       tokens: this.db.prepare('SELECT token_count AS n FROM messages WHERE message_id = ?'),
       addCtx: this.db.prepare(
-        `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, message_id, token_count) VALUES (?, ?, 'message', NULL, ?, ?)`,
+        `INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id,` +
+          ` message_id, token_count) VALUES (?, ?, 'message', NULL, ?, ?)`,
       ),
     };
     const cutoff = Date.now() - cfg.oldDays * 86_400_000;
@@ -761,7 +765,8 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   }
   for (const [k, n] of Object.entries(writerFailures))
     failures.push(
-      `writer failure x${n}: ${k} (each after at most ${Math.round(slowestFailure[k]! * 10) / 10} ms; ${failedDuringPasses} of all failures fell inside a pass)`,
+      `writer failure x${n}: ${k} (each after at most ${Math.round(slowestFailure[k]! * 10) / 10}` +
+        ` ms; ${failedDuringPasses} of all failures fell inside a pass)`,
     );
 
   // Latency: seahorse writes (conversation, message, context item) and file writes (append, meta).
@@ -818,7 +823,8 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
     if (racing) raceLost++;
     else
       failures.push(
-        `lost append: turn ${t.seq} to ${t.key} (${relative(home.home, t.dir)}/${t.base}.jsonl) at ${new Date(t.t).toISOString()} is not in the file, and no pass deleted that session while it was written`,
+        `lost append: turn ${t.seq} to ${t.key} (${relative(home.home, t.dir)}/${t.base}` +
+          `.jsonl) at ${new Date(t.t).toISOString()} is not in the file, and no pass deleted that session while it was written`,
       );
   }
   // A deleted session must not have had a message before the pass that deleted it started

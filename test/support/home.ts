@@ -64,7 +64,8 @@ export function addConversation(
   const ids: number[] = [];
   times.forEach((t, i) => {
     const sql = withModel
-      ? `INSERT INTO messages (conversation_id, role, content, token_count, created_at, model_name) VALUES (?, 'user', ?, 3, ?, 'llama3')`
+      ? `INSERT INTO messages (conversation_id, role, content, token_count, created_at,` +
+        ` model_name) VALUES (?, 'user', ?, 3, ?, 'llama3')`
       : `INSERT INTO messages (conversation_id, role, content, token_count, created_at) VALUES (?, 'user', ?, 3, ?)`;
     const id = Number(db.prepare(sql).run(conv, `text ${i} of ${key} 你好${pad}`, t).lastInsertRowid);
     ids.push(id);
@@ -194,14 +195,16 @@ export function integrity(path: string): { ok: string; ftsMessagesMatch: boolean
     const f1 = db.prepare(`SELECT COUNT(*) AS n FROM messages_fts`).get() as { n: number };
     const j1 = db
       .prepare(
-        `SELECT COUNT(*) AS n FROM messages m JOIN messages_fts f ON CAST(f.message_id AS INTEGER) = m.message_id AND f.content = m.content`,
+        `SELECT COUNT(*) AS n FROM messages m JOIN messages_fts f ON CAST(f.message_id ` +
+          `AS INTEGER) = m.message_id AND f.content = m.content`,
       )
       .get() as { n: number };
     const m2 = db.prepare(`SELECT COUNT(*) AS n FROM summaries`).get() as { n: number };
     const f2 = db.prepare(`SELECT COUNT(*) AS n FROM summaries_fts`).get() as { n: number };
     const j2 = db
       .prepare(
-        `SELECT COUNT(*) AS n FROM summaries s JOIN summaries_fts f ON f.summary_id = s.summary_id AND f.content = s.content`,
+        `SELECT COUNT(*) AS n FROM summaries s JOIN summaries_fts f ON f.summary_id ` +
+          `= s.summary_id AND f.content = s.content`,
       )
       .get() as { n: number };
     return { ok, ftsMessagesMatch: m1.n === f1.n && f1.n === j1.n, ftsSummariesMatch: m2.n === f2.n && f2.n === j2.n };

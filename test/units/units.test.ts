@@ -38,7 +38,8 @@ function setup(gatewayUnit = 'picoclaw.service') {
   mkdirSync(dest);
   writeFileSync(
     join(dest, gatewayUnit),
-    `[Unit]\nDescription=fake PicoClaw gateway\n\n[Service]\nType=exec\nExecStart=${process.execPath} -e "setInterval(() => {}, 1000)"\n\n[Install]\nWantedBy=multi-user.target\n`,
+    `[Unit]\nDescription=fake PicoClaw gateway\n\n[Service]\nType=exec\nExecStart=${process.execPath}` +
+      ` -e "setInterval(() => {}, 1000)"\n\n[Install]\nWantedBy=multi-user.target\n`,
   );
   return { root, home, dest };
 }
@@ -197,23 +198,27 @@ describe('install-units', () => {
     },
   );
 
-  it('serving a non-loopback address (with a token) drops the loopback-only IP filter; agents elsewhere are writable too', () => {
-    const { root, home, dest } = setup();
-    const other = join(root, 'elsewhere', 'workspace-ops');
-    writeFileSync(
-      join(home, 'config.json'),
-      JSON.stringify({ agents: { list: [{ id: 'main' }, { id: 'ops', workspace: other }] } }),
-    );
-    const cfg = join(root, 'guard.json');
-    writeFileSync(cfg, JSON.stringify({ server: { host: '0.0.0.0', token: 'x'.repeat(24) } }));
-    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--config', cfg]);
-    expect(r.code).toBe(0);
-    const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
-    expect(guard.has('IPAddressDeny')).toBe(false);
-    expect(guard.get('ReadWritePaths')).toEqual([`${realpathSync(home)} -${join(other, 'sessions')}`]);
-    expect(r.stdout).toMatch(/non-loopback address/);
-    expect(r.stdout).not.toContain('x'.repeat(24));
-  });
+  it(
+    'serving a non-loopback address (with a token) drops the loopback-only ' +
+      'IP filter; agents elsewhere are writable too',
+    () => {
+      const { root, home, dest } = setup();
+      const other = join(root, 'elsewhere', 'workspace-ops');
+      writeFileSync(
+        join(home, 'config.json'),
+        JSON.stringify({ agents: { list: [{ id: 'main' }, { id: 'ops', workspace: other }] } }),
+      );
+      const cfg = join(root, 'guard.json');
+      writeFileSync(cfg, JSON.stringify({ server: { host: '0.0.0.0', token: 'x'.repeat(24) } }));
+      const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--config', cfg]);
+      expect(r.code).toBe(0);
+      const guard = settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8'));
+      expect(guard.has('IPAddressDeny')).toBe(false);
+      expect(guard.get('ReadWritePaths')).toEqual([`${realpathSync(home)} -${join(other, 'sessions')}`]);
+      expect(r.stdout).toMatch(/non-loopback address/);
+      expect(r.stdout).not.toContain('x'.repeat(24));
+    },
+  );
 
   it('writes DeviceAllow= for /dev/vcio and /dev/vchiq only when this machine has them', () => {
     const { home, dest } = setup();
@@ -226,47 +231,51 @@ describe('install-units', () => {
       expect(r.stdout).toMatch(/note: no \/dev\/\S+( or \/dev\/\S+)? on this board .*DeviceAllow= lines were left out/);
   });
 
-  it('creates the archive and textfile folders for the user (ReadWritePaths=- skips missing ones); --dry-run says what to create', () => {
-    // The user running the test owns the home and gets the folders: chown to oneself needs no root.
-    const me = userInfo().username;
-    const { root, home, dest } = setup();
-    const archive = join(root, 'var', 'archive');
-    const textfile = join(root, 'var', 'textfile');
-    const cfg = join(root, 'guard.json');
-    writeFileSync(cfg, JSON.stringify({ prune: { archive_dir: archive }, metrics: { textfile_dir: textfile } }));
+  it(
+    'creates the archive and textfile folders for the user (ReadWritePaths=- ' +
+      'skips missing ones); --dry-run says what to create',
+    () => {
+      // The user running the test owns the home and gets the folders: chown to oneself needs no root.
+      const me = userInfo().username;
+      const { root, home, dest } = setup();
+      const archive = join(root, 'var', 'archive');
+      const textfile = join(root, 'var', 'textfile');
+      const cfg = join(root, 'guard.json');
+      writeFileSync(cfg, JSON.stringify({ prune: { archive_dir: archive }, metrics: { textfile_dir: textfile } }));
 
-    const dry = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--dry-run', '--wide']);
-    expect(dry.code).toBe(0);
-    expect(existsSync(archive) || existsSync(textfile)).toBe(false);
-    expect(dry.stdout).toContain(`note: ${archive} (prune.archive_dir) does not exist`);
-    expect(dry.stdout).toMatch(new RegExp(`install -d -o ${me}( -g \\S+)? -m 0750 ${archive}`));
-    expect(dry.stdout).toMatch(new RegExp(`install -d -o ${me}( -g \\S+)? -m 0755 ${textfile}`));
+      const dry = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--dry-run', '--wide']);
+      expect(dry.code).toBe(0);
+      expect(existsSync(archive) || existsSync(textfile)).toBe(false);
+      expect(dry.stdout).toContain(`note: ${archive} (prune.archive_dir) does not exist`);
+      expect(dry.stdout).toMatch(new RegExp(`install -d -o ${me}( -g \\S+)? -m 0750 ${archive}`));
+      expect(dry.stdout).toMatch(new RegExp(`install -d -o ${me}( -g \\S+)? -m 0755 ${textfile}`));
 
-    const r = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    for (const [dir, mode] of [
-      [archive, 0o750],
-      [textfile, 0o755],
-    ] as const) {
-      const st = statSync(dir);
-      expect(st.isDirectory()).toBe(true);
-      expect(st.uid).toBe(userInfo().uid);
-      expect(st.mode & 0o777).toBe(mode);
-      expect(r.stdout).toContain(`created ${dir}`);
-    }
-    expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('ReadWritePaths')).toEqual([
-      `${realpathSync(home)} -${join(root, 'var', 'archive')} -${join(root, 'var', 'textfile')}`,
-    ]);
+      const r = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg]);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      for (const [dir, mode] of [
+        [archive, 0o750],
+        [textfile, 0o755],
+      ] as const) {
+        const st = statSync(dir);
+        expect(st.isDirectory()).toBe(true);
+        expect(st.uid).toBe(userInfo().uid);
+        expect(st.mode & 0o777).toBe(mode);
+        expect(r.stdout).toContain(`created ${dir}`);
+      }
+      expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('ReadWritePaths')).toEqual([
+        `${realpathSync(home)} -${join(root, 'var', 'archive')} -${join(root, 'var', 'textfile')}`,
+      ]);
 
-    // A folder that exists is never changed; one the user cannot write gets a note.
-    chmodSync(archive, 0o500);
-    const again = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--wide']);
-    expect(again.code).toBe(0);
-    expect(again.stdout).not.toContain('created');
-    expect(again.stdout).toContain(`note: ${archive} (prune.archive_dir) exists but ${me} cannot write it`);
-    expect(statSync(archive).mode & 0o777).toBe(0o500);
-  });
+      // A folder that exists is never changed; one the user cannot write gets a note.
+      chmodSync(archive, 0o500);
+      const again = install(['--dest', dest, '--home', home, '--user', me, '--config', cfg, '--wide']);
+      expect(again.code).toBe(0);
+      expect(again.stdout).not.toContain('created');
+      expect(again.stdout).toContain(`note: ${archive} (prune.archive_dir) exists but ${me} cannot write it`);
+      expect(statSync(archive).mode & 0o777).toBe(0o500);
+    },
+  );
 
   it('refuses a root-owned home without --user, and a gateway unit name that is no service', () => {
     const { home, dest } = setup();
