@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
 import { sqlite } from '../../src/io/sqlite.js';
 import { tryLock } from '../../src/io/lock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
@@ -16,21 +15,11 @@ import { buildSampleHome } from '../../dev/sample/builder.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome, integrity, snapshot } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { downGateway, readyGateway } from '../support/gateway-state.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
-const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
+const down = downGateway;
+const ready = readyGateway;
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 
 function hand(home: string, variant: 'current' | 'legacy' = 'current') {

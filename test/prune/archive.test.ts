@@ -3,7 +3,6 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, renameSync, writeFi
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
@@ -14,20 +13,10 @@ import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { downGateway } from '../support/gateway-state.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const free = () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null });
 

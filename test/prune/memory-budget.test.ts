@@ -2,27 +2,16 @@ import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { fixedClock } from '../../src/io/clock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { DEFAULT_PASS_MEMORY_MB, memoryBudget, residentBytes } from '../../src/prune/memory-budget.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { dumpSeahorse, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { downGateway } from '../support/gateway-state.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const MiB = 1024 * 1024;
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 
 /** Four old sessions (each deleted alone) and a recent one. */
 function home(): { dir: string; sessionsDir: string; dbPath: string } {

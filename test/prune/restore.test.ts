@@ -16,24 +16,13 @@ import { pipeline } from 'node:stream/promises';
 import { gunzipSync, gzipSync, createGzip } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { downGateway } from '../support/gateway-state.js';
 
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const recent = { key: 'sk_v1_recent', updated: '2026-11-30T11:00:00Z', seahorse: ['2026-11-30 11:00:00'] };
 const old = (key: string) => ({ key, updated: '2026-08-01T10:00:00Z', seahorse: ['2026-08-01 07:00:00'] });

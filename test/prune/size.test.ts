@@ -1,27 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
 import { sqlite } from '../../src/io/sqlite.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { dbFileBytes } from '../../src/picoclaw/seahorse.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { addConversation, dailyHome, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
+import { downGateway } from '../support/gateway-state.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 const MB = 1024 * 1024;
 
 function bigHome(): { home: string; dbPath: string } {

@@ -5,12 +5,12 @@ import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { GatewayBusy, WriteLock } from '../../src/prune/write-lock.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { dailyHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { readyGateway } from '../support/gateway-state.js';
 
 /**
  * The gateway's side runs in a worker thread with its own connection (a separate SQLite
@@ -215,18 +215,7 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
       holder.exec('BEGIN IMMEDIATE');
       holder.exec(`INSERT INTO conversations (session_key) VALUES ('writer')`);
       try {
-        const ready = async (): Promise<GatewayState> => ({
-          state: 'ready',
-          reason: 'test: ready',
-          pid: null,
-          pidFile: 'absent',
-          alive: true,
-          host: '127.0.0.1',
-          port: 1,
-          ready: null,
-          health: null,
-          healthPidMatches: null,
-        });
+        const ready = readyGateway;
         const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_BUSY_TIMEOUT_MS: '300' };
         const r = await runPrunePass({
           home,

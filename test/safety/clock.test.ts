@@ -4,27 +4,16 @@ import { describe, expect, it } from 'vitest';
 import { renderPruneText } from '../../src/commands/prune.js';
 import { ClockWatch } from '../../src/daemon/clock-watch.js';
 import { fixedClock } from '../../src/io/clock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { handHome, type HandSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { startDaemon, writeConfig } from '../daemon/support.js';
+import { downGateway } from '../support/gateway-state.js';
 
 /** A wall clock far ahead, or one that jumps between two passes. */
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 const DAY = 86_400_000;
 
 /** Sessions from `base` back, one every `gapDays` days. */

@@ -4,27 +4,16 @@ import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
 import { renderPruneText } from '../../src/commands/prune.js';
 import { fixedClock } from '../../src/io/clock.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { handHome, type HandSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { downGateway } from '../support/gateway-state.js';
 
 /** max_sessions on homes the ordinary tests do not build: refusals, a folder seen twice, undated sessions. */
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 const pass = (home: string, apply: boolean, flags: Record<string, unknown>) =>
   runPrunePass({ home, env, apply, clock: fixedClock(NOW), stateDir: null, probe: down, flags });
 

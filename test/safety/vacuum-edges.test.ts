@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { readPicoClaw } from '../../src/health/picoclaw.js';
 import { fixedClock } from '../../src/io/clock.js';
 import { sqlite } from '../../src/io/sqlite.js';
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { dbFileBytes, openSeahorseWrite, readContentBytes, readPages } from '../../src/picoclaw/seahorse.js';
@@ -16,23 +15,13 @@ import { runPrunePass } from '../../src/prune/pass.js';
 import { OWED_FILE } from '../../src/state/vacuum-owed.js';
 import { addConversation, dailyHome, handHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { downGateway, readyGateway } from '../support/gateway-state.js';
 
 /** The size guard while VACUUM is deferred, and when no deletion can help. */
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
-const ready = async (): Promise<GatewayState> => ({ ...(await down()), state: 'ready', reason: 'test: ready' });
+const down = downGateway;
+const ready = readyGateway;
 const MB = 1024 * 1024;
 
 function bigHome(): { home: string; dbPath: string } {
