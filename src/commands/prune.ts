@@ -1,5 +1,6 @@
 import { systemClock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
+import { releaseGarbage } from '../io/heap.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { Reason } from '../prune/plan.js';
@@ -281,6 +282,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     );
     if (w) report.warnings.push(w);
   }
+  // The inventory and the plan are dead once the report is made: what prints it starts clean.
+  releaseGarbage();
   if (opts.json) printJson(report);
   else {
     const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));

@@ -76,35 +76,29 @@ const STRING_TIME = 254;
 const Z_ZONE = -32768;
 const TIME_RE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/;
 
+/** Records per block of columns: a block is never copied or grown, so at most one is part-empty. */
+const BLOCK = 1024;
+
 /**
- * Every record's numbers and written times, in typed arrays that grow by doubling: a number kept
- * as a field of a record is a boxed double of its own (16 bytes and a pointer), and a written time
+ * The numbers and written times of up to BLOCK records, in typed arrays: a number kept as a
+ * field of a record is a boxed double of its own (16 bytes and a pointer), and a written time
  * is a 56-byte string, where here the three times of a session take 45 bytes together. A time is
  * kept as numbers only when they give back the very string (checked as it is stored); any other
- * shape keeps its string.
+ * shape keeps its string. Blocks of a fixed size, not one array grown by doubling: doubling leaves
+ * up to half of the last array empty and copies every record on each growth.
  */
 class Columns {
-  num = new Float64Array(1024 * F.STRIDE);
-  frac = new Uint32Array(1024 * 3);
-  digits = new Uint8Array(1024 * 3);
-  zone = new Int16Array(1024 * 3);
+  readonly num = new Float64Array(BLOCK * F.STRIDE);
+  readonly frac = new Uint32Array(BLOCK * 3);
+  readonly digits = new Uint8Array(BLOCK * 3);
+  readonly zone = new Int16Array(BLOCK * 3);
   /** Times kept as written, by `i * 3 + k`. */
-  strings = new Map<number, string>();
+  readonly strings = new Map<number, string>();
   size = 0;
 
+  /** The next record's index in this block, or -1 when the block is full. */
   add(): number {
-    if (this.size * F.STRIDE === this.num.length) {
-      const grow = <T extends Float64Array | Uint32Array | Uint8Array | Int16Array>(a: T): T => {
-        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
-        b.set(a);
-        return b;
-      };
-      this.num = grow(this.num);
-      this.frac = grow(this.frac);
-      this.digits = grow(this.digits);
-      this.zone = grow(this.zone);
-    }
-    return this.size++;
+    return this.size === BLOCK ? -1 : this.size++;
   }
 
   setTime(i: number, k: number, text: string | null): void {
@@ -180,6 +174,7 @@ class StoredRecord implements SessionRecord {
   constructor(cols: Columns, s: StoredSession, agent: string, t: ReturnType<typeof storeTimes>) {
     this.cols = cols;
     this.i = cols.add();
+    if (this.i < 0) throw new Error('a full block of columns');
     this.agent = agent;
     this.dir = s.dir;
     // Most keys are their own file base (sk_v1_...), or the base is the key with ':' written '_'
@@ -312,6 +307,15 @@ export function groupKeys(key: string | null, aliases: readonly string[], agentI
   return out;
 }
 
+/**
+ * Drop every session's aliases once nothing reads them (they group the sessions and tie them to
+ * seahorse conversations, which the plan has done): on a home of scoped sessions, four aliases a
+ * session are the largest part of the inventory after the plan. They read as none afterwards.
+ */
+export function releaseAliases(inv: Inventory): void {
+  for (const s of inv.sessions) s.aliases = NO_STRINGS;
+}
+
 export interface InventoryOptions {
   /** Skip seahorse.db (e.g. when only the JSONL side is wanted). */
   skipSeahorse?: boolean;
@@ -320,17 +324,20 @@ export interface InventoryOptions {
 export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}): Inventory {
   const agentIds = home.agents.map((a) => a.id);
   const sessions: StoredRecord[] = [];
-  const cols = new Columns();
+  let cols = new Columns();
+  const record = (s: StoredSession, agent: string): StoredRecord => {
+    if (cols.size === BLOCK) cols = new Columns();
+    return new StoredRecord(cols, s, agent, storeTimes(s));
+  };
   const orphanJsonl: Inventory['orphanJsonl'] = [];
   const ignored: Inventory['ignored'] = [];
   const storeErrors: Inventory['storeErrors'] = [];
 
   for (const { dir, agents } of home.sessionsDirs) {
-    const scan = scanStore(dir, (s) => sessions.push(new StoredRecord(cols, s, agentOf(s, agents), storeTimes(s))));
+    const scan = scanStore(dir, (s) => sessions.push(record(s, agentOf(s, agents))));
     if (scan.error) storeErrors.push({ dir, error: scan.error });
     for (const e of scan.ignored) ignored.push({ dir, entry: e });
     for (const f of scan.orphanJsonl) orphanJsonl.push({ agent: agents[0]!, file: f });
-    // This folder's listing is dead now: the next folder, then the seahorse rows, take its place.
     releaseGarbage();
   }
 
@@ -360,12 +367,15 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
         opened.db.close();
       }
       seahorse.conversations = convs.length;
-      const byKey = new Map<string, StoredRecord[]>();
+      // A key's one session, or a list only for a key several sessions share: an array per key
+      // would be most of this index on a large home.
+      const byKey = new Map<string, StoredRecord | StoredRecord[]>();
       for (const s of sessions) {
         for (const k of groupKeys(s.key, s.aliases, agentIds)) {
-          const list = byKey.get(k);
-          if (list) list.push(s);
-          else byKey.set(k, [s]);
+          const had = byKey.get(k);
+          if (had === undefined) byKey.set(k, s);
+          else if (Array.isArray(had)) had.push(s);
+          else byKey.set(k, [had, s]);
         }
       }
       for (const c of convs) {
@@ -382,13 +392,11 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
           });
           continue;
         }
-        for (const s of owners) {
-          s.addConversation(c, lastMs);
-        }
+        if (Array.isArray(owners)) for (const s of owners) s.addConversation(c, lastMs);
+        else owners.addConversation(c, lastMs);
       }
     }
   }
-  // The rows not kept and the key index are dead: what follows (a plan, a report) starts clean.
   releaseGarbage();
   return { home, sessions, orphanJsonl, orphanConversations, ignored, storeErrors, seahorse };
 }

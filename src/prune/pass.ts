@@ -11,7 +11,7 @@ import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
-import { buildInventory } from '../picoclaw/inventory.js';
+import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
@@ -176,6 +176,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     // seahorse: read-only for the plan; read-write (and checked) for apply.
     const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
     db = sh.db;
+    // The size walk's rows are dead; the plan comes next.
+    releaseGarbage();
     const dbFacts = sh.dbFacts;
     if (sh.refusal) {
       return buildReport({
@@ -277,6 +279,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
     });
+    // Aliases served the grouping and the seahorse mapping; after the plan only an archive reads them.
+    if (!(o.apply && values.archive_dir)) releaseAliases(inv);
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
     if (plan.ageCheck === 'skipped_clock_jump')

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { releaseGarbage } from '../../src/io/heap.js';
 import { sqlite } from '../../src/io/sqlite.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory, releaseAliases } from '../../src/picoclaw/inventory.js';
 import { withWalkCache } from '../../src/picoclaw/seahorse.js';
 import { scanStore, storeTimes } from '../../src/picoclaw/sessions.js';
 import { handHome, writeSession } from '../support/home.js';
@@ -118,6 +118,31 @@ describe('the compact inventory', () => {
     const perSession = (process.memoryUsage().heapUsed - before) / n;
     expect(inv.sessions).toHaveLength(n);
     expect(perSession).toBeLessThan(550);
+  });
+});
+
+describe('releaseAliases', () => {
+  it('frees what four aliases a session hold (over 150 bytes a session) and leaves every other field', () => {
+    const home = tempDir();
+    const { sessionsDir } = handHome(home, [], { seahorse: false });
+    const n = 2000;
+    for (let i = 0; i < n; i++) {
+      const key = `sk_v1_${String(i).padStart(64, '0')}`;
+      const at = new Date(Date.UTC(2026, 6, 1) + i * 60_000).toISOString();
+      const aliases = ['agent:ops:main', `agent:ops:direct:${i}`, `agent:ops:cli:direct:${i}`];
+      writeSession(sessionsDir, { key, updated: at, aliases: [...aliases, `agent:ops:cli:default:direct:${i}`] });
+    }
+    const inv = buildInventory(discoverHome({ home }));
+    const before = inv.sessions.map((s) => [s.key, s.base, s.lastActivityMs, s.jsonlBytes, s.times, s.files]);
+    expect(inv.sessions.every((s) => s.aliases.length === 4)).toBe(true);
+    releaseGarbage(0);
+    const held = process.memoryUsage().heapUsed;
+    releaseAliases(inv);
+    releaseGarbage(0);
+    const freed = (held - process.memoryUsage().heapUsed) / n;
+    expect(freed).toBeGreaterThan(150);
+    expect(inv.sessions.every((s) => s.aliases.length === 0)).toBe(true);
+    expect(inv.sessions.map((s) => [s.key, s.base, s.lastActivityMs, s.jsonlBytes, s.times, s.files])).toEqual(before);
   });
 });
 

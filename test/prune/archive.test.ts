@@ -10,6 +10,7 @@ import { applyPlan } from '../../src/prune/apply.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
+import { inspectArchive } from '../../src/prune/archive-read.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { addConversation, dumpSeahorse, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
@@ -93,6 +94,20 @@ describe('prune --archive', () => {
       expect(readdirSync(opsAgentDir)).toContain('cron-1.jsonl');
     },
   );
+
+  it("keeps a session's aliases in its archive (the pass drops them after the plan only when nothing archives)", async () => {
+    const archive = join(tempDir(), 'archive');
+    const home = tempDir();
+    const aliases = ['agent:main:main', 'agent:main:direct:42', 'agent:main:telegram:direct:42'];
+    handHome(home, [recent, old('sk_v1_scoped', { aliases })]);
+    const r = await pass(home, true, { flags: { archive_dir: archive } });
+    expect(r.exit_code).toBe(0);
+    expect(r.totals.deleted_sessions).toBe(1);
+    const [name] = archivesIn(archive);
+    const info = await inspectArchive(join(archive, name!));
+    expect(info.key).toBe('sk_v1_scoped');
+    expect(info.aliases).toEqual(aliases);
+  });
 
   it('archives orphan seahorse conversations before deleting them', async () => {
     const home = tempDir();
