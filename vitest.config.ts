@@ -29,6 +29,7 @@ const E2E = [
   'test/prune/restore.test.ts',
   'test/prune/size.test.ts',
   'test/repo/demo.test.ts',
+  'test/repo/launcher.test.ts',
   'test/repo/pack.test.ts',
   'test/startup-model/budget.test.ts',
   'test/startup/cli.test.ts',

@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { assertBuilt, NO_GUARD_CONFIG } from '../support/cli.js';
+import { tempDir } from '../support/tmp.js';
+
+const LAUNCHER = fileURLToPath(new URL('../../bin/picoclaw-guard', import.meta.url));
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  bin: Record<string, string>;
+  version: string;
+};
+
+/**
+ * Runs the command through a symlink (as npm's global bin and `npm link` install it) with a preload
+ * that records the Node flags the CLI process runs with.
+ */
+function launch(nodeOptions: string): { code: number | null; stdout: string; execArgv: string[] } {
+  assertBuilt();
+  const dir = tempDir();
+  const link = join(dir, 'picoclaw-guard');
+  symlinkSync(LAUNCHER, link);
+  const out = join(dir, 'argv.json');
+  const preload = join(dir, 'record.cjs');
+  writeFileSync(preload, `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.execArgv));\n`);
+  const r = spawnSync(link, ['--version'], {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+      NODE_OPTIONS: `${nodeOptions} --require ${preload}`,
+    },
+  });
+  return { code: r.status, stdout: r.stdout, execArgv: JSON.parse(readFileSync(out, 'utf8')) as string[] };
+}
+
+describe('the picoclaw-guard command', () => {
+  it('is the launcher, which runs the CLI under a 2 MiB young generation, through a symlink', () => {
+    expect(pkg.bin['picoclaw-guard']).toBe('bin/picoclaw-guard');
+    const r = launch('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(pkg.version);
+    expect(r.execArgv).toEqual(['--max-semi-space-size=2']);
+  });
+
+  it('leaves the young generation to NODE_OPTIONS when it sets one', () => {
+    const r = launch('--max-semi-space-size=8');
+    expect(r.code).toBe(0);
+    expect(r.execArgv).toEqual([]);
+  });
+});
