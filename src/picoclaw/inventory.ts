@@ -338,6 +338,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
     if (scan.error) storeErrors.push({ dir, error: scan.error });
     for (const e of scan.ignored) ignored.push({ dir, entry: e });
     for (const f of scan.orphanJsonl) orphanJsonl.push({ agent: agents[0]!, file: f });
+    // This folder's listing is dead now: the next folder, then the seahorse rows, take its place.
     releaseGarbage();
   }
 
@@ -397,6 +398,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
       }
     }
   }
+  // The rows not kept and the key index are dead: what follows (a plan, a report) starts clean.
   releaseGarbage();
   return { home, sessions, orphanJsonl, orphanConversations, ignored, storeErrors, seahorse };
 }

@@ -11,12 +11,13 @@ import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
-import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
+import { buildInventory, releaseAliases, type SessionRecord } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
 import { planPrune, type Plan } from './plan.js';
+import { groupSessions } from './plan-groups.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
@@ -176,8 +177,6 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     // seahorse: read-only for the plan; read-write (and checked) for apply.
     const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
     db = sh.db;
-    // The size walk's rows are dead; the plan comes next.
-    releaseGarbage();
     const dbFacts = sh.dbFacts;
     if (sh.refusal) {
       return buildReport({
@@ -268,19 +267,25 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes)
         : owedBefore.estimated_bytes_after;
     }
+    // Aliases serve the seahorse mapping (done) and the alias groups; after that only an archive reads them.
+    const agentIds = home.agents.map((a) => a.id);
+    let aliasGroups: SessionRecord[][] | null = groupSessions(inv.sessions, agentIds);
+    if (!(o.apply && values.archive_dir)) releaseAliases(inv);
+    // Those aliases and the size walk's rows are dead: the plan starts clean.
+    releaseGarbage();
     const plan: Plan = planPrune({
+      aliasGroups,
       holds,
       bootstrap,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
-      agentIds: home.agents.map((a) => a.id),
+      agentIds,
       policy: values,
       now: now.getTime(),
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
     });
-    // Aliases served the grouping and the seahorse mapping; after the plan only an archive reads them.
-    if (!(o.apply && values.archive_dir)) releaseAliases(inv);
+    aliasGroups = null;
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
     if (plan.ageCheck === 'skipped_clock_jump')
@@ -354,6 +359,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK,
       warnings,
       dbFacts,
+      consume: true,
     });
     if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
       try {

@@ -131,6 +131,11 @@ export interface PlanInput {
   holds?: PlanHold[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
   bootstrap?: BootstrapInput | null;
+  /**
+   * `groupSessions(sessions, agentIds)`, made by the caller beforehand so that it can let the
+   * sessions' aliases go before the plan is made (they serve the grouping only).
+   */
+  aliasGroups?: SessionRecord[][];
 }
 
 const DAY_MS = 86_400_000;
@@ -174,7 +179,7 @@ export function sizeHolders(
 
 export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
-  const raw = groupSessions(input.sessions, input.agentIds).map((members): RawGroup => {
+  const raw = (input.aliasGroups ?? groupSessions(input.sessions, input.agentIds)).map((members): RawGroup => {
     let last: number | null = null;
     for (const m of members)
       if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;

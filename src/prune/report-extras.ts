@@ -1,6 +1,7 @@
 import type { BootstrapModel } from '../startup-model/fit.js';
 import type { BootstrapPlan } from './bootstrap-cap.js';
 import type { Plan } from './plan.js';
+import { localeOrder } from '../io/collate.js';
 
 /** The prune report's sections for the guard's own keys (cron runs, the startup-time budget). */
 export interface CronReport {
@@ -80,7 +81,7 @@ export function cronReport(
   }
   if (by.size === 0 && p.cron_keep_runs === 0 && p.cron_max_age_days === 0 && p.max_sessions_counts_cron) return null;
   const jobs = [...by.values()].sort(
-    (a, b) => (b.newest ?? '').localeCompare(a.newest ?? '') || a.job.localeCompare(b.job),
+    (a, b) => localeOrder(b.newest ?? '', a.newest ?? '') || localeOrder(a.job, b.job),
   );
   return {
     age_check: plan.cron.ageCheck,

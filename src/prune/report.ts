@@ -4,7 +4,7 @@ import type { GatewayState } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { Inventory } from '../picoclaw/inventory.js';
 import type { ApplyResult } from './apply.js';
-import type { DbFacts, Plan } from './plan.js';
+import type { DbFacts, Plan, PlanGroup } from './plan.js';
 import { issueText, issueTodo } from '../picoclaw/issues.js';
 import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
 import { cronJobId } from './cron.js';
@@ -132,6 +132,12 @@ export interface ReportInput {
   exitCode: ExitCodeValue;
   warnings: string[];
   dbFacts: DbFacts | null;
+  /**
+   * The caller is done with the inventory's sessions and the plan's groups: each group is let go
+   * as its entries are made, so that the report, as large as the inventory on a big home, never
+   * sits on top of both. Afterwards `inventory.sessions` and `plan.groups` are empty.
+   */
+  consume?: boolean;
 }
 
 /** For sessions kept because a file is unreadable or unsafe: which file, what is wrong, what to do. */
@@ -179,7 +185,11 @@ export function buildReport(r: ReportInput): PruneReport {
   let deleteGroups = 0;
   let keepGroups = 0;
   if (r.plan) {
-    for (const g of r.plan.groups) {
+    const groups = r.plan.groups;
+    if (r.consume && r.inventory) r.inventory.sessions = [];
+    for (let i = 0; i < groups.length; i++) {
+      const g = groups[i]!;
+      if (r.consume) (groups as (PlanGroup | undefined)[])[i] = undefined;
       const outcome = r.result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
       if (outcome.action === 'delete') deleteGroups++;
       else keepGroups++;
@@ -216,6 +226,7 @@ export function buildReport(r: ReportInput): PruneReport {
         });
       }
     }
+    if (r.consume) groups.length = 0;
     for (const o of r.plan.orphans) {
       const outcome = r.result?.orphans.get(o.conversation.conversationId) ?? { action: o.action, reason: o.reason };
       orphans.push({

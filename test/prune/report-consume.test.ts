@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { discoverHome } from '../../src/picoclaw/home.js';
+import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { planPrune } from '../../src/prune/plan.js';
+import { policyValues, resolvePolicy } from '../../src/prune/policy.js';
+import { buildReport, type ReportInput } from '../../src/prune/report.js';
+import { handHome } from '../support/home.js';
+import { tempDir } from '../support/tmp.js';
+
+const NOW = new Date('2026-11-30T12:00:00Z');
+
+/** A home with alias groups, seahorse rows, cron runs, an unreadable meta and sessions old and new. */
+function sampleHome(): string {
+  const home = tempDir();
+  const day = (d: number) => new Date(NOW.getTime() - d * 86_400_000).toISOString();
+  const sessions = [];
+  for (let i = 0; i < 40; i++) {
+    const at = day(i * 3);
+    sessions.push({
+      key: i % 4 === 0 ? `agent:cron-job${i % 3}-0000000${i % 10}-1111-2222-3333-444444444444` : `sk_v1_s${i}`,
+      updated: at,
+      seahorse: i % 2 ? [at.replace('T', ' ').slice(0, 19)] : undefined,
+      aliases: i % 5 === 1 ? ['agent:main:main', `sk_v1_s${i + 1}`] : undefined,
+    });
+  }
+  handHome(home, sessions);
+  return home;
+}
+
+function input(home: string, consume: boolean): ReportInput {
+  const h = discoverHome({ home, env: {} });
+  const policy = resolvePolicy({ flags: { max_age_days: 30, max_sessions: 10 } });
+  const inventory = buildInventory(h);
+  const plan = planPrune({
+    sessions: inventory.sessions,
+    orphanConversations: inventory.orphanConversations,
+    agentIds: h.agents.map((a) => a.id),
+    policy: policyValues(policy),
+    now: NOW.getTime(),
+    db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
+  });
+  return {
+    mode: 'dry-run',
+    now: NOW,
+    home: h,
+    policy,
+    t0: 0,
+    gateway: null,
+    inventory,
+    plan,
+    result: null,
+    skipped: null,
+    exitCode: 0,
+    warnings: [],
+    dbFacts: null,
+    consume,
+  };
+}
+
+describe('buildReport with consume', () => {
+  it('makes the very same report and lets the inventory sessions and plan groups go', () => {
+    const home = sampleHome();
+    const kept = input(home, false);
+    const spent = input(home, true);
+    expect(spent.plan!.groups.length).toBeGreaterThan(30);
+    const a = buildReport(kept);
+    const b = buildReport(spent);
+    expect({ ...b, duration_ms: 0 }).toEqual({ ...a, duration_ms: 0 });
+    expect(a.sessions).toHaveLength(40);
+    expect(a.totals.delete).toBeGreaterThan(0);
+    expect(spent.inventory!.sessions).toEqual([]);
+    expect(spent.plan!.groups).toEqual([]);
+    expect(kept.plan!.groups.length).toBeGreaterThan(30);
+  });
+});
