@@ -5,7 +5,7 @@ import {
   dbFileBytes,
   isMainAlias,
   openSeahorseRead,
-  readConversations,
+  eachConversation,
   type ConversationStat,
   type DbFileBytes,
 } from './seahorse.js';
@@ -361,13 +361,6 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
       seahorse.errorKind = opened.kind;
     } else if (opened.state === 'open') {
       seahorse.state = 'open';
-      let convs: ConversationStat[];
-      try {
-        convs = readConversations(opened.db);
-      } finally {
-        opened.db.close();
-      }
-      seahorse.conversations = convs.length;
       // A key's one session, or a list only for a key several sessions share: an array per key
       // would be most of this index on a large home.
       const byKey = new Map<string, StoredRecord | StoredRecord[]>();
@@ -379,7 +372,10 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
           else byKey.set(k, [had, s]);
         }
       }
-      for (const c of convs) {
+      // Row by row: a row is kept by its sessions (with their key string) or copied as an orphan,
+      // so the rows are never all held at once next to the index.
+      const take = (c: ConversationStat) => {
+        seahorse.conversations++;
         seahorse.messages += c.messages;
         const owners = byKey.get(c.key);
         const lastMs = usable(parseSqliteTime(c.lastMessageAt));
@@ -391,10 +387,15 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
             ...c,
             lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null),
           });
-          continue;
+          return;
         }
         if (Array.isArray(owners)) for (const s of owners) s.addConversation(c, lastMs);
         else owners.addConversation(c, lastMs);
+      };
+      try {
+        eachConversation(opened.db, take);
+      } finally {
+        opened.db.close();
       }
     }
   }

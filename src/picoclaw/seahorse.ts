@@ -258,21 +258,29 @@ export function withWalkCache<T>(db: Database, walk: () => T): T {
 
 /** One row per conversation: its key, message and summary counts, and its newest message time. */
 export function readConversations(db: Database): ConversationStat[] {
-  return withWalkCache(db, () => queryConversations(db));
+  const out: ConversationStat[] = [];
+  eachConversation(db, (c) => out.push(c));
+  return out;
 }
 
-function queryConversations(db: Database): ConversationStat[] {
-  const rows = db
-    .prepare(
-      `SELECT c.conversation_id AS conversationId, c.session_key AS key, c.created_at AS createdAt,
+/**
+ * readConversations one row at a time, in conversation_id order: a caller that keeps only some
+ * rows (or parts of them) never holds them all at once.
+ */
+export function eachConversation(db: Database, fn: (c: ConversationStat) => void): void {
+  withWalkCache(db, () => {
+    for (const row of db
+      .prepare(
+        `SELECT c.conversation_id AS conversationId, c.session_key AS key, c.created_at AS createdAt,
               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS messages,
               (SELECT MAX(m.created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageAt,
               (SELECT MAX(m.message_id) FROM messages m WHERE m.conversation_id = c.conversation_id) AS lastMessageId,
               (SELECT COUNT(*) FROM summaries s WHERE s.conversation_id = c.conversation_id) AS summaries
          FROM conversations c ORDER BY c.conversation_id`,
-    )
-    .all() as ConversationStat[];
-  return rows;
+      )
+      .iterate() as IterableIterator<ConversationStat>)
+      fn(row);
+  });
 }
 
 export interface DbPages {

@@ -1,4 +1,5 @@
 import { holdDetail } from '../state/holds.js';
+import { releaseGarbage } from '../io/heap.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
@@ -189,7 +190,11 @@ export function buildReport(r: ReportInput): PruneReport {
     if (r.consume && r.inventory) r.inventory.sessions = [];
     for (let i = 0; i < groups.length; i++) {
       const g = groups[i]!;
-      if (r.consume) (groups as (PlanGroup | undefined)[])[i] = undefined;
+      if (r.consume) {
+        (groups as (PlanGroup | undefined)[])[i] = undefined;
+        // Halfway, the first half's groups are dead: collected, their room takes the second half's entries.
+        if (i === groups.length >> 1) releaseGarbage();
+      }
       const outcome = r.result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
       if (outcome.action === 'delete') deleteGroups++;
       else keepGroups++;
