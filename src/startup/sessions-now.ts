@@ -1,4 +1,4 @@
-import { lstatSync, opendirSync, type Stats } from 'node:fs';
+import { lstatSync, opendirSync, type Dir, type Stats } from 'node:fs';
 import { readSmallFile } from '../io/smallfile.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes, openSeahorseRead } from '../picoclaw/seahorse.js';
@@ -48,7 +48,7 @@ function countFolder(
 ): Map<string, { sessions: number; bytes: number }> | null {
   const out = new Map<string, { sessions: number; bytes: number }>();
   for (const a of agents) out.set(a, { sessions: 0, bytes: 0 });
-  let d;
+  let d: Dir;
   try {
     // Streamed: a folder of 20,000 sessions is never a list of names in memory.
     d = opendirSync(dir, { bufferSize: 256 });
