@@ -5,7 +5,7 @@
  * place that turns errors into exit codes and calls process.exit.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { escapeControl, layout, outputWidth, type Line } from './commands/format.js';
+import { blockingStdout, escapeControl, layout, outputWidth, type Line } from './commands/format.js';
 import { ExitCode, GuardError } from './errors.js';
 import { guardVersion } from './version.js';
 
@@ -108,6 +108,7 @@ function lazy(name: string) {
       run: (opts: Record<string, unknown>, args: unknown[]) => Promise<number> | number;
     };
     const positional = args.slice(0, -2);
+    if (name !== 'run') blockingStdout();
     process.exitCode = await mod.run(cmd.optsWithGlobals(), positional);
   };
 }

@@ -194,11 +194,16 @@ function layoutLine(l: string | Line, width: number, emit: (line: string) => voi
   for (const w of wrapText(text, width, indent)) emit(w);
 }
 
-const FLUSH_AT = 64 * 1024;
+/**
+ * Small chunks: lines held until a write outlive the young generation's collections and are
+ * promoted, and the old generation then grows by dead text (64 KiB chunks: about 3 MiB over a
+ * 20,000-row table; 8 KiB: none).
+ */
+const FLUSH_AT = 8 * 1024;
 
 /**
  * `layout` as it goes: each line pushed is laid out and written with a newline, in chunks
- * of about 64 KiB, so a report of thousands of rows is never one string. What it writes
+ * of about 8 KiB, so a report of thousands of rows is never one string. What it writes
  * is `layout(lines, width) + '\n'`.
  */
 export class LayoutWriter {
@@ -368,6 +373,18 @@ export function table(headers: string[], rows: string[][], align: Align[] = []):
     headers.map((h, i) => ({ header: h, align: align[i] })),
     rows,
   ).join('\n');
+}
+
+/**
+ * Standard output made blocking when it is a pipe. Node leaves a pipe non-blocking and queues in
+ * memory whatever the reader has not taken yet, so `sessions --json | jq` held most of a 20 MB
+ * document at once (136 MiB peak, against 96 MiB written to a file). Blocking, each write waits
+ * for the reader, as with a file or a terminal (which Node already writes synchronously). Not for
+ * the daemon: its log must never stop it.
+ */
+export function blockingStdout(stdout: NodeJS.WriteStream = process.stdout): void {
+  const handle = (stdout as unknown as { _handle?: { setBlocking?: (on: boolean) => number } })._handle;
+  if (handle && typeof handle.setBlocking === 'function') handle.setBlocking(true);
 }
 
 /** JSON.stringify(value, null, 2) and a newline on standard output, written as it is made (json-stream.ts). */

@@ -12,7 +12,8 @@ export class LazyList<T> {
 }
 
 const GAP = '  ';
-const FLUSH_AT = 64 * 1024;
+/** Small chunks, for the reason LayoutWriter's are (format.ts): text held across collections is promoted. */
+const FLUSH_AT = 8 * 1024;
 
 function walkable(v: unknown): v is Record<string, unknown> | unknown[] {
   if (typeof v !== 'object' || v === null) return false;

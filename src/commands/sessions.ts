@@ -6,6 +6,7 @@ import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
 import { cronJobsOf } from '../prune/cron.js';
+import { collate } from '../startup/collate.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-extras.js';
 import { LazyList } from './json-stream.js';
@@ -43,12 +44,15 @@ export function agentTotals(inv: Inventory): AgentTotals[] {
   return [...by.values()];
 }
 
-/** Sort newest first; undated last; ties by key (then folder) so output is stable. */
+/**
+ * Sort newest first; undated last; ties by key (then folder) so output is stable, in the default
+ * locale's collation (`collate`: localeCompare's order, without its collator for ASCII keys).
+ */
 export function byActivity(a: SessionRecord, b: SessionRecord): number {
   const x = a.lastActivityMs ?? -Infinity;
   const y = b.lastActivityMs ?? -Infinity;
   if (x !== y) return y - x;
-  return (a.key ?? '').localeCompare(b.key ?? '') || a.id.localeCompare(b.id);
+  return collate(a.key ?? '', b.key ?? '') || collate(a.id, b.id);
 }
 
 function sessionJson(s: SessionRecord, now: Date, holds: Hold[]) {

@@ -12,6 +12,7 @@ import {
 } from '../startup/index.js';
 import { resolveStateDir } from '../io/statedir.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
+import type { SessionsNow } from '../startup/sessions-now.js';
 import { homeFromOpts } from './common.js';
 import { fitTable, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
 import { predictionLines } from './render-extras.js';
@@ -27,32 +28,10 @@ import { predictionLines } from './render-extras.js';
  * unreadable.
  */
 
-export interface SessionsNow {
-  sessions: number;
-  agents: number;
-  bytes: number;
-  /** Only the default agent's sessions are bootstrapped at start (docs/picoclaw.md#the-startup-bootstrap). */
-  bootstrapped: { agent: string; sessions: number; bytes: number };
-  seahorse_bytes: number | null;
-}
-
 async function sessionsNow(home: PicoClawHome): Promise<SessionsNow | { error: string }> {
   try {
     // Imported only when there is a home to look at (seahorse.db support loads a native module).
-    const [{ buildInventory }, { agentTotals }] = await Promise.all([
-      import('../picoclaw/inventory.js'),
-      import('./sessions.js'),
-    ]);
-    const inv = buildInventory(home);
-    const totals = agentTotals(inv);
-    const def = totals.find((t) => t.agent === home.defaultAgent) ?? totals[0]!;
-    return {
-      sessions: inv.sessions.length,
-      agents: totals.length,
-      bytes: totals.reduce((a, t) => a + t.jsonl_bytes + t.meta_bytes, 0),
-      bootstrapped: { agent: def.agent, sessions: def.sessions, bytes: def.jsonl_bytes + def.meta_bytes },
-      seahorse_bytes: inv.seahorse.state === 'open' ? inv.seahorse.bytes.total : null,
-    };
+    return (await import('../startup/sessions-now.js')).sessionsNow(home);
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err) };
   }

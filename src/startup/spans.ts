@@ -1,5 +1,6 @@
 import { Level } from '../picoclaw/gatewaylog.js';
 import { LEVEL_BIT, Phase, type RestartState } from './restart.js';
+import { collate } from './collate.js';
 import { timeText, type T } from './times.js';
 import type { RestartEntry, Span } from './types.js';
 
@@ -75,7 +76,7 @@ export function toEntry(r: RestartState, fix: (t: T | null) => T | null): Restar
     ready = a && b ? (a.seconds >= b.seconds ? a : b) : (a ?? b);
   }
   const warning_messages = [...(r.warnTexts ?? new Map<string, number>()).entries()]
-    .sort((x, y) => y[1] - x[1] || x[0].localeCompare(y[0]))
+    .sort((x, y) => y[1] - x[1] || collate(x[0], y[0]))
     .slice(0, 5)
     .map(([text, count]) => ({ text, count }));
   let level: RestartEntry['level'] = null;
