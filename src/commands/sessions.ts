@@ -6,7 +6,7 @@ import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/
 import { systemClock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
 import { cronJobsOf } from '../prune/cron.js';
-import { collate } from '../startup/collate.js';
+import { collate } from '../io/collate.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-extras.js';
 import { LazyList } from './json-stream.js';

@@ -18,6 +18,7 @@ import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
 import { planPrune, type Plan } from './plan.js';
 import { groupSessions } from './plan-groups.js';
+import { planWarnings } from './plan-warnings.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReport, type PruneReport } from './report.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
@@ -288,27 +289,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     aliasGroups = null;
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
-    if (plan.ageCheck === 'skipped_clock_jump')
-      warnings.push(
-        `${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until ` +
-          `two passes agree on the time)`,
-      );
-    if (plan.everyDatedOld) {
-      const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
-      warnings.push(
-        `every session is older than max_age_days (${values.max_age_days} days) but the newest: is the clock right? ` +
-          `${now.toISOString()} (${n} session(s) ${o.apply ? 'deleted' : 'would be deleted'}` +
-          ` by age)`,
-      );
-    }
-    if (plan.undated.displaced > 0) {
-      warnings.push(
-        `${plan.undated.groups} undated session(s) (no usable timestamp) count toward max_sessions=${values.max_sessions}` +
-          ` and are never deleted (PicoClaw's rule): ` +
-          (`they push out ${plan.undated.displaced} dated session(s) that would otherwise be kept; give them a timestamp ` +
-            `or remove them by hand (picoclaw-guard sessions lists them)`),
-      );
-    }
+    warnings.push(...planWarnings(plan, { skipAgeCheck: o.skipAgeCheck, apply: o.apply, now }));
     // The archive folder is checked once, before anything is deleted: one message, not one per session.
     const archiveProblem = values.archive_dir
       ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan })

@@ -131,10 +131,7 @@ export interface PlanInput {
   holds?: PlanHold[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
   bootstrap?: BootstrapInput | null;
-  /**
-   * `groupSessions(sessions, agentIds)`, made by the caller beforehand so that it can let the
-   * sessions' aliases go before the plan is made (they serve the grouping only).
-   */
+  /** `groupSessions(sessions, agentIds)`, made beforehand by a caller that lets the aliases go before the plan. */
   aliasGroups?: SessionRecord[][];
 }
 

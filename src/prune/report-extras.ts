@@ -1,7 +1,7 @@
 import type { BootstrapModel } from '../startup-model/fit.js';
 import type { BootstrapPlan } from './bootstrap-cap.js';
 import type { Plan } from './plan.js';
-import { localeOrder } from '../io/collate.js';
+import { collate } from '../io/collate.js';
 
 /** The prune report's sections for the guard's own keys (cron runs, the startup-time budget). */
 export interface CronReport {
@@ -80,9 +80,7 @@ export function cronReport(
     by.set(s.cron_job, j);
   }
   if (by.size === 0 && p.cron_keep_runs === 0 && p.cron_max_age_days === 0 && p.max_sessions_counts_cron) return null;
-  const jobs = [...by.values()].sort(
-    (a, b) => localeOrder(b.newest ?? '', a.newest ?? '') || localeOrder(a.job, b.job),
-  );
+  const jobs = [...by.values()].sort((a, b) => collate(b.newest ?? '', a.newest ?? '') || collate(a.job, b.job));
   return {
     age_check: plan.cron.ageCheck,
     keep_runs: p.cron_keep_runs,

@@ -1,6 +1,6 @@
 import { Level } from '../picoclaw/gatewaylog.js';
 import { LEVEL_BIT, Phase, type RestartState } from './restart.js';
-import { collate } from './collate.js';
+import { collate } from '../io/collate.js';
 import { timeText, type T } from './times.js';
 import type { RestartEntry, Span } from './types.js';
 

@@ -4,9 +4,9 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { byActivity } from '../../src/commands/sessions.js';
 import type { SessionRecord } from '../../src/picoclaw/inventory.js';
-import { collate, rootAsciiCompare } from '../../src/startup/collate.js';
+import { collate, rootAsciiCompare } from '../../src/io/collate.js';
 
-const COLLATE = fileURLToPath(new URL('../../dist/src/startup/collate.js', import.meta.url));
+const COLLATE = fileURLToPath(new URL('../../dist/src/io/collate.js', import.meta.url));
 
 /** Characters where collations differ from code point order: punctuation, digits, both cases, non-ASCII, controls. */
 const CHARS = [
