@@ -157,8 +157,8 @@ function lstatOrNull(path: string): Stats | null {
  *
  * The folder is walked once, in name order, and each file is looked at (one lstat) when its
  * name comes up: a session is read and handed over at its `.meta.json`, whose `.jsonl` always
- * sorts just before it (`x.jsonl` < `x.meta.json`). What the scan holds is the list of names
- * and the transcripts still waiting for their meta (normally none; at the end, the orphans),
+ * sorts before it (`x.jsonl` < `x.meta.json`). What the scan holds is the list of names
+ * and the transcripts still waiting for their meta (normally one; at the end, the orphans),
  * not a record per file of the folder.
  */
 export function scanStore(dir: string, onSession?: (s: StoredSession) => void): StoreScan {
@@ -174,9 +174,18 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
   names.sort();
   // join(dir, name) for a name read from the folder (never '.', '..' or with a '/'), made once.
   const prefix = join(dir, '_').slice(0, -1);
-  // Transcripts seen whose meta has not come up yet, by base, in name order: 'bad' when the
-  // name is taken by a symlink or a folder (the meta then reports it).
-  const waiting = new Map<string, FileFacts | 'bad'>();
+  // The last transcript seen, by base, until its meta takes it or the next transcript comes up:
+  // 'bad' when the name is taken by a symlink or a folder (the meta then reports it). Almost
+  // always its meta is the very next name. Earlier ones still waiting (orphans, or names sorting
+  // in between) go to `earlier`, in name order.
+  let lastBase: string | null = null;
+  let last: FileFacts | 'bad' = 'bad';
+  const earlier = new Map<string, FileFacts | 'bad'>();
+  const wait = (base: string, j: FileFacts | 'bad'): void => {
+    if (lastBase !== null) earlier.set(lastBase, last);
+    lastBase = base;
+    last = j;
+  };
   for (const name of names) {
     const kind = classifyEntry(name);
     if (kind === 'other') continue;
@@ -189,12 +198,12 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
     if (st === null) continue; // vanished between readdir and lstat
     if (st.isSymbolicLink()) {
       scan.ignored.push({ name, why: 'symlink' });
-      if (kind === 'jsonl') waiting.set(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
       continue;
     }
     if (st.isDirectory()) {
       scan.ignored.push({ name, why: 'directory' });
-      if (kind === 'jsonl') waiting.set(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
       continue;
     }
     if (!st.isFile()) {
@@ -206,17 +215,21 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
       continue;
     }
     if (kind === 'jsonl') {
-      waiting.set(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
+      wait(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
       continue;
     }
     const base = name.slice(0, -META_SUFFIX.length);
-    const j = waiting.get(base);
-    if (j !== undefined) waiting.delete(base);
+    let j: FileFacts | 'bad' | undefined;
+    if (base === lastBase) {
+      j = last;
+      lastBase = null;
+    } else if ((j = earlier.get(base)) !== undefined) earlier.delete(base);
     const s = readSession(dir, base, facts(path, st), j);
     if (onSession) onSession(s);
     else scan.sessions.push(s);
   }
-  for (const j of waiting.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
+  if (lastBase !== null) earlier.set(lastBase, last);
+  for (const j of earlier.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
   return scan;
 }
 

@@ -110,6 +110,76 @@ describe('the store scan streams a folder', () => {
     expect(perSession).toBeLessThan(350);
   });
 
+  it('pairs a .jsonl with its meta when other transcripts sort between them', () => {
+    const dir = tempDir('pcg-scan-pairs-');
+    const target = join(tempDir('pcg-scan-target-'), 'target');
+    writeFileSync(target, '{"key":"elsewhere"}');
+    const line = '{"role":"user","created_at":"2026-07-01T10:00:00Z"}\n';
+    const files: [string, Kind][] = [
+      ['.tmp-1.meta.json', 'file'],
+      ['a.jsonl', 'file'],
+      ['a.jsonl.jsonl', 'file'],
+      ['a.jsonl.meta.json', 'file'],
+      ['a.k.jsonl', 'symlink'],
+      ['a.k.meta.json', 'file'],
+      ['a.meta.json', 'file'],
+      ['b.jsonl', 'dir'],
+      ['b.meta.json', 'file'],
+      ['c.jsonl', 'fifo'],
+      ['c.meta.json', 'file'],
+      ['d.jsonl', 'file'],
+      ['e.jsonl.bak', 'file'],
+      ['f.jsonl', 'file'],
+      ['f.meta.json', 'symlink'],
+      ['old.json', 'file'],
+    ];
+    for (const [name, kind] of files) {
+      const p = join(dir, name);
+      if (kind === 'dir') mkdirSync(p);
+      else if (kind === 'symlink') symlinkSync(target, p);
+      else if (kind === 'fifo') execFileSync('mkfifo', [p]);
+      else writeFileSync(p, name.endsWith('.meta.json') ? JSON.stringify({ key: name, count: 1 }) : line);
+    }
+    const want = {
+      ignored: [
+        { name: '.tmp-1.meta.json', why: 'temp_file' },
+        { name: 'a.k.jsonl', why: 'symlink' },
+        { name: 'b.jsonl', why: 'directory' },
+        { name: 'c.jsonl', why: 'not_a_regular_file' },
+        { name: 'f.meta.json', why: 'symlink' },
+        { name: 'old.json', why: 'legacy_json' },
+      ],
+      sessions: [
+        ['a.jsonl', join(dir, 'a.jsonl.jsonl'), ''],
+        ['a.k', null, 'jsonl_not_regular_file'],
+        ['a', join(dir, 'a.jsonl'), ''],
+        ['b', null, 'jsonl_not_regular_file'],
+        ['c', null, 'jsonl_missing'],
+      ],
+      orphans: [join(dir, 'd.jsonl'), join(dir, 'f.jsonl')],
+    };
+    expect(
+      expected(
+        dir,
+        files.map(([name]) => name),
+      ),
+    ).toEqual(want);
+    const handed: StoredSession[] = [];
+    const scan = scanStore(dir, (s) => handed.push(s));
+    expect({
+      ignored: scan.ignored,
+      sessions: handed.map(seen),
+      orphans: scan.orphanJsonl.map((o) => o.path),
+    }).toEqual(want);
+    expect(handed.map((s) => s.lastLineCreatedAt)).toEqual([
+      '2026-07-01T10:00:00Z',
+      null,
+      '2026-07-01T10:00:00Z',
+      null,
+      null,
+    ]);
+  });
+
   it('reports sessions, orphans and ignored entries in name order, whatever lies between a .jsonl and its meta', () => {
     // Bases chosen so that other names sort between `x.jsonl` and `x.meta.json` (`a.jsonl.meta.json`,
     // `a.k`), and every kind of entry under every name shape.
