@@ -162,8 +162,10 @@ export function withSmallFile<T>(
       first = scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
     } else first = Buffer.allocUnsafe(Math.min(st.size + 1, SCRATCH_BYTES));
     const bytes = readToEof(fd, path, max, first);
-    closeSync(fd);
+    // Closed before `use`, which may read other files; never closed twice.
+    const open = fd;
     fd = -1;
+    closeSync(open);
     return use(bytes);
   } finally {
     if (fd >= 0) closeSync(fd);
