@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
-import { readSmallFile } from '../io/smallfile.js';
+import { withSmallFile } from '../io/smallfile.js';
 import { readLastLine, type TailIssue } from './jsonl-tail.js';
 import { parseGoTime, usable } from './time.js';
 
@@ -82,8 +82,21 @@ function facts(path: string, st: Stats): FileFacts {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * Whether the bytes, read as Latin-1, are all white space to String.prototype.trim: tab, LF, VT,
+ * FF, CR, space and no-break space (0xA0). Checked in place: a copy of every meta as a string
+ * only to ask this was a fifth of what the scan allocated.
+ */
+function isBlank(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    if (!((c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0)) return false;
+  }
+  return true;
+}
+
 export function parseMeta(buf: Buffer): { meta: MetaFacts | null; issue: Issue | null } {
-  if (buf.length === 0 || buf.toString('latin1').trim() === '') return { meta: null, issue: 'meta_empty' };
+  if (isBlank(buf)) return { meta: null, issue: 'meta_empty' };
   let text: string;
   try {
     text = utf8.decode(buf);
@@ -128,10 +141,25 @@ export function classifyEntry(name: string): EntryKind {
   return 'other';
 }
 
+/** A lstat without the exception a vanished file would cost; null when it is gone. */
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Scan one sessions folder. Never fatal: problems are reported per file. With `onSession`,
  * each session goes there as soon as it is read and `sessions` stays empty: the caller keeps
  * what it needs and the rest is garbage while still young (cheap to collect, never promoted).
+ *
+ * The folder is walked once, in name order, and each file is looked at (one lstat) when its
+ * name comes up: a session is read and handed over at its `.meta.json`, whose `.jsonl` always
+ * sorts before it (`x.jsonl` < `x.meta.json`). What the scan holds is the list of names
+ * and the transcripts still waiting for their meta (normally one; at the end, the orphans),
+ * not a record per file of the folder.
  */
 export function scanStore(dir: string, onSession?: (s: StoredSession) => void): StoreScan {
   const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
@@ -144,8 +172,20 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
     return scan;
   }
   names.sort();
-  const metas = new Map<string, FileFacts>();
-  const jsonls = new Map<string, FileFacts | 'bad'>();
+  // join(dir, name) for a name read from the folder (never '.', '..' or with a '/'), made once.
+  const prefix = join(dir, '_').slice(0, -1);
+  // The last transcript seen, by base, until its meta takes it or the next transcript comes up:
+  // 'bad' when the name is taken by a symlink or a folder (the meta then reports it). Almost
+  // always its meta is the very next name. Earlier ones still waiting (orphans, or names sorting
+  // in between) go to `earlier`, in name order.
+  let lastBase: string | null = null;
+  let last: FileFacts | 'bad' = 'bad';
+  const earlier = new Map<string, FileFacts | 'bad'>();
+  const wait = (base: string, j: FileFacts | 'bad'): void => {
+    if (lastBase !== null) earlier.set(lastBase, last);
+    lastBase = base;
+    last = j;
+  };
   for (const name of names) {
     const kind = classifyEntry(name);
     if (kind === 'other') continue;
@@ -153,21 +193,17 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
       scan.ignored.push({ name, why: 'temp_file' });
       continue;
     }
-    const path = join(dir, name);
-    let st: Stats;
-    try {
-      st = lstatSync(path);
-    } catch {
-      continue; // vanished between readdir and lstat
-    }
+    const path = prefix + name;
+    const st = lstatOrNull(path);
+    if (st === null) continue; // vanished between readdir and lstat
     if (st.isSymbolicLink()) {
       scan.ignored.push({ name, why: 'symlink' });
-      if (kind === 'jsonl') jsonls.set(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
       continue;
     }
     if (st.isDirectory()) {
       scan.ignored.push({ name, why: 'directory' });
-      if (kind === 'jsonl') jsonls.set(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
       continue;
     }
     if (!st.isFile()) {
@@ -178,46 +214,57 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
       scan.ignored.push({ name, why: 'legacy_json' });
       continue;
     }
-    if (kind === 'meta') metas.set(name.slice(0, -META_SUFFIX.length), facts(path, st));
-    else jsonls.set(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
-  }
-  for (const [base, meta] of metas) {
-    const s: StoredSession = {
-      key: null,
-      base,
-      dir,
-      meta,
-      jsonl: null,
-      parsedMeta: null,
-      lastLineCreatedAt: null,
-      issues: [],
-    };
-    try {
-      const { meta: m, issue } = parseMeta(readSmallFile(meta.path, 'meta', { noFollow: true }));
-      if (issue) s.issues.push(issue);
-      s.parsedMeta = m;
-      s.key = m?.key ?? null;
-    } catch {
-      s.issues.push('meta_unreadable');
+    if (kind === 'jsonl') {
+      wait(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
+      continue;
     }
-    const j = jsonls.get(base);
-    jsonls.delete(base);
-    if (j === 'bad') s.issues.push('jsonl_not_regular_file');
-    else if (j) {
-      s.jsonl = j;
-      try {
-        const last = readLastLine(j.path, j.bytes);
-        s.lastLineCreatedAt = last.createdAt;
-        if (last.issue) s.issues.push(last.issue);
-      } catch {
-        s.issues.push('jsonl_unreadable');
-      }
-    } else s.issues.push('jsonl_missing');
+    const base = name.slice(0, -META_SUFFIX.length);
+    let j: FileFacts | 'bad' | undefined;
+    if (base === lastBase) {
+      j = last;
+      lastBase = null;
+    } else if ((j = earlier.get(base)) !== undefined) earlier.delete(base);
+    const s = readSession(dir, base, facts(path, st), j);
     if (onSession) onSession(s);
     else scan.sessions.push(s);
   }
-  for (const j of jsonls.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
+  if (lastBase !== null) earlier.set(lastBase, last);
+  for (const j of earlier.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
   return scan;
+}
+
+function readSession(dir: string, base: string, meta: FileFacts, j: FileFacts | 'bad' | undefined): StoredSession {
+  const s: StoredSession = {
+    key: null,
+    base,
+    dir,
+    meta,
+    jsonl: null,
+    parsedMeta: null,
+    lastLineCreatedAt: null,
+    issues: [],
+  };
+  try {
+    // The meta is parsed from the reader's own buffer: nothing of the file's bytes outlives this.
+    const { meta: m, issue } = withSmallFile(meta.path, 'meta', { noFollow: true }, parseMeta);
+    if (issue) s.issues.push(issue);
+    s.parsedMeta = m;
+    s.key = m?.key ?? null;
+  } catch {
+    s.issues.push('meta_unreadable');
+  }
+  if (j === 'bad') s.issues.push('jsonl_not_regular_file');
+  else if (j) {
+    s.jsonl = j;
+    try {
+      const last = readLastLine(j.path, j.bytes);
+      s.lastLineCreatedAt = last.createdAt;
+      if (last.issue) s.issues.push(last.issue);
+    } catch {
+      s.issues.push('jsonl_unreadable');
+    }
+  } else s.issues.push('jsonl_missing');
+  return s;
 }
 
 /** The newest usable time among the JSONL store's own signals, in epoch ms. */
