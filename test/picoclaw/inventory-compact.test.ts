@@ -9,6 +9,7 @@ import { withWalkCache } from '../../src/picoclaw/seahorse.js';
 import { scanStore, storeTimes } from '../../src/picoclaw/sessions.js';
 import { handHome, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
+import { heapData } from '../support/heap.js';
 
 /** The inventory keeps its numbers and written times packed: what it gives back must be what the files say. */
 describe('the compact inventory', () => {
@@ -112,10 +113,10 @@ describe('the compact inventory', () => {
     // so that only what the second one keeps is counted (threshold 0: always collect).
     expect(buildInventory(home_).sessions).toHaveLength(n);
     expect(releaseGarbage(0)).toBe(true);
-    const before = process.memoryUsage().heapUsed;
+    const before = heapData();
     const inv = buildInventory(home_);
     releaseGarbage(0);
-    const perSession = (process.memoryUsage().heapUsed - before) / n;
+    const perSession = (heapData() - before) / n;
     expect(inv.sessions).toHaveLength(n);
     expect(perSession).toBeLessThan(550);
   });
@@ -136,10 +137,10 @@ describe('releaseAliases', () => {
     const before = inv.sessions.map((s) => [s.key, s.base, s.lastActivityMs, s.jsonlBytes, s.times, s.files]);
     expect(inv.sessions.every((s) => s.aliases.length === 4)).toBe(true);
     releaseGarbage(0);
-    const held = process.memoryUsage().heapUsed;
+    const held = heapData();
     releaseAliases(inv);
     releaseGarbage(0);
-    const freed = (held - process.memoryUsage().heapUsed) / n;
+    const freed = (held - heapData()) / n;
     expect(freed).toBeGreaterThan(150);
     expect(inv.sessions.every((s) => s.aliases.length === 0)).toBe(true);
     expect(inv.sessions.map((s) => [s.key, s.base, s.lastActivityMs, s.jsonlBytes, s.times, s.files])).toEqual(before);

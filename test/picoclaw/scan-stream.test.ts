@@ -1,25 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { getHeapSpaceStatistics } from 'node:v8';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { releaseGarbage } from '../../src/io/heap.js';
 import { withSmallFile, readSmallFile } from '../../src/io/smallfile.js';
 import { classifyEntry, parseMeta, scanStore, type StoredSession } from '../../src/picoclaw/sessions.js';
 import { tempDir } from '../support/tmp.js';
+import { heapData } from '../support/heap.js';
 
 type Kind = 'file' | 'dir' | 'symlink' | 'fifo';
-
-/**
- * The heap's data (every space but code): V8 compiles and optimises on background threads, so
- * the code spaces change with the machine's load, not with what the scan keeps.
- */
-function heapData(): number {
-  let n = 0;
-  for (const s of getHeapSpaceStatistics()) if (!s.space_name.includes('code')) n += s.space_used_size;
-  return n;
-}
 
 /**
  * What a scan of `dir` must report, said without streaming: every entry by its name in sort
