@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { releaseGarbage } from '../io/heap.js';
+import type { Database } from '../io/sqlite.js';
 import type { PicoClawHome } from './home.js';
 import {
   dbFileBytes,
@@ -226,6 +227,52 @@ export function releaseAliases(inv: Inventory): void {
   for (const s of inv.sessions) s.aliases = NO_STRINGS;
 }
 
+/**
+ * Ties each seahorse conversation to the sessions whose key or aliases name it, or keeps it as an
+ * orphan. Its own function: the key index and the row callback die with its frame, before the
+ * inventory's closing collection.
+ */
+function mapConversations(
+  db: Database,
+  sessions: StoredRecord[],
+  agentIds: string[],
+  seahorse: SeahorseSummary,
+  orphanConversations: OrphanConversation[],
+): void {
+  // A key's one session, or a list only for a key several sessions share: an array per key
+  // would be most of this index on a large home.
+  const byKey = new Map<string, StoredRecord | StoredRecord[]>();
+  for (const s of sessions) {
+    for (const k of groupKeys(s.key, s.aliases, agentIds)) {
+      const had = byKey.get(k);
+      if (had === undefined) byKey.set(k, s);
+      else if (Array.isArray(had)) had.push(s);
+      else byKey.set(k, [had, s]);
+    }
+  }
+  // Row by row: a row is kept by its sessions (with their key string) or copied as an orphan,
+  // so the rows are never all held at once next to the index.
+  const take = (c: ConversationStat) => {
+    seahorse.conversations++;
+    seahorse.messages += c.messages;
+    const owners = byKey.get(c.key);
+    const lastMs = usable(parseSqliteTime(c.lastMessageAt));
+    if (!owners) {
+      // A bare row (no message, no summary) is what an interrupted delete leaves behind, or a
+      // turn that never stored anything: its insert time is the only activity it has.
+      const bare = c.messages === 0 && c.summaries === 0;
+      orphanConversations.push({
+        ...c,
+        lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null),
+      });
+      return;
+    }
+    if (Array.isArray(owners)) for (const s of owners) s.addConversation(c, lastMs);
+    else owners.addConversation(c, lastMs);
+  };
+  eachConversation(db, take);
+}
+
 export interface InventoryOptions {
   /** Skip seahorse.db (e.g. when only the JSONL side is wanted). */
   skipSeahorse?: boolean;
@@ -271,39 +318,8 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
       seahorse.errorKind = opened.kind;
     } else if (opened.state === 'open') {
       seahorse.state = 'open';
-      // A key's one session, or a list only for a key several sessions share: an array per key
-      // would be most of this index on a large home.
-      const byKey = new Map<string, StoredRecord | StoredRecord[]>();
-      for (const s of sessions) {
-        for (const k of groupKeys(s.key, s.aliases, agentIds)) {
-          const had = byKey.get(k);
-          if (had === undefined) byKey.set(k, s);
-          else if (Array.isArray(had)) had.push(s);
-          else byKey.set(k, [had, s]);
-        }
-      }
-      // Row by row: a row is kept by its sessions (with their key string) or copied as an orphan,
-      // so the rows are never all held at once next to the index.
-      const take = (c: ConversationStat) => {
-        seahorse.conversations++;
-        seahorse.messages += c.messages;
-        const owners = byKey.get(c.key);
-        const lastMs = usable(parseSqliteTime(c.lastMessageAt));
-        if (!owners) {
-          // A bare row (no message, no summary) is what an interrupted delete leaves behind, or a
-          // turn that never stored anything: its insert time is the only activity it has.
-          const bare = c.messages === 0 && c.summaries === 0;
-          orphanConversations.push({
-            ...c,
-            lastActivityMs: lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null),
-          });
-          return;
-        }
-        if (Array.isArray(owners)) for (const s of owners) s.addConversation(c, lastMs);
-        else owners.addConversation(c, lastMs);
-      };
       try {
-        eachConversation(opened.db, take);
+        mapConversations(opened.db, sessions, agentIds, seahorse, orphanConversations);
       } finally {
         opened.db.close();
       }
