@@ -34,7 +34,7 @@ describe('the outcome of an apply pass', () => {
       dbPath: '/nonexistent/seahorse.db',
       online: false,
       forceVacuum: false,
-      freeSpace: () => ({ availableBytes: 1 << 40, totalBytes: 1 << 40 }),
+      freeSpace: () => ({ availableBytes: 1 << 40, totalBytes: 1 << 40, availableInodes: null, totalInodes: null }),
       archiveDir: null,
       nowMs: NOW,
     });
