@@ -4,7 +4,7 @@ import type { Database } from '../../src/io/sqlite.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
-import { applyPlan, GroupOutcomes, type ApplyResult } from '../../src/prune/apply.js';
+import { applyPlan, ApplyRun, GroupOutcomes, type ApplyResult } from '../../src/prune/apply.js';
 import { planPrune, type Plan, type PlanGroup } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
@@ -58,6 +58,37 @@ describe('the outcome of an apply pass', () => {
     releaseGarbage(0);
     const perSession = (held - process.memoryUsage().heapUsed) / n;
     expect(perSession).toBeLessThan(50);
+  });
+});
+
+describe('between two sessions', () => {
+  it('the pass collects the garbage its sessions left once it passes 8 MiB over the last collection', () => {
+    const run = new ApplyRun({
+      plan: planPrune({
+        sessions: [],
+        orphanConversations: [],
+        agentIds: ['main'],
+        policy: DEFAULT_POLICY,
+        now: NOW,
+        db: NO_DB,
+      }),
+      db: null,
+      dbPath: '/nonexistent/seahorse.db',
+      online: false,
+      forceVacuum: false,
+      freeSpace: () => ({ availableBytes: 1 << 40, totalBytes: 1 << 40, availableInodes: null, totalInodes: null }),
+      archiveDir: null,
+      nowMs: NOW,
+    });
+    releaseGarbage(0);
+    const floor = process.memoryUsage().heapUsed;
+    // What archiving thousands of sessions leaves behind: many small objects that outlived a scavenge.
+    let rows: string[][] | null = Array.from({ length: 200_000 }, (_, i) => [`row ${i}`, `line ${i}`]);
+    expect(process.memoryUsage().heapUsed - floor).toBeGreaterThan(12 << 20);
+    rows = null;
+    run.tidy();
+    expect(rows).toBeNull();
+    expect(process.memoryUsage().heapUsed - floor).toBeLessThan(4 << 20);
   });
 });
 
