@@ -58,6 +58,7 @@ export function deleteOrphans(run: ApplyRun): void {
         detail: errorMessage(err),
       });
     }
+    run.tidy();
     o.onProgress?.(run.done, run.total, c.key);
   }
 }

@@ -56,6 +56,7 @@ export function deleteByAgeAndCount(run: ApplyRun): void {
     }
     deleteGroup(run, g, g.reason);
     run.done += g.members.length;
+    run.tidy();
     o.onProgress?.(run.done, run.total, g.key);
   }
 }

@@ -13,6 +13,7 @@ import {
 import { join } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import type { FileFacts } from '../picoclaw/sessions.js';
@@ -132,12 +133,18 @@ const ROW_QUERIES: [table: string, sql: string, params: number][] = [
   ['context_items', `SELECT * FROM context_items WHERE conversation_id = ? ORDER BY ordinal`, 1],
 ];
 
+type Statement = BetterSqlite3.Statement<unknown[]>;
+/** ROW_QUERIES prepared once per connection, not once per archive. */
+const rowStatements = new WeakMap<Database, Statement[]>();
+
 /**
  * Every seahorse row of the conversations (docs/picoclaw.md, seahorse schema), one JSON
  * line each (`{"table":…,"row":…}`, BLOBs as {"$base64":…}), streamed row by row into
  * a temp file. Returns its open fd, size, hash and row counts.
  */
 function writeRows(db: Database, conversationIds: number[], tmpPath: string) {
+  let statements = rowStatements.get(db);
+  if (!statements) rowStatements.set(db, (statements = ROW_QUERIES.map(([, sql]) => db.prepare(sql))));
   const fd = openSync(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
   const h = sha256();
   const rows: Record<string, number> = {};
@@ -153,9 +160,9 @@ function writeRows(db: Database, conversationIds: number[], tmpPath: string) {
     pendingLen = 0;
   };
   try {
-    for (const [table, sql, n] of ROW_QUERIES) {
+    for (const [i, [table, , n]] of ROW_QUERIES.entries()) {
       rows[table] = 0;
-      const stmt = db.prepare(sql);
+      const stmt = statements[i]!;
       for (const C of conversationIds) {
         for (const row of stmt.iterate(...Array<number>(n).fill(C)) as Iterable<Record<string, unknown>>) {
           for (const k of Object.keys(row))

@@ -324,6 +324,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
       });
+      // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
+      releaseGarbage();
     }
     const refused = (x: { action: string; reason: string }) =>
       x.action === 'keep' &&

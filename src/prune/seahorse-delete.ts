@@ -1,3 +1,4 @@
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../io/sqlite.js';
 import { GatewayBusy, WriteLock } from './write-lock.js';
 
@@ -53,6 +54,8 @@ export interface ConversationDelete {
   touched: boolean;
   deletedMessages: number;
 }
+
+type Statement = BetterSqlite3.Statement<unknown[]>;
 
 interface TriggerSql {
   name: string;
@@ -116,7 +119,7 @@ export class SeahorseDeleter {
     // Everything is kept in temp tables, not in JS: a 200k-message database stays within the memory budget.
     db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_victim_convs (id INTEGER PRIMARY KEY)`);
     db.exec(`DELETE FROM temp.guard_victim_convs`);
-    const ins = db.prepare(`INSERT OR IGNORE INTO temp.guard_victim_convs (id) VALUES (?)`);
+    const ins = this.stmt(`INSERT OR IGNORE INTO temp.guard_victim_convs (id) VALUES (?)`);
     db.transaction(() => {
       for (const id of conversationIds) ins.run(id);
     })();
@@ -151,37 +154,48 @@ export class SeahorseDeleter {
 
   private prepared = false;
   private contentTables = new Map<string, boolean>();
+  /**
+   * Each statement is prepared once per pass: a fresh one per use made about twenty per
+   * conversation, each holding SQLite's compiled program in native memory until V8 happened to
+   * collect its wrapper, churning the allocator next to the page cache.
+   */
+  private readonly statements = new Map<string, Statement>();
+
+  private stmt(sql: string): Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
 
   private hasContent(table: string): boolean {
     let v = this.contentTables.get(table);
     if (v === undefined) {
-      v =
-        this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !==
-        undefined;
+      v = this.stmt(`SELECT 1 FROM sqlite_master WHERE type='table' AND name=?`).get(`${table}_content`) !== undefined;
       this.contentTables.set(table, v);
     }
     return v;
   }
 
   private captureTriggers(): TriggerSql[] {
-    return this.db
-      .prepare(
-        `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ` +
-          `('messages_ad', 'summaries_ad') ORDER BY name`,
-      )
-      .all() as TriggerSql[];
+    return this.stmt(
+      `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ` +
+        `('messages_ad', 'summaries_ad') ORDER BY name`,
+    ).all() as TriggerSql[];
   }
 
   /** FTS rowids for ids, from prepare()'s map, each re-checked; a scan for any that moved or were not mapped. */
   private rowidsFor(table: 'messages_fts' | 'summaries_fts', ids: string[]): number[] {
     if (ids.length === 0) return [];
     const check = this.hasContent(table)
-      ? this.db.prepare(`SELECT c0 AS k FROM ${table}_content WHERE id = ?`)
-      : this.db.prepare(
+      ? this.stmt(`SELECT c0 AS k FROM ${table}_content WHERE id = ?`)
+      : this.stmt(
           `SELECT ${table === 'messages_fts' ? 'message_id' : 'summary_id'} AS k FROM ${table} WHERE rowid = ?`,
         );
     const mapped = this.prepared
-      ? this.db.prepare(`SELECT fts_rowid AS r FROM temp.guard_${table}_rowids WHERE k = ?`)
+      ? this.stmt(`SELECT fts_rowid AS r FROM temp.guard_${table}_rowids WHERE k = ?`)
       : null;
     const out: number[] = [];
     const missing = new Set<string>();
@@ -232,7 +246,7 @@ export class SeahorseDeleter {
   }
 
   private deleteByRowids(table: 'messages_fts' | 'summaries_fts', rowids: number[]): void {
-    const del = this.db.prepare(`DELETE FROM ${table} WHERE rowid = ?`);
+    const del = this.stmt(`DELETE FROM ${table} WHERE rowid = ?`);
     for (const r of rowids) del.run(r);
   }
 
@@ -245,10 +259,8 @@ export class SeahorseDeleter {
    * never deleted: the caller learns how far it got and reports a partial delete.
    */
   deleteConversation(conversationId: number, guard?: (deletedSoFar: number) => boolean): ConversationDelete {
-    const db = this.db;
     const C = conversationId;
-    const count = (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number })
-      .n;
+    const count = (this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number }).n;
     const out: ConversationDelete = { complete: false, touched: false, deletedMessages: 0 };
     let aborted = false;
     const checked = (work: () => void) => () => {
@@ -300,30 +312,29 @@ export class SeahorseDeleter {
 
   /** Delete order steps 1-4: context items, summary links and parents, summaries with their FTS rows. */
   private deleteSummaries(C: number): void {
-    const db = this.db;
     const sumIds = (
-      db.prepare(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]
+      this.stmt(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]
     ).map((r) => String(r.id));
-    db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-    db.prepare(
+    this.stmt(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
+    this.stmt(
       `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
     ).run(C);
-    db.prepare(
+    this.stmt(
       `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
         `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
         `FROM summaries WHERE conversation_id = ?)`,
     ).run(C, C);
     this.deleteByRowids('summaries_fts', this.rowidsFor('summaries_fts', sumIds));
-    this.stats.summaries += db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
+    this.stats.summaries += this.stmt(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
   }
 
   /** Delete order steps 5-6 for the oldest `limit` messages: parts, links, FTS rows, messages. Returns how many. */
   private deleteMessageChunk(C: number, limit: number): number {
-    const db = this.db;
     const ids = (
-      db
-        .prepare(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`)
-        .all(C, limit) as { id: number }[]
+      this.stmt(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`).all(
+        C,
+        limit,
+      ) as { id: number }[]
     ).map((r) => r.id);
     if (ids.length === 0) return 0;
     const lo = ids[0]!;
@@ -332,36 +343,34 @@ export class SeahorseDeleter {
     // delete scans the whole table per chunk. Parts only ever come with a new message, which
     // the conversation's re-check (count, newest time) catches before anything is deleted.
     this.stats.parts += this.prepared
-      ? db
-          .prepare(
-            `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts ` +
-              `WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id ` +
-              `FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
-          )
-          .run(lo, hi, C, lo, hi).changes
-      : db
-          .prepare(
-            `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM ` +
-              `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
-          )
-          .run(C, lo, hi).changes;
-    db.prepare(
+      ? this.stmt(
+          `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts ` +
+            `WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id ` +
+            `FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+        ).run(lo, hi, C, lo, hi).changes
+      : this.stmt(
+          `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM ` +
+            `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
+        ).run(C, lo, hi).changes;
+    this.stmt(
       `DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM ` +
         `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
     ).run(C, lo, hi);
-    db.prepare(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
+    this.stmt(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
     this.deleteByRowids('messages_fts', this.rowidsFor('messages_fts', ids.map(String)));
-    const n = db
-      .prepare(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`)
-      .run(C, lo, hi).changes;
+    const n = this.stmt(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(
+      C,
+      lo,
+      hi,
+    ).changes;
     this.stats.messages += n;
     return n;
   }
 
   /** Delete order step 7: the conversation row itself, last. */
   private deleteConversationRow(C: number): void {
-    this.db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-    this.db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
+    this.stmt(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
+    this.stmt(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
   }
 }
 
