@@ -57,7 +57,10 @@ export class GroupOutcomes extends Map<number, Outcome> {
     const g = this.planned[id];
     if (g?.id === id) return g;
     // Ids are indexes in a planner's plan; any other plan is looked up by id.
-    this.byId ??= new Map(this.planned.map((x) => [x.id, x]));
+    if (!this.byId) {
+      this.byId = new Map();
+      for (const x of this.planned) if (x) this.byId.set(x.id, x);
+    }
     return this.byId.get(id);
   }
 

@@ -190,12 +190,12 @@ export function buildReport(r: ReportInput): PruneReport {
     if (r.consume && r.inventory) r.inventory.sessions = [];
     for (let i = 0; i < groups.length; i++) {
       const g = groups[i]!;
+      const outcome = r.result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
       if (r.consume) {
         (groups as (PlanGroup | undefined)[])[i] = undefined;
         // Halfway, the first half's groups are dead: collected, their room takes the second half's entries.
         if (i === groups.length >> 1) releaseGarbage();
       }
-      const outcome = r.result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
       if (outcome.action === 'delete') deleteGroups++;
       else keepGroups++;
       for (const m of g.members) {

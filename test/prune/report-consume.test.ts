@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { GroupOutcomes, type ApplyResult } from '../../src/prune/apply.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { policyValues, resolvePolicy } from '../../src/prune/policy.js';
 import { buildReport, type ReportInput } from '../../src/prune/report.js';
@@ -27,7 +28,7 @@ function sampleHome(): string {
   return home;
 }
 
-function input(home: string, consume: boolean): ReportInput {
+function input(home: string, consume: boolean, applied = false): ReportInput {
   const h = discoverHome({ home, env: {} });
   const policy = resolvePolicy({ flags: { max_age_days: 30, max_sessions: 10 } });
   const inventory = buildInventory(h);
@@ -39,8 +40,31 @@ function input(home: string, consume: boolean): ReportInput {
     now: NOW.getTime(),
     db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
   });
+  // An apply's outcomes: most groups as planned, a few kept because they changed (stored apart).
+  let result: ApplyResult | null = null;
+  if (applied) {
+    const groups = new GroupOutcomes(plan.groups);
+    for (const g of plan.groups)
+      groups.set(
+        g.id,
+        g.id % 7 === 3 ? { action: 'keep', reason: 'changed_since_plan' } : { action: g.action, reason: g.reason },
+      );
+    result = {
+      groups,
+      orphans: new Map(),
+      shared: new Map(),
+      deletedSessions: 0,
+      deletedFileBytes: 0,
+      deletedConversations: 0,
+      seahorse: null,
+      vacuum: null,
+      size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
+      interrupted: false,
+      owed: null,
+    };
+  }
   return {
-    mode: 'dry-run',
+    mode: applied ? 'apply' : 'dry-run',
     now: NOW,
     home: h,
     policy,
@@ -48,7 +72,7 @@ function input(home: string, consume: boolean): ReportInput {
     gateway: null,
     inventory,
     plan,
-    result: null,
+    result,
     skipped: null,
     exitCode: 0,
     warnings: [],
@@ -71,5 +95,13 @@ describe('buildReport with consume', () => {
     expect(spent.inventory!.sessions).toEqual([]);
     expect(spent.plan!.groups).toEqual([]);
     expect(kept.plan!.groups.length).toBeGreaterThan(30);
+  });
+
+  it("reads an apply's outcomes, stored apart or as planned, before it lets their groups go", () => {
+    const home = sampleHome();
+    const a = buildReport(input(home, false, true));
+    const b = buildReport(input(home, true, true));
+    expect({ ...b, duration_ms: 0 }).toEqual({ ...a, duration_ms: 0 });
+    expect(a.sessions.filter((s) => s.reason === 'changed_since_plan').length).toBeGreaterThan(3);
   });
 });
