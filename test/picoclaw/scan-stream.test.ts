@@ -3,11 +3,10 @@ import { lstatSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { releaseGarbage } from '../../src/io/heap.js';
 import { withSmallFile, readSmallFile } from '../../src/io/smallfile.js';
 import { classifyEntry, parseMeta, scanStore, type StoredSession } from '../../src/picoclaw/sessions.js';
 import { tempDir } from '../support/tmp.js';
-import { heapData } from '../support/heap.js';
+import { settledHeapData } from '../support/heap.js';
 
 type Kind = 'file' | 'dir' | 'symlink' | 'fifo';
 
@@ -84,15 +83,11 @@ describe('the store scan streams a folder', () => {
     let count = 0;
     scanStore(dir, () => count++);
     expect(count).toBe(n);
-    expect(releaseGarbage(0)).toBe(true);
-    const before = heapData();
+    const before = settledHeapData();
     let held = NaN;
     count = 0;
     const scan = scanStore(dir, () => {
-      if (++count === n / 2) {
-        releaseGarbage(0);
-        held = heapData() - before;
-      }
+      if (++count === n / 2) held = settledHeapData() - before;
     });
     expect(count).toBe(n);
     expect(scan.sessions).toEqual([]);

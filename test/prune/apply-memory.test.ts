@@ -11,6 +11,7 @@ import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { dumpSeahorse, handHome, integrity, type HandSession } from '../support/home.js';
 import { NO_DB, NOW, rec } from '../support/plan-input.js';
 import { tempDir } from '../support/tmp.js';
+import { settledHeapData } from '../support/heap.js';
 
 /** What `prune --apply` holds per session once its deletions are done, beyond the plan itself. */
 describe('the outcome of an apply pass', () => {
@@ -52,11 +53,9 @@ describe('the outcome of an apply pass', () => {
     const facts = [res.deletedSessions, deleted, res.groups.size, res.groups.get(n - 1)!.reason];
     expect(facts).toEqual([n - 1, n - 1, n, 'newest']);
     // What the result alone holds (the plan stays): the heap with it, then without it.
-    expect(releaseGarbage(0)).toBe(true);
-    const held = process.memoryUsage().heapUsed;
+    const held = settledHeapData();
     res = null;
-    releaseGarbage(0);
-    const perSession = (held - process.memoryUsage().heapUsed) / n;
+    const perSession = (held - settledHeapData()) / n;
     expect(perSession).toBeLessThan(50);
   });
 });
