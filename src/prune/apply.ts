@@ -189,7 +189,7 @@ const APPLY_CACHE_KIB = 2000;
  * such garbage over a 20,000-session pass. A collection costs tens of milliseconds and comes every
  * few thousand sessions.
  */
-const HEAP_SLACK_BYTES = 8 * 1024 * 1024;
+const HEAP_SLACK_BYTES = 4 * 1024 * 1024;
 
 /** What the steps of one pass share: the result so far, the deleter, the archiver, progress, and why it stops. */
 export class ApplyRun {
