@@ -13,6 +13,7 @@ import {
 import type { DbFacts } from './plan.js';
 import type { Policy } from './policy.js';
 import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './write-lock.js';
+import { APPLY_CACHE_KIB } from './apply.js';
 
 /**
  * A pass's seahorse.db: opened read-only for a plan, read-write and checked for apply (writable,
@@ -20,14 +21,6 @@ import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './write-lock.js';
  * needs (used bytes, each session's share of the content when a size limit or a VACUUM needs it).
  * Anything that would make a deletion unsafe is a refusal: the pass deletes nothing anywhere.
  */
-
-/**
- * SQLite's page cache for the pass's write connection (VACUUM's copy takes the same) and its temp tables, in KiB:
- * 2 MB deletes and vacuums as fast as 8 MB on a 400 MB database (BENCHMARKS.md, memory) and is never resident
- * before the deletions start.
- */
-const PASS_CACHE_KIB = 2000;
-const PASS_TEMP_CACHE_KIB = 2000;
 
 /** The guard's own SQLite busy timeout: PicoClaw's 5000 ms unless PICOGUARD_BUSY_TIMEOUT_MS says otherwise. */
 export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
@@ -83,8 +76,8 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
         db = openSeahorseWrite(inv.seahorse.path, busyTimeoutMs(o.env));
         // The pass walks each page a few times, in conversation order: better-sqlite3's 16 MB page
         // cache, and as much again for the deleter's temp tables, bought no speed (BENCHMARKS.md 10c).
-        db.pragma(`cache_size = ${-PASS_CACHE_KIB}`);
-        db.pragma(`temp.cache_size = ${-PASS_TEMP_CACHE_KIB}`);
+        db.pragma(`cache_size = ${-APPLY_CACHE_KIB}`);
+        db.pragma(`temp.cache_size = ${-APPLY_CACHE_KIB}`);
       } catch (err) {
         const ge = err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
         return refuse(`${ge.message}; nothing was deleted anywhere`, ge.exitCode);

@@ -131,7 +131,7 @@ describe('the deletions on seahorse.db', () => {
         nowMs: NOW,
       });
       expect([res.deletedSessions, res.deletedConversations]).toEqual([40, 40]);
-      expect(db.pragma('cache_size', { simple: true })).toBe(-2000);
+      expect(db.pragma('cache_size', { simple: true })).toBe(-1000);
     } finally {
       db.close();
     }
