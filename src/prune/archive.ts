@@ -16,7 +16,7 @@ import { fsyncDir } from '../io/atomic.js';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import type { FileFacts } from '../picoclaw/sessions.js';
+import { parseMeta, type FileFacts } from '../picoclaw/sessions.js';
 import { GzipTarWriter, hashFd, IO_BUF, sha256, writeAll } from './archive-tar.js';
 
 /**
@@ -95,13 +95,15 @@ interface OpenFile {
 }
 
 /** Open a session file without following links; it must still be the file the plan saw. */
-function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string): OpenFile {
+/** Open a file the plan named, as the plan saw it; `copy` receives its bytes as they are hashed. */
+function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string, copy?: Buffer[]): OpenFile {
   const fd = openSync(f.path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.ino !== f.ino || st.size !== f.bytes || st.mtimeMs !== f.mtimeMs)
       throw new Error(`${f.path} changed since planning`);
-    return { fd, name, role, bytes: st.size, sha256: hashFd(fd, st.size), mtime: st.mtime, mode: st.mode & 0o777 };
+    const sha = hashFd(fd, st.size, copy && ((b) => copy.push(Buffer.from(b))));
+    return { fd, name, role, bytes: st.size, sha256: sha, mtime: st.mtime, mode: st.mode & 0o777 };
   } catch (err) {
     closeSync(fd);
     throw err;
@@ -286,7 +288,12 @@ export function archiveSession(ctx: ArchiveContext, s: SessionRecord, conversati
     throw new GuardError(`cannot archive ${s.id}: its meta is unreadable`, { exitCode: ExitCode.PARTIAL });
   const files: OpenFile[] = [];
   try {
-    files.push(openPlanned(s.files.meta, 'meta', `${SESSION_PREFIX}${s.base}.meta.json`));
+    // The aliases as the archived meta lists them: read from it here, so that a pass need not keep
+    // every session's aliases until its archives are written.
+    const metaBytes: Buffer[] = [];
+    files.push(openPlanned(s.files.meta, 'meta', `${SESSION_PREFIX}${s.base}.meta.json`, metaBytes));
+    const { meta } = parseMeta(Buffer.concat(metaBytes));
+    if (!meta) throw new Error(`${s.files.meta.path} is no longer a readable meta`);
     if (s.files.jsonl) files.push(openPlanned(s.files.jsonl, 'jsonl', `${SESSION_PREFIX}${s.base}.jsonl`));
     const manifest = {
       format: ARCHIVE_FORMAT,
@@ -298,7 +305,7 @@ export function archiveSession(ctx: ArchiveContext, s: SessionRecord, conversati
       sessions_dir: realpathSync(s.dir),
       base: s.base,
       key: s.key,
-      aliases: s.aliases,
+      aliases: meta.aliases,
     } as const;
     return writeArchive(ctx, fileSafe(`${s.agent}_${s.base}`), manifest, files, conversationIds);
   } catch (err) {

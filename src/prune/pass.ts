@@ -268,10 +268,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes)
         : owedBefore.estimated_bytes_after;
     }
-    // Aliases serve the seahorse mapping (done) and the alias groups; after that only an archive reads them.
+    // Aliases serve the seahorse mapping (done) and the alias groups; an archive reads them from the meta it stores.
     const agentIds = home.agents.map((a) => a.id);
     let aliasGroups: SessionRecord[][] | null = groupSessions(inv.sessions, agentIds);
-    if (!(o.apply && values.archive_dir)) releaseAliases(inv);
+    releaseAliases(inv);
     // Those aliases and the size walk's rows are dead: the plan starts clean.
     releaseGarbage();
     const plan: Plan = planPrune({

@@ -95,7 +95,7 @@ describe('prune --archive', () => {
     },
   );
 
-  it("keeps a session's aliases in its archive (the pass drops them after the plan unless it archives)", async () => {
+  it("keeps a session's aliases in its archive, read from the meta it archives (the pass let them go)", async () => {
     const archive = join(tempDir(), 'archive');
     const home = tempDir();
     const aliases = ['agent:main:main', 'agent:main:direct:42', 'agent:main:telegram:direct:42'];
