@@ -172,6 +172,23 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   return run.res;
 }
 
+/** A pass's result before it deletes anything: every group and orphan as the plan decided. */
+export function newApplyResult(plan: Plan): ApplyResult {
+  return {
+    groups: new GroupOutcomes(plan.groups),
+    orphans: new Map(),
+    shared: new Map(),
+    deletedSessions: 0,
+    deletedFileBytes: 0,
+    deletedConversations: 0,
+    seahorse: null,
+    vacuum: null,
+    size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
+    owed: null,
+    interrupted: false,
+  };
+}
+
 type Statement = ReturnType<Database['prepare']>;
 
 /**
@@ -216,19 +233,7 @@ export class ApplyRun {
     const { plan, db } = o;
     this.plan = plan;
     this.db = db;
-    const res: ApplyResult = {
-      groups: new GroupOutcomes(plan.groups),
-      orphans: new Map(),
-      shared: new Map(),
-      deletedSessions: 0,
-      deletedFileBytes: 0,
-      deletedConversations: 0,
-      seahorse: null,
-      vacuum: null,
-      size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
-      owed: null,
-      interrupted: false,
-    };
+    const res = newApplyResult(plan);
     this.res = res;
     for (const or of plan.orphans)
       res.orphans.set(or.conversation.conversationId, { action: or.action, reason: or.reason });

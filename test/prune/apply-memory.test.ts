@@ -9,7 +9,7 @@ import { planPrune, type Plan, type PlanGroup } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { dumpSeahorse, handHome, integrity, type HandSession } from '../support/home.js';
-import { NO_DB, NOW, rec } from '../support/plan-input.js';
+import { NO_DB, NOW, offlineApply, rec } from '../support/plan-input.js';
 import { tempDir } from '../support/tmp.js';
 import { settledHeapData } from '../support/heap.js';
 
@@ -29,16 +29,7 @@ describe('the outcome of an apply pass', () => {
   }
 
   function apply(plan: Plan): ApplyResult {
-    return applyPlan({
-      plan,
-      db: null,
-      dbPath: '/nonexistent/seahorse.db',
-      online: false,
-      forceVacuum: false,
-      freeSpace: () => ({ availableBytes: 1 << 40, totalBytes: 1 << 40, availableInodes: null, totalInodes: null }),
-      archiveDir: null,
-      nowMs: NOW,
-    });
+    return applyPlan(offlineApply(plan, null, '/nonexistent/seahorse.db'));
   }
 
   it('holds under 50 bytes per session when every group goes as planned (about 100 with an object each)', () => {
@@ -62,23 +53,15 @@ describe('the outcome of an apply pass', () => {
 
 describe('between two sessions', () => {
   it('the pass collects the garbage its sessions left once it passes 8 MiB over the last collection', () => {
-    const run = new ApplyRun({
-      plan: planPrune({
-        sessions: [],
-        orphanConversations: [],
-        agentIds: ['main'],
-        policy: DEFAULT_POLICY,
-        now: NOW,
-        db: NO_DB,
-      }),
-      db: null,
-      dbPath: '/nonexistent/seahorse.db',
-      online: false,
-      forceVacuum: false,
-      freeSpace: () => ({ availableBytes: 1 << 40, totalBytes: 1 << 40, availableInodes: null, totalInodes: null }),
-      archiveDir: null,
-      nowMs: NOW,
+    const plan = planPrune({
+      sessions: [],
+      orphanConversations: [],
+      agentIds: ['main'],
+      policy: DEFAULT_POLICY,
+      now: NOW,
+      db: NO_DB,
     });
+    const run = new ApplyRun(offlineApply(plan, null, '/nonexistent/seahorse.db'));
     releaseGarbage(0);
     const floor = process.memoryUsage().heapUsed;
     // What archiving thousands of sessions leaves behind: many small objects that outlived a scavenge.
@@ -120,16 +103,7 @@ describe('the deletions on seahorse.db', () => {
       return prepare(sql);
     };
     try {
-      const res = applyPlan({
-        plan,
-        db,
-        dbPath,
-        online: false,
-        forceVacuum: false,
-        freeSpace: () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null }),
-        archiveDir: null,
-        nowMs: NOW,
-      });
+      const res = applyPlan(offlineApply(plan, db, dbPath));
       expect([res.deletedSessions, res.deletedConversations]).toEqual([40, 40]);
       expect(db.pragma('cache_size', { simple: true })).toBe(-1000);
     } finally {

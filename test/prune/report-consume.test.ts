@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
-import { GroupOutcomes, type ApplyResult } from '../../src/prune/apply.js';
+import { newApplyResult, type ApplyResult } from '../../src/prune/apply.js';
 import { planPrune } from '../../src/prune/plan.js';
 import { policyValues, resolvePolicy } from '../../src/prune/policy.js';
 import { buildReport, type ReportInput } from '../../src/prune/report.js';
@@ -43,25 +43,12 @@ function input(home: string, consume: boolean, applied = false): ReportInput {
   // An apply's outcomes: most groups as planned, a few kept because they changed (stored apart).
   let result: ApplyResult | null = null;
   if (applied) {
-    const groups = new GroupOutcomes(plan.groups);
+    result = newApplyResult(plan);
     for (const g of plan.groups)
-      groups.set(
+      result.groups.set(
         g.id,
         g.id % 7 === 3 ? { action: 'keep', reason: 'changed_since_plan' } : { action: g.action, reason: g.reason },
       );
-    result = {
-      groups,
-      orphans: new Map(),
-      shared: new Map(),
-      deletedSessions: 0,
-      deletedFileBytes: 0,
-      deletedConversations: 0,
-      seahorse: null,
-      vacuum: null,
-      size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
-      interrupted: false,
-      owed: null,
-    };
   }
   return {
     mode: applied ? 'apply' : 'dry-run',

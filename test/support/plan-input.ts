@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import type { SessionRecord } from '../../src/picoclaw/inventory.js';
+import type { Database } from '../../src/io/sqlite.js';
+import type { ApplyOptions } from '../../src/prune/apply.js';
 import type { DbFacts, Plan } from '../../src/prune/plan.js';
 
 /** Shared by the planner's tests: a fixed clock, no database, hand-made session records. */
@@ -48,4 +50,24 @@ export function withPermutation<T>(items: fc.Arbitrary<T[]>): fc.Arbitrary<[T[],
   return items.chain((xs) =>
     fc.tuple(fc.constant(xs), fc.shuffledSubarray([...xs.keys()], { minLength: xs.length, maxLength: xs.length })),
   );
+}
+
+/** applyPlan's options for an offline pass with room to spare and no archive; `extra` overrides any. */
+export function offlineApply(
+  plan: Plan,
+  db: Database | null,
+  dbPath: string,
+  extra: Partial<ApplyOptions> = {},
+): ApplyOptions {
+  return {
+    plan,
+    db,
+    dbPath,
+    online: false,
+    forceVacuum: false,
+    freeSpace: () => ({ availableBytes: 1 << 40, totalBytes: 1 << 40, availableInodes: null, totalInodes: null }),
+    archiveDir: null,
+    nowMs: NOW,
+    ...extra,
+  };
 }
