@@ -20,6 +20,7 @@ import {
 } from './sessions.js';
 import { parseSqliteTime, usable } from './time.js';
 import { BLOCK, Columns, F } from './inventory-columns.js';
+import { ConversationColumns } from './conversation-columns.js';
 
 /**
  * The inventory: every session of every agent, with every usable timestamp, and
@@ -57,6 +58,7 @@ export interface SessionRecord {
 const NO_STRINGS: string[] = [];
 const NO_CONVERSATIONS: ConversationStat[] = [];
 Object.freeze(NO_STRINGS);
+Object.freeze(NO_CONVERSATIONS);
 
 const nullable = (x: number): number | null => (Number.isNaN(x) ? null : x);
 /** The file base a record derives from its key when it is not stored (checked as the record is made). */
@@ -74,9 +76,9 @@ class StoredRecord implements SessionRecord {
   dir: string;
   key: string | null;
   aliases: string[];
-  conversations: ConversationStat[];
   issues: Issue[];
-  private seahorseLast: string | null = null;
+  /** Its seahorse conversations: none, one, or a list (see `conversations`). */
+  private convs: ConversationStat | ConversationStat[] | null = null;
   /** The base name when it is not derived from the key. */
   private readonly ownBase: string | null;
   private readonly i: number;
@@ -94,7 +96,6 @@ class StoredRecord implements SessionRecord {
     this.ownBase = this.key !== null && baseOfKey(this.key) === s.base ? null : s.key === s.base ? this.key : s.base;
     const aliases = s.parsedMeta?.aliases;
     this.aliases = aliases && aliases.length > 0 ? aliases : NO_STRINGS;
-    this.conversations = NO_CONVERSATIONS;
     this.issues = s.issues.length > 0 ? [...s.issues] : (NO_STRINGS as Issue[]);
     const n = cols.num;
     const o = this.i * F.STRIDE;
@@ -136,13 +137,22 @@ class StoredRecord implements SessionRecord {
     return nullable(this.n(F.LastActivity));
   }
 
+  /** A new list on each read: most sessions have one conversation, kept without a list of its own. */
+  get conversations(): ConversationStat[] {
+    const c = this.convs;
+    return c === null ? NO_CONVERSATIONS : Array.isArray(c) ? c : [c];
+  }
+
   get times(): SessionTimes {
     const c = this.cols;
+    let seahorseLast: string | null = null;
+    for (const x of this.conversations)
+      if (x.lastMessageAt && (seahorseLast === null || x.lastMessageAt > seahorseLast)) seahorseLast = x.lastMessageAt;
     return {
       meta_updated_at: c.time(this.i, 0),
       meta_created_at: c.time(this.i, 1),
       jsonl_last_line: c.time(this.i, 2),
-      seahorse_last_message: this.seahorseLast,
+      seahorse_last_message: seahorseLast,
     };
   }
 
@@ -163,12 +173,10 @@ class StoredRecord implements SessionRecord {
   }
 
   addConversation(c: ConversationStat, lastMs: number | null): void {
-    // The row's key is a copy of this session's key: keep one string.
-    if (c.key === this.key && this.key !== null) c.key = this.key;
-    if (this.conversations === NO_CONVERSATIONS) this.conversations = [c];
-    else this.conversations.push(c);
-    if (c.lastMessageAt && (this.seahorseLast === null || c.lastMessageAt > this.seahorseLast))
-      this.seahorseLast = c.lastMessageAt;
+    const had = this.convs;
+    if (had === null) this.convs = c;
+    else if (Array.isArray(had)) had.push(c);
+    else this.convs = [had, c];
     const last = newest(this.lastActivityMs, lastMs);
     this.cols.num[this.i * F.STRIDE + F.LastActivity] = last ?? NaN;
   }
@@ -250,8 +258,9 @@ function mapConversations(
       else byKey.set(k, [had, s]);
     }
   }
-  // Row by row: a row is kept by its sessions (with their key string) or copied as an orphan,
-  // so the rows are never all held at once next to the index.
+  // Row by row: a row is kept in columns for its sessions or copied as an orphan, so the rows
+  // are never all held at once next to the index.
+  const convs = new ConversationColumns();
   const take = (c: ConversationStat) => {
     seahorse.conversations++;
     seahorse.messages += c.messages;
@@ -267,8 +276,11 @@ function mapConversations(
       });
       return;
     }
-    if (Array.isArray(owners)) for (const s of owners) s.addConversation(c, lastMs);
-    else owners.addConversation(c, lastMs);
+    // One stored copy for all its sessions; its key is the session's own string when they are equal.
+    const first = Array.isArray(owners) ? owners[0]! : owners;
+    const kept = convs.add(c, first.key === c.key ? first.key : c.key);
+    if (Array.isArray(owners)) for (const s of owners) s.addConversation(kept, lastMs);
+    else owners.addConversation(kept, lastMs);
   };
   eachConversation(db, take);
 }

@@ -240,7 +240,7 @@ export function seahorseError(path: string, err: unknown): GuardError {
  * 16 MB default, which a walk in index order fills without ever hitting it again (as fast with
  * 2 MB on a 20,000-session database, and 11 MiB less resident).
  */
-const WALK_CACHE_KIB = 2000;
+const WALK_CACHE_KIB = 500;
 
 /** Run one walk over the database with a small page cache, then give the connection its own back. */
 export function withWalkCache<T>(db: Database, walk: () => T): T {
