@@ -9,6 +9,7 @@
  *
  *   npm run build
  *   node dist/bench/memory.js [--sessions 2000,20000] [--runs 2] [--cli dist/src/cli.js] [--homes DIR] [--tmp DIR]
+ *   [--only "sessions,prune --json,daemon"]
  *   [--md FILE]
  *
  * --cli points at another build (an older commit) to compare "before" and "after" in the
@@ -48,12 +49,24 @@ function arg(name: string, def: string): string {
 
 const SIZES = arg('sessions', '2000,20000').split(',').map(Number);
 const RUNS = Number(arg('runs', '2'));
-/** A CLI to measure: its path, or `NODE_FLAGS::path` (e.g. `--max-semi-space-size=2::dist/src/cli.js`). */
+/**
+ * A CLI to measure: its path, or `SETTINGS::path`, where SETTINGS are Node flags and NAME=value
+ * environment variables as the units and the launcher set them (e.g.
+ * `--max-semi-space-size=2 MALLOC_ARENA_MAX=1::dist/src/cli.js`).
+ */
 const CLIS = arg('cli', CLI)
   .split(',')
   .map((p) => (p.includes('::') ? `${p.split('::')[0]}::${resolve(p.split('::')[1]!)}` : resolve(p)));
 const cliPath = (c: string) => (c.includes('::') ? c.split('::')[1]! : c);
-const nodeArgs = (c: string) => (c.includes('::') ? c.split('::')[0]!.split(' ').filter(Boolean) : []);
+const settings = (c: string) => (c.includes('::') ? c.split('::')[0]!.split(' ').filter(Boolean) : []);
+const isEnv = (t: string) => /^[A-Z_][A-Z0-9_]*=/.test(t);
+const nodeArgs = (c: string) => settings(c).filter((t) => !isEnv(t));
+const envOf = (c: string): Record<string, string> =>
+  Object.fromEntries(
+    settings(c)
+      .filter(isEnv)
+      .map((t) => [t.slice(0, t.indexOf('=')), t.slice(t.indexOf('=') + 1)]),
+  );
 const HOMES = arg('homes', '');
 const ONLY = arg('only', '');
 setTmpBase(arg('tmp', tmpdir()));
@@ -164,7 +177,7 @@ async function runCmd(cli: string, c: Cmd, b: BuiltHome): Promise<void> {
     copyHome(b.home, home);
   }
   const r = await runChild(process.execPath, [...nodeArgs(cli), cliPath(cli), ...c.args(home, state, scratch)], {
-    env: cliEnv(state),
+    env: { ...cliEnv(state), ...envOf(cli) },
     capture: false,
     timeoutMs: 30 * 60_000,
   });
@@ -206,6 +219,12 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
+/** The daemon's VmRSS after waiting `ms`. */
+async function settle(pid: number, ms: number): Promise<number | null> {
+  await new Promise((r) => setTimeout(r, ms));
+  return vm(pid, 'VmRSS');
+}
+
 async function daemon(cli: string, b: BuiltHome): Promise<void> {
   const scratch = mkdtempSync(join(tmpBase(), 'daemon-'));
   const home = join(scratch, 'home');
@@ -235,7 +254,7 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
       join(BOARD, 'vcgencmd'),
     ],
     {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1', ...envOf(cli) },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -243,7 +262,9 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   let out = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (d: string) => (out += d));
-  child.stderr.resume();
+  let err = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (d: string) => (err = (err + d).slice(-1500)));
   let passHwm = 0;
   const poll = setInterval(() => {
     for (const c of childrenOf(child.pid!)) passHwm = Math.max(passHwm, vm(c, 'VmHWM') ?? 0);
@@ -251,15 +272,17 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   const t0 = performance.now();
   // The pass at start ends with a log line naming its outcome.
   while (!/"msg":"prune pass"/.test(out) || childrenOf(child.pid!).length > 0) {
-    if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${out.slice(-1500)}`);
+    if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${out.slice(-1500)}${err}`);
     if (performance.now() - t0 > 30 * 60_000) throw new Error('no pass within 30 minutes');
     await new Promise((r) => setTimeout(r, 50));
   }
   const wall = performance.now() - t0;
   clearInterval(poll);
-  // Idle: a few seconds after the pass, what the daemon alone holds.
-  await new Promise((r) => setTimeout(r, 3000));
-  const idle = vm(child.pid!, 'VmRSS');
+  // Idle: what the daemon alone holds once settled. V8's memory reducer gives the pages of the
+  // daemon's start and of the pass's report back about 8 s after them (--gc-memory-reducer-start-delay-ms):
+  // 3 s after the pass is still before it (5 MiB more), 12 s is what the daemon holds between passes.
+  const justAfter = await settle(child.pid!, 3000);
+  const idle = await settle(child.pid!, 9000);
   const hwm = vm(child.pid!, 'VmHWM');
   const peakB = cg ? cg.peakBytes() : null;
   const together = peakB === null ? null : Math.round(peakB / 1024);
@@ -272,7 +295,8 @@ async function daemon(cli: string, b: BuiltHome): Promise<void> {
   await new Promise((r) => child.once('exit', r));
   cg?.remove();
   rmSync(scratch, { recursive: true, force: true });
-  put(`${cli}|${b.sessions}|daemon idle (after the pass)`, idle, wall);
+  put(`${cli}|${b.sessions}|daemon 3 s after the pass`, justAfter, wall);
+  put(`${cli}|${b.sessions}|daemon idle (12 s after the pass)`, idle, wall);
   put(`${cli}|${b.sessions}|daemon during the pass (its own peak)`, hwm, wall);
   put(`${cli}|${b.sessions}|daemon's pass child`, passHwm || null, wall);
   if (together !== null) put(`${cli}|${b.sessions}|daemon + pass (cgroup peak, page cache in)`, together, wall);
@@ -292,7 +316,8 @@ const homes: BuiltHome[] = [];
 for (const n of SIZES) homes.push(await homeOf(n));
 const names = [
   ...CMDS.map((c) => c.name),
-  'daemon idle (after the pass)',
+  'daemon 3 s after the pass',
+  'daemon idle (12 s after the pass)',
   'daemon during the pass (its own peak)',
   "daemon's pass child",
   'daemon + pass (cgroup peak, page cache in)',

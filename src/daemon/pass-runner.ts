@@ -45,6 +45,25 @@ export function passExecArgv(execArgv: readonly string[], env: NodeJS.ProcessEnv
   return set ? [...execArgv] : [...execArgv, '--max-semi-space-size=2'];
 }
 
+/**
+ * glibc's malloc arenas for the pass child, unless the daemon's environment sets its own (the units
+ * do): glibc gives each thread that allocates its own arena, up to eight per core, and Node's
+ * platform and libuv threads each keep one partly filled. One arena: 3-5 MiB less at the peak of a
+ * 20,000-session pass, the same time (BENCHMARKS.md, memory). Ignored by other C libraries (musl).
+ */
+const MALLOC_ARENAS = '1';
+
+/** The pass child's environment: the daemon's, with its memory budget and malloc arenas unless set. */
+export function passEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    ...env,
+    // src/io/sqlite.ts switches SQLite URIs on through this variable (read by better-sqlite3 at load).
+    SQLITE_USE_URI: '1',
+    PICOGUARD_PASS_MEMORY_MB: env.PICOGUARD_PASS_MEMORY_MB ?? String(DEFAULT_PASS_MEMORY_MB),
+    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? MALLOC_ARENAS,
+  };
+}
+
 const CHILD = fileURLToPath(new URL('./prune-child.js', import.meta.url));
 let seq = 0;
 
@@ -63,14 +82,9 @@ export class PassRunner {
     if (this.stopRequested) return Promise.resolve({ ok: false, message: 'the daemon is stopping', exitCode: null });
     const stopFile = join(tmpdir(), `picoclaw-guard-stop-${process.pid}-${++seq}`);
     const input: PassInput = { ...req, stopFile };
-    // src/io/sqlite.ts switches SQLite URIs on through this variable (read by better-sqlite3 at load).
     const child = fork(CHILD, [], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: {
-        ...process.env,
-        SQLITE_USE_URI: '1',
-        PICOGUARD_PASS_MEMORY_MB: process.env.PICOGUARD_PASS_MEMORY_MB ?? String(DEFAULT_PASS_MEMORY_MB),
-      },
+      env: passEnv(process.env),
       execArgv: passExecArgv(process.execArgv, process.env),
       serialization: 'advanced',
     });

@@ -237,8 +237,9 @@ export function seahorseError(path: string, err: unknown): GuardError {
 
 /**
  * SQLite's page cache while the whole file is walked once: better-sqlite3 builds SQLite with a
- * 16 MB default, which a walk in index order fills without ever hitting it again (as fast with
- * 2 MB on a 20,000-session database, and 11 MiB less resident).
+ * 16 MB default, which a walk in index order fills without ever hitting it again. On a
+ * 20,000-session database 2 MB was as fast as 16 and 11 MiB less resident; 500 KB as fast
+ * again (the inventory's walk and the size walk), 1.5 MiB less than 2 MB.
  */
 const WALK_CACHE_KIB = 500;
 

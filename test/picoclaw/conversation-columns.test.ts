@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/io/sqlite.js';
@@ -10,12 +9,20 @@ import { addConversation, handHome, writeSession } from '../support/home.js';
 import { settledHeapData } from '../support/heap.js';
 import { tempDir } from '../support/tmp.js';
 
-const FIELDS = ['conversationId', 'key', 'messages', 'summaries', 'lastMessageAt', 'lastMessageId', 'createdAt'] as const;
+const FIELDS = [
+  'conversationId',
+  'key',
+  'messages',
+  'summaries',
+  'lastMessageAt',
+  'lastMessageId',
+  'createdAt',
+] as const;
 
 /** Every field of a stored conversation, read through its getters, as a plain object. */
 const fields = (c: ConversationStat) => Object.fromEntries(FIELDS.map((f) => [f, c[f]]));
 
-describe('the inventory\'s conversation columns', () => {
+describe("the inventory's conversation columns", () => {
   // SQLite returns what a column holds, whatever its declared type: times of every shape, numbers
   // where a time is expected, NULLs, and integers of any size.
   const TIMES = [
@@ -79,7 +86,11 @@ describe('the inventory\'s conversation columns', () => {
       { key: 'sk_v1_b', updated: '2026-11-01T00:00:00Z', aliases: ['agent:main:telegram:direct:7'] },
       { key: 'sk_v1_c', updated: '2026-11-01T00:00:00Z', aliases: ['agent:main:telegram:direct:7'] },
     ]);
-    writeSession(sessionsDir, { key: 'sk_v1_d', updated: '2026-11-01T00:00:00Z', aliases: ['agent:main:slack:direct:9'] });
+    writeSession(sessionsDir, {
+      key: 'sk_v1_d',
+      updated: '2026-11-01T00:00:00Z',
+      aliases: ['agent:main:slack:direct:9'],
+    });
     const db = new (sqlite())(dbPath);
     addConversation(db, 'agent:main:telegram:direct:7', ['2026-11-04 12:00:00']);
     addConversation(db, 'sk_v1_d', ['2026-11-05 13:00:00']);

@@ -148,12 +148,12 @@ describe('releaseAliases', () => {
 });
 
 describe('a walk over seahorse.db', () => {
-  it('runs with a 2 MB page cache and gives the connection its own back; a smaller one is left alone', () => {
+  it('runs with a 500 KB page cache and gives the connection its own back; a smaller one is left alone', () => {
     const db = new (sqlite())(join(tempDir(), 'x.db'));
     try {
       const cache = () => db.pragma('cache_size', { simple: true });
       expect(cache()).toBe(-16000);
-      expect(withWalkCache(db, cache)).toBe(-2000);
+      expect(withWalkCache(db, cache)).toBe(-500);
       expect(cache()).toBe(-16000);
       db.pragma('cache_size = 100');
       expect(withWalkCache(db, cache)).toBe(100);

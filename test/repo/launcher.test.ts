@@ -16,23 +16,38 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
  * Runs the command through a symlink (as npm's global bin and `npm link` install it) with a preload
  * that records the Node flags the CLI process runs with.
  */
-function launch(nodeOptions: string): { code: number | null; stdout: string; execArgv: string[] } {
+function launch(
+  nodeOptions: string,
+  env: NodeJS.ProcessEnv = {},
+): { code: number | null; stdout: string; execArgv: string[]; arenas: string | null } {
   assertBuilt();
   const dir = tempDir();
   const link = join(dir, 'picoclaw-guard');
   symlinkSync(LAUNCHER, link);
   const out = join(dir, 'argv.json');
   const preload = join(dir, 'record.cjs');
-  writeFileSync(preload, `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.execArgv));\n`);
+  writeFileSync(
+    preload,
+    `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify([process.execArgv, ` +
+      `process.env.MALLOC_ARENA_MAX ?? null]));\n`,
+  );
   const r = spawnSync(link, ['--version'], {
     encoding: 'utf8',
     env: {
-      ...process.env,
+      ...withoutArenas(process.env),
+      ...env,
       PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
       NODE_OPTIONS: `${nodeOptions} --require ${preload}`,
     },
   });
-  return { code: r.status, stdout: r.stdout, execArgv: JSON.parse(readFileSync(out, 'utf8')) as string[] };
+  const [execArgv, arenas] = JSON.parse(readFileSync(out, 'utf8')) as [string[], string | null];
+  return { code: r.status, stdout: r.stdout, execArgv, arenas };
+}
+
+function withoutArenas(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy.MALLOC_ARENA_MAX;
+  return copy;
 }
 
 describe('the picoclaw-guard command', () => {
@@ -42,6 +57,13 @@ describe('the picoclaw-guard command', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe(pkg.version);
     expect(r.execArgv).toEqual(['--max-semi-space-size=2']);
+    expect(r.arenas).toBe('1');
+  });
+
+  it('leaves the malloc arenas to MALLOC_ARENA_MAX when it is set', () => {
+    const r = launch('', { MALLOC_ARENA_MAX: '4' });
+    expect(r.code).toBe(0);
+    expect(r.arenas).toBe('4');
   });
 
   it('leaves the young generation to NODE_OPTIONS when it sets one', () => {

@@ -129,6 +129,7 @@ describe('install-units', () => {
     expect(guard.get('Environment')).toEqual([
       `PICOCLAW_HOME=${realpathSync(home)}`,
       'NODE_OPTIONS=--max-semi-space-size=2',
+      'MALLOC_ARENA_MAX=1',
     ]);
     expect(guard.get('ReadWritePaths')).toEqual([realpathSync(home)]);
     expect(guard.get('ProtectSystem')).toEqual(['strict']);
@@ -144,6 +145,12 @@ describe('install-units', () => {
     expect(pre.get('Type')).toEqual(['oneshot']);
     expect(pre.get('ExecStart')).toEqual([`${process.execPath} ${CLI_REAL} prune --apply --if-enabled --pre-start`]);
     expect(pre.get('TimeoutStartSec')).toEqual(['150s']);
+    expect(pre.get('Environment')).toEqual([
+      `PICOCLAW_HOME=${realpathSync(home)}`,
+      'NODE_OPTIONS=--max-semi-space-size=2',
+      'MALLOC_ARENA_MAX=1',
+      'PICOGUARD_PASS_MEMORY_MB=160',
+    ]);
     expect(pre.has('RemainAfterExit')).toBe(false);
     expect(pre.has('MemoryDenyWriteExecute')).toBe(false);
 
