@@ -337,7 +337,7 @@ const headers = [
   ...homes.flatMap((b) =>
     CLIS.map(
       (c, i) =>
-        `${fmtInt(b.sessions)} sessions / ${fmtInt(b.messages)} msgs${CLIS.length > 1 ? ` [${i === 0 ? 'A' : 'B'}]` : ''}`,
+        `${fmtInt(b.sessions)} sessions / ${fmtInt(b.messages)} msgs${CLIS.length > 1 ? ` [${String.fromCharCode(65 + i)}]` : ''}`,
     ),
   ),
 ];
@@ -360,7 +360,7 @@ const tables: Table[] = [
   { title: `Wall time (median of ${RUNS} runs)`, headers, rows: timeRows, right: headers.map((_, i) => i).slice(1) },
 ];
 const notes = [
-  `CLIs: ${CLIS.map((c, i) => `${CLIS.length > 1 ? `[${i === 0 ? 'A' : 'B'}] ` : ''}${c}`).join('; ')}`,
+  `CLIs: ${CLIS.map((c, i) => `${CLIS.length > 1 ? `[${String.fromCharCode(65 + i)}] ` : ''}${c}`).join('; ')}`,
   `load average ${m.load.toFixed(2)} at the start, ${loadEnd.toFixed(2)} at the end`,
   `measured by ${hasGnuTime() ? 'GNU time %M' : 'VmHWM polled every 5 ms'}`,
 ];
