@@ -6,7 +6,7 @@ import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import type { ConversationStat } from '../../src/picoclaw/seahorse.js';
 import { addConversation, handHome, writeSession } from '../support/home.js';
-import { settledHeapData } from '../support/heap.js';
+import { heldPerSession } from '../support/heap.js';
 import { tempDir } from '../support/tmp.js';
 
 const FIELDS = [
@@ -138,16 +138,8 @@ describe("the inventory's conversation columns", () => {
     })();
     db.close();
     const home_ = discoverHome({ home });
-    // As in inventory-compact.test.ts: a first build compiles the code, then the least of three.
+    // A first build compiles the code.
     expect(buildInventory(home_).sessions.every((s) => s.conversations.length === 1)).toBe(true);
-    const held = () => {
-      const before = settledHeapData();
-      const inv = buildInventory(home_);
-      const bytes = settledHeapData() - before;
-      expect(inv.sessions).toHaveLength(n);
-      return bytes;
-    };
-    const perSession = Math.min(held(), held(), held()) / n;
-    expect(perSession).toBeLessThan(350);
+    expect(heldPerSession(() => buildInventory(home_), n)).toBeLessThan(350);
   });
 });

@@ -8,7 +8,7 @@ import { withWalkCache } from '../../src/picoclaw/seahorse.js';
 import { scanStore, storeTimes } from '../../src/picoclaw/sessions.js';
 import { handHome, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
-import { settledHeapData } from '../support/heap.js';
+import { heldPerSession, settledHeapData } from '../support/heap.js';
 
 /** The inventory keeps its numbers and written times packed: what it gives back must be what the files say. */
 describe('the compact inventory', () => {
@@ -108,19 +108,9 @@ describe('the compact inventory', () => {
       writeSession(sessionsDir, { key, updated: at.replace('Z', '+02:00'), created: at, lastLine: at, aliases });
     }
     const home_ = discoverHome({ home });
-    // A first inventory compiles the code; then collect before and after so that only what the next
-    // one keeps is counted. The least of three: code V8 optimises on a background thread meanwhile
-    // brings its data along, a few hundred KB more in one measurement on a loaded machine.
+    // A first inventory compiles the code; then only what the next one keeps is counted.
     expect(buildInventory(home_).sessions).toHaveLength(n);
-    const held = () => {
-      const before = settledHeapData();
-      const inv = buildInventory(home_);
-      const bytes = settledHeapData() - before;
-      expect(inv.sessions).toHaveLength(n);
-      return bytes;
-    };
-    const perSession = Math.min(held(), held(), held()) / n;
-    expect(perSession).toBeLessThan(550);
+    expect(heldPerSession(() => buildInventory(home_), n)).toBeLessThan(550);
   });
 });
 
