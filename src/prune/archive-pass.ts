@@ -7,7 +7,13 @@ import type { Database } from '../io/sqlite.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import { ARCHIVE_BYTES } from './archive-fields.js';
-import { archiveOrphan, archiveSession, removeArchive, type ArchiveContext } from './archive.js';
+import {
+  archiveOrphan,
+  archiveSession,
+  defaultSessionArchivePath,
+  removeArchive,
+  type ArchiveContext,
+} from './archive.js';
 import type { Plan } from './plan.js';
 
 /**
@@ -162,6 +168,11 @@ export class PassArchiver {
   /** A conversation deleted on its own (no session file claims it, or every claimant is gone). */
   orphan(c: { conversationId: number; key: string }): Pending {
     return { paths: [this.guard(() => archiveOrphan(this.ctx, c))], rowsBefore: this.rowsDeleted(), files: [] };
+  }
+
+  /** Where session s's archive goes in this pass unless that name is taken (group() then returns another). */
+  defaultPath(s: SessionRecord): string {
+    return defaultSessionArchivePath(this.ctx, s);
   }
 
   /**

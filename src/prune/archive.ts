@@ -198,6 +198,29 @@ function fileSafe(s: string): string {
   return s.replace(/[^A-Za-z0-9._:@+=-]/g, '_').slice(0, 120);
 }
 
+/** The folder, home and time of a pass's archives: all a name depends on besides what is archived. */
+export type ArchivePlace = Pick<ArchiveContext, 'dir' | 'homeReal' | 'nowMs'>;
+
+/**
+ * The path of the i-th name of an archive called visibleName in this pass: the first is the default, the
+ * next ones (`-2`, ...) are tried when it is taken. The one place a name is made, so that what computes
+ * an archive's path again (a pass's outcomes) can never disagree with where it was written.
+ */
+export function archivePath(ctx: ArchivePlace, visibleName: string, i = 1): string {
+  const base = `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_${visibleName}`;
+  return join(ctx.dir, `${base}${i === 1 ? '' : `-${i}`}${ARCHIVE_SUFFIX}`);
+}
+
+/** A session's archive name within its folder, before the pass's stamp and home tag. */
+function sessionName(s: Pick<SessionRecord, 'agent' | 'base'>): string {
+  return fileSafe(`${s.agent}_${s.base}`);
+}
+
+/** Where session s's archive goes in this pass unless another archive already holds that name. */
+export function defaultSessionArchivePath(ctx: ArchivePlace, s: Pick<SessionRecord, 'agent' | 'base'>): string {
+  return archivePath(ctx, sessionName(s));
+}
+
 function unlinkQuiet(p: string): void {
   try {
     unlinkSync(p);
@@ -255,9 +278,8 @@ function writeArchive(
       throw new Error('the archive read back differs from what was written');
     closeSync(fd);
     fd = null;
-    const base = `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_${visibleName}`;
     for (let i = 1; ; i++) {
-      const target = join(ctx.dir, `${base}${i === 1 ? '' : `-${i}`}${ARCHIVE_SUFFIX}`);
+      const target = archivePath(ctx, visibleName, i);
       try {
         linkSync(tarTmp, target);
         fsyncDir(ctx.dir);
@@ -307,7 +329,7 @@ export function archiveSession(ctx: ArchiveContext, s: SessionRecord, conversati
       key: s.key,
       aliases: meta.aliases,
     } as const;
-    return writeArchive(ctx, fileSafe(`${s.agent}_${s.base}`), manifest, files, conversationIds);
+    return writeArchive(ctx, sessionName(s), manifest, files, conversationIds);
   } catch (err) {
     throw failed(s.key, ctx.dir, err);
   } finally {

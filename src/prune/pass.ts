@@ -330,9 +330,14 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     const refused = (x: { action: string; reason: string }) =>
       x.action === 'keep' &&
       ['changed_since_plan', 'archive_failed', 'not_writable', 'delete_failed', 'interrupted'].includes(x.reason);
+    // One outcome at a time: a list of them all would hold every deletion's archive path at once (GroupOutcomes
+    // makes each again when asked for).
     const partial =
       result !== null &&
-      [...result.groups.values(), ...result.orphans.values(), ...result.shared.values()].some(refused);
+      [result.groups.values(), result.orphans.values(), result.shared.values()].some((outcomes) => {
+        for (const x of outcomes) if (refused(x)) return true;
+        return false;
+      });
     const report = buildReport({
       ...withGw,
       inventory: inv,

@@ -1,0 +1,185 @@
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { discoverHome } from '../../src/picoclaw/home.js';
+import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
+import { applyPlan, GroupOutcomes, newApplyResult, type ApplyResult, type Outcome } from '../../src/prune/apply.js';
+import { PassArchiver } from '../../src/prune/archive-pass.js';
+import { planPrune, type Plan } from '../../src/prune/plan.js';
+import { DEFAULT_POLICY, policyValues, resolvePolicy } from '../../src/prune/policy.js';
+import { buildReport, type ReportInput } from '../../src/prune/report.js';
+import { handHome, type HandSession } from '../support/home.js';
+import { NOW, offlineApply } from '../support/plan-input.js';
+import { tempDir } from '../support/tmp.js';
+
+/** How many outcomes a GroupOutcomes holds itself (its size reads as every plan group). */
+const stored = (m: GroupOutcomes): number => Object.getOwnPropertyDescriptor(Map.prototype, 'size')!.get!.call(m);
+
+const day = (d: number) => new Date(NOW - d * 86_400_000).toISOString();
+const old = (key: string, extra: Partial<HandSession> = {}): HandSession => ({
+  key,
+  updated: day(200),
+  seahorse: [day(200).replace('T', ' ').slice(0, 19)],
+  ...extra,
+});
+
+function planOf(home: string): Plan {
+  const h = discoverHome({ home, env: {} });
+  const inv = buildInventory(h);
+  return planPrune({
+    sessions: inv.sessions,
+    orphanConversations: inv.orphanConversations,
+    agentIds: h.agents.map((a) => a.id),
+    policy: { ...DEFAULT_POLICY, max_db_size_mb: 0 },
+    now: NOW,
+    db: { present: true, fileBytes: 0, usedBytes: 0, contentBytes: null },
+  });
+}
+
+/** Apply the plan of home with an archive folder; returns the result and every outcome the pass set, last per id. */
+function applyArchived(home: string, dbPath: string, archive: string) {
+  const plan = planOf(home);
+  // Every outcome the pass sets, as it was set: what get() must give back.
+  const spy = vi.spyOn(GroupOutcomes.prototype, 'set');
+  const db = openSeahorseWrite(dbPath, 5000);
+  let res: ApplyResult;
+  const set = new Map<number, Outcome>();
+  try {
+    res = applyPlan(offlineApply(plan, db, dbPath, { archiveDir: archive, archiveHome: realpathSync(home) }));
+  } finally {
+    db.close();
+    for (const [id, o] of spy.mock.calls) set.set(id, structuredClone(o));
+    spy.mockRestore();
+  }
+  return { plan, res, set };
+}
+
+describe('the outcomes of an archiving pass', () => {
+  it('hold nothing per group for an archive at its default path, yet read back exactly what was set', () => {
+    const home = tempDir();
+    const sessions = [old('sk_v1_a'), old('sk_v1_b'), old('agent:cron-x'), old('sk_v1_c', { aliases: ['sk_v1_d'] })];
+    sessions.push(old('sk_v1_d'), { key: 'sk_v1_new', updated: day(0) });
+    const { dbPath } = handHome(home, sessions);
+    const archive = join(tempDir(), 'archive');
+    const { plan, res, set } = applyArchived(home, dbPath, archive);
+
+    const deletes = [...set].filter(([, o]) => o.action === 'delete');
+    expect(deletes.length).toBe(plan.groups.filter((g) => g.action === 'delete').length);
+    expect(deletes.length).toBeGreaterThanOrEqual(4);
+    expect(plan.groups.some((g) => g.members.length === 2 && g.action === 'delete')).toBe(true);
+    for (const [id, o] of deletes) {
+      expect(o.archive && existsSync(o.archive)).toBe(true);
+      expect(dirname(o.archive!)).toBe(archive);
+      expect(res.groups.get(id)).toStrictEqual(o);
+    }
+    expect(res.deletedSessions).toBe(5);
+    // The result keeps no object, and no path, for any of them.
+    expect(stored(res.groups)).toBe(0);
+  });
+
+  it('keep a suffixed archive name (the default was taken) whole, and read it back exactly', () => {
+    // Agent "ops" with base "agent_cron-1" and agent "ops_agent" with base "cron-1" both spell ops_agent_cron-1.
+    const home = tempDir();
+    const opsDir = join(home, 'ws-ops', 'sessions');
+    const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
+    mkdirSync(opsDir, { recursive: true });
+    mkdirSync(opsAgentDir, { recursive: true });
+    const config = {
+      agents: {
+        defaults: { context_manager: 'seahorse' },
+        list: [
+          { id: 'main', default: true },
+          { id: 'ops', workspace: join(home, 'ws-ops') },
+          { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
+        ],
+      },
+    };
+    const { dbPath } = handHome(
+      home,
+      [
+        { key: 'sk_v1_new', updated: day(0) },
+        old('agent:cron-1', { agentDir: opsDir }),
+        old('cron-1', { agentDir: opsAgentDir }),
+        old('sk_v1_plain'),
+      ],
+      { config },
+    );
+    const archive = join(tempDir(), 'archive');
+    const { res, set } = applyArchived(home, dbPath, archive);
+
+    const paths = [...set.values()].filter((o) => o.action === 'delete').map((o) => o.archive!);
+    expect(paths).toHaveLength(3);
+    const suffixed = paths.filter((p) => p.endsWith('_ops_agent_cron-1-2.tar.gz'));
+    expect(suffixed).toHaveLength(1);
+    expect(existsSync(suffixed[0]!)).toBe(true);
+    for (const [id, o] of set) expect(res.groups.get(id)).toStrictEqual(o);
+    // Only the suffixed one is held.
+    expect(stored(res.groups)).toBe(1);
+  });
+
+  it("are read by a report that lets the plan's groups go, as when it keeps them", () => {
+    const home = tempDir();
+    const sessions: HandSession[] = [];
+    for (let i = 0; i < 30; i++)
+      sessions.push({
+        key: `sk_v1_s${i}`,
+        updated: day(i * 3),
+        aliases: i % 5 === 1 ? [`sk_v1_s${i + 1}`] : undefined,
+      });
+    handHome(home, sessions);
+    const report = (consume: boolean) => {
+      const h = discoverHome({ home, env: {} });
+      const policy = resolvePolicy({ flags: { max_age_days: 30, max_sessions: 10 } });
+      const inventory = buildInventory(h);
+      const plan = planPrune({
+        sessions: inventory.sessions,
+        orphanConversations: inventory.orphanConversations,
+        agentIds: h.agents.map((a) => a.id),
+        policy: policyValues(policy),
+        now: NOW,
+        db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
+      });
+      // Every deletion archived at its last member's default path, but one group whose name was taken.
+      const archiver = new PassArchiver(join(home, 'archive'), home, null, NOW, () => 0);
+      const result = newApplyResult(plan);
+      result.groups.archivesAt((s) => archiver.defaultPath(s));
+      const deleted = plan.groups.filter((g) => g.action === 'delete');
+      for (const g of deleted) {
+        const archive = archiver.defaultPath(g.members.at(-1)!);
+        result.groups.set(g.id, {
+          action: 'delete',
+          reason: g.reason,
+          archive: g === deleted[1] ? archive.replace(/\.tar\.gz$/, '-2.tar.gz') : archive,
+        });
+      }
+      expect(stored(result.groups)).toBe(1);
+      const input: ReportInput = {
+        mode: 'apply',
+        now: new Date(NOW),
+        home: h,
+        policy,
+        t0: 0,
+        gateway: null,
+        inventory,
+        plan,
+        result,
+        skipped: null,
+        exitCode: 0,
+        warnings: [],
+        dbFacts: null,
+        consume,
+      };
+      return { r: buildReport(input), defaults: deleted.map((g) => archiver.defaultPath(g.members.at(-1)!)) };
+    };
+    const kept = report(false);
+    const spent = report(true);
+    expect({ ...spent.r, duration_ms: 0 }).toEqual({ ...kept.r, duration_ms: 0 });
+    const archives = spent.r.sessions.map((s) => s.archive).filter((a) => a !== null);
+    expect(archives.length).toBeGreaterThan(10);
+    expect(archives.filter((a) => a.endsWith('-2.tar.gz'))).toHaveLength(1);
+    expect(new Set(archives)).toEqual(
+      new Set(spent.defaults.map((p, i) => (i === 1 ? p.replace(/\.tar\.gz$/, '-2.tar.gz') : p))),
+    );
+  });
+});
