@@ -77,6 +77,19 @@ describe("the inventory's conversation columns", () => {
       ),
       { numRuns: 40 },
     );
+    // Past the first blocks of 1,024 (fast-check's arrays stay short): rows of every shape in turn.
+    const cols = new ConversationColumns();
+    const rows = Array.from({ length: 2500 }, (_, i) => ({
+      conversationId: i * 7919,
+      key: `k${i}`,
+      messages: i % 5 === 0 ? null : i,
+      summaries: -i,
+      lastMessageAt: i % 3 === 0 ? null : TIMES[i % TIMES.length]!,
+      lastMessageId: i % 4 === 0 ? null : 2 ** 40 + i,
+      createdAt: i % 2 === 0 ? i : TIMES[(i * 7) % TIMES.length]!,
+    }));
+    const kept = rows.map((r) => cols.add(r as unknown as ConversationStat, r.key));
+    expect(kept.map(fields)).toEqual(rows);
   });
 
   it('hands the inventory each row as read, one stored copy for the sessions that share it', () => {
