@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
@@ -7,10 +7,11 @@ import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
 import { applyPlan, GroupOutcomes, newApplyResult, type ApplyResult, type Outcome } from '../../src/prune/apply.js';
 import { PassArchiver } from '../../src/prune/archive-pass.js';
 import { planPrune, type Plan } from '../../src/prune/plan.js';
-import { DEFAULT_POLICY, policyValues, resolvePolicy } from '../../src/prune/policy.js';
-import { buildReport, type ReportInput } from '../../src/prune/report.js';
-import { handHome, type HandSession } from '../support/home.js';
+import { DEFAULT_POLICY } from '../../src/prune/policy.js';
+import { buildReport } from '../../src/prune/report.js';
+import { collidingAgents, handHome, type HandSession } from '../support/home.js';
 import { NOW, offlineApply } from '../support/plan-input.js';
+import { plannedHome, reportInput } from '../support/report-input.js';
 import { tempDir } from '../support/tmp.js';
 
 /** How many outcomes a GroupOutcomes holds itself (its size reads as every plan group). */
@@ -81,20 +82,7 @@ describe('the outcomes of an archiving pass', () => {
   it('keep a suffixed archive name (the default was taken) whole, and read it back exactly', () => {
     // Agent "ops" with base "agent_cron-1" and agent "ops_agent" with base "cron-1" both spell ops_agent_cron-1.
     const home = tempDir();
-    const opsDir = join(home, 'ws-ops', 'sessions');
-    const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
-    mkdirSync(opsDir, { recursive: true });
-    mkdirSync(opsAgentDir, { recursive: true });
-    const config = {
-      agents: {
-        defaults: { context_manager: 'seahorse' },
-        list: [
-          { id: 'main', default: true },
-          { id: 'ops', workspace: join(home, 'ws-ops') },
-          { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
-        ],
-      },
-    };
+    const { opsDir, opsAgentDir, config } = collidingAgents(home);
     const { dbPath } = handHome(
       home,
       [
@@ -129,17 +117,8 @@ describe('the outcomes of an archiving pass', () => {
       });
     handHome(home, sessions);
     const report = (consume: boolean) => {
-      const h = discoverHome({ home, env: {} });
-      const policy = resolvePolicy({ flags: { max_age_days: 30, max_sessions: 10 } });
-      const inventory = buildInventory(h);
-      const plan = planPrune({
-        sessions: inventory.sessions,
-        orphanConversations: inventory.orphanConversations,
-        agentIds: h.agents.map((a) => a.id),
-        policy: policyValues(policy),
-        now: NOW,
-        db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
-      });
+      const planned = plannedHome(home, NOW);
+      const plan = planned.plan;
       // Every deletion archived at its last member's default path, but one group whose name was taken.
       const archiver = new PassArchiver(join(home, 'archive'), home, null, NOW, () => 0);
       const result = newApplyResult(plan);
@@ -154,23 +133,10 @@ describe('the outcomes of an archiving pass', () => {
         });
       }
       expect(stored(result.groups)).toBe(1);
-      const input: ReportInput = {
-        mode: 'apply',
-        now: new Date(NOW),
-        home: h,
-        policy,
-        t0: 0,
-        gateway: null,
-        inventory,
-        plan,
-        result,
-        skipped: null,
-        exitCode: 0,
-        warnings: [],
-        dbFacts: null,
-        consume,
+      return {
+        r: buildReport(reportInput(planned, NOW, result, consume)),
+        defaults: deleted.map((g) => archiver.defaultPath(g.members.at(-1)!)),
       };
-      return { r: buildReport(input), defaults: deleted.map((g) => archiver.defaultPath(g.members.at(-1)!)) };
     };
     const kept = report(false);
     const spent = report(true);

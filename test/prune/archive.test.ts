@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
@@ -12,7 +12,7 @@ import { planPrune } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { inspectArchive } from '../../src/prune/archive-read.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
-import { addConversation, dumpSeahorse, handHome } from '../support/home.js';
+import { addConversation, collidingAgents, dumpSeahorse, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { downGateway } from '../support/gateway-state.js';
 
@@ -47,20 +47,7 @@ describe('prune --archive', () => {
       const archive = join(tempDir(), 'archive');
       // Agent "ops" with base "agent_cron-1" and agent "ops_agent" with base "cron-1" both spell ops_agent_cron-1.
       const home = tempDir();
-      const opsDir = join(home, 'ws-ops', 'sessions');
-      const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
-      mkdirSync(opsDir, { recursive: true });
-      mkdirSync(opsAgentDir, { recursive: true });
-      const config = {
-        agents: {
-          defaults: { context_manager: 'seahorse' },
-          list: [
-            { id: 'main', default: true },
-            { id: 'ops', workspace: join(home, 'ws-ops') },
-            { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
-          ],
-        },
-      };
+      const { opsDir, opsAgentDir, config } = collidingAgents(home);
       handHome(
         home,
         [recent, { ...old('agent:cron-1'), agentDir: opsDir }, { ...old('cron-1'), agentDir: opsAgentDir }],

@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { newApplyResult, type ApplyResult } from '../../src/prune/apply.js';
-import { planPrune } from '../../src/prune/plan.js';
-import { policyValues, resolvePolicy } from '../../src/prune/policy.js';
 import { buildReport, type ReportInput } from '../../src/prune/report.js';
 import { handHome } from '../support/home.js';
+import { plannedHome, reportInput } from '../support/report-input.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
@@ -29,17 +26,8 @@ function sampleHome(): string {
 }
 
 function input(home: string, consume: boolean, applied = false): ReportInput {
-  const h = discoverHome({ home, env: {} });
-  const policy = resolvePolicy({ flags: { max_age_days: 30, max_sessions: 10 } });
-  const inventory = buildInventory(h);
-  const plan = planPrune({
-    sessions: inventory.sessions,
-    orphanConversations: inventory.orphanConversations,
-    agentIds: h.agents.map((a) => a.id),
-    policy: policyValues(policy),
-    now: NOW.getTime(),
-    db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
-  });
+  const planned = plannedHome(home, NOW.getTime());
+  const plan = planned.plan;
   // An apply's outcomes: most groups as planned, a few kept because they changed (stored apart).
   let result: ApplyResult | null = null;
   if (applied) {
@@ -50,22 +38,7 @@ function input(home: string, consume: boolean, applied = false): ReportInput {
         g.id % 7 === 3 ? { action: 'keep', reason: 'changed_since_plan' } : { action: g.action, reason: g.reason },
       );
   }
-  return {
-    mode: applied ? 'apply' : 'dry-run',
-    now: NOW,
-    home: h,
-    policy,
-    t0: 0,
-    gateway: null,
-    inventory,
-    plan,
-    result,
-    skipped: null,
-    exitCode: 0,
-    warnings: [],
-    dbFacts: null,
-    consume,
-  };
+  return reportInput(planned, NOW.getTime(), result, consume);
 }
 
 describe('buildReport with consume', () => {

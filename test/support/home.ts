@@ -231,3 +231,30 @@ export function canMount(): boolean {
     rmSync(d, { recursive: true, force: true });
   }
 }
+
+/**
+ * A home whose agents "ops" and "ops_agent" have workspaces of their own (ws-ops, ws-ops-agent): a
+ * session `agent:cron-1` of ops (file base agent_cron-1) and a session `cron-1` of ops_agent both
+ * spell ops_agent_cron-1 as agent_base. Returns their sessions folders and the config for handHome.
+ */
+export function collidingAgents(home: string): {
+  opsDir: string;
+  opsAgentDir: string;
+  config: Record<string, unknown>;
+} {
+  const opsDir = join(home, 'ws-ops', 'sessions');
+  const opsAgentDir = join(home, 'ws-ops-agent', 'sessions');
+  mkdirSync(opsDir, { recursive: true });
+  mkdirSync(opsAgentDir, { recursive: true });
+  const config = {
+    agents: {
+      defaults: { context_manager: 'seahorse' },
+      list: [
+        { id: 'main', default: true },
+        { id: 'ops', workspace: join(home, 'ws-ops') },
+        { id: 'ops_agent', workspace: join(home, 'ws-ops-agent') },
+      ],
+    },
+  };
+  return { opsDir, opsAgentDir, config };
+}
