@@ -5,7 +5,8 @@ import type { ConversationStat } from './seahorse.js';
  * block (src/picoclaw/inventory.ts). A row as better-sqlite3 returns it is an object of seven
  * properties with two 19-character time strings: about 250 bytes of heap a conversation, most
  * of a large home's inventory after its session records. Here a conversation is a small object
- * over one row of numbers, and its key is the session's own string where they are equal.
+ * read as a small object over one row of numbers, and its key is the session's own string where
+ * they are equal.
  */
 
 /** The fields of one conversation, at `i * STRIDE` in its block's Float64Array. */
@@ -121,14 +122,18 @@ class StoredConversation implements ConversationStat {
   }
 }
 
-/** The conversations of one inventory. */
+/**
+ * The conversations of one inventory, by row number. A session keeps the numbers of its rows and
+ * reads each as a fresh object over its row: an object per row held for the whole pass would be
+ * as large as the row itself.
+ */
 export class ConversationColumns {
-  private block = new Block();
+  private readonly blocks: Block[] = [];
 
-  /** Keep a row; `key` is the string to keep for its key (a session's own, when equal). */
-  add(row: ConversationStat, key: string): ConversationStat {
-    if (this.block.size === BLOCK) this.block = new Block();
-    const b = this.block;
+  /** Keep a row; `key` is the string to keep for its key (a session's own, when equal). Returns its number. */
+  add(row: ConversationStat, key: string): number {
+    let b = this.blocks[this.blocks.length - 1];
+    if (b === undefined || b.size === BLOCK) this.blocks.push((b = new Block()));
     const i = b.size++;
     const o = i * C.STRIDE;
     b.keys.push(key);
@@ -138,6 +143,13 @@ export class ConversationColumns {
     b.put(o + C.LastId, 'lastMessageId' in row ? row.lastMessageId : undefined);
     b.putTime(o + C.LastAt, row.lastMessageAt);
     b.putTime(o + C.CreatedAt, row.createdAt);
-    return new StoredConversation(b, i);
+    return (this.blocks.length - 1) * BLOCK + i;
+  }
+
+  /** Row `n` as a conversation: every field as it was added. */
+  get(n: number): ConversationStat {
+    const b = this.blocks[Math.floor(n / BLOCK)];
+    if (b === undefined || n % BLOCK >= b.size) throw new RangeError(`no conversation row ${n}`);
+    return new StoredConversation(b, n % BLOCK);
   }
 }

@@ -4,7 +4,6 @@ import type { Database } from '../io/sqlite.js';
 import type { PicoClawHome } from './home.js';
 import {
   dbFileBytes,
-  isMainAlias,
   openSeahorseRead,
   eachConversation,
   type ConversationStat,
@@ -21,6 +20,9 @@ import {
 import { parseSqliteTime, usable } from './time.js';
 import { BLOCK, Columns, F } from './inventory-columns.js';
 import { ConversationColumns } from './conversation-columns.js';
+import { KeyClaims, groupKeys } from './key-claims.js';
+
+export { groupKeys };
 
 /**
  * The inventory: every session of every agent, with every usable timestamp, and
@@ -60,6 +62,14 @@ const NO_CONVERSATIONS: ConversationStat[] = [];
 Object.freeze(NO_STRINGS);
 Object.freeze(NO_CONVERSATIONS);
 
+/** What the records of one column block and one agent's folder share. */
+interface Place {
+  readonly agent: string;
+  readonly dir: string;
+  readonly cols: Columns;
+  readonly conversations: ConversationColumns;
+}
+
 const nullable = (x: number): number | null => (Number.isNaN(x) ? null : x);
 /** The file base a record derives from its key when it is not stored (checked as the record is made). */
 const baseOfKey = (key: string): string => (key.includes(':') ? key.replaceAll(':', '_') : key);
@@ -72,30 +82,29 @@ const baseOfKey = (key: string): string => (key.includes(':') ? key.replaceAll('
  * 20,000-session home this is what keeps the inventory's memory flat.
  */
 class StoredRecord implements SessionRecord {
-  agent: string;
-  dir: string;
   key: string | null;
-  aliases: string[];
   issues: Issue[];
-  /** Its seahorse conversations: none, one, or a list (see `conversations`). */
-  private convs: ConversationStat | ConversationStat[] | null = null;
+  /** Its seahorse conversations' row numbers in the inventory's columns: none (-1), one, or a list. */
+  private convs: number | number[] = -1;
+  /** The aliases as one JSON string (see `aliases`), or null for none. */
+  private aliasJson: string | null;
   /** The base name when it is not derived from the key. */
   private readonly ownBase: string | null;
   private readonly i: number;
-  private readonly cols: Columns;
+  /** Agent, folder and column block: one object shared by the records made together. */
+  private readonly at: Place;
 
-  constructor(cols: Columns, s: StoredSession, agent: string, t: ReturnType<typeof storeTimes>) {
-    this.cols = cols;
+  constructor(at: Place, s: StoredSession, t: ReturnType<typeof storeTimes>) {
+    const cols = at.cols;
+    this.at = at;
     this.i = cols.add();
     if (this.i < 0) throw new Error('a full block of columns');
-    this.agent = agent;
-    this.dir = s.dir;
-    // Most keys are their own file base (sk_v1_...), or the base is the key with ':' written '_'
-    // (agent:cron-...): keep one string for both.
-    this.key = s.key === s.base ? s.base : s.key;
-    this.ownBase = this.key !== null && baseOfKey(this.key) === s.base ? null : s.key === s.base ? this.key : s.base;
-    const aliases = s.parsedMeta?.aliases;
-    this.aliases = aliases && aliases.length > 0 ? aliases : NO_STRINGS;
+    // The key as the meta's parser made it: a string of its own. The file base is a slice of the
+    // listed file name, which would keep that whole name alive behind it.
+    this.key = s.key;
+    this.ownBase = this.key !== null && baseOfKey(this.key) === s.base ? null : s.base;
+    this.aliasJson = null;
+    this.aliases = s.parsedMeta?.aliases ?? NO_STRINGS;
     this.issues = s.issues.length > 0 ? [...s.issues] : (NO_STRINGS as Issue[]);
     const n = cols.num;
     const o = this.i * F.STRIDE;
@@ -111,6 +120,31 @@ class StoredRecord implements SessionRecord {
     cols.setTime(this.i, 0, s.parsedMeta?.updatedAt ?? null);
     cols.setTime(this.i, 1, s.parsedMeta?.createdAt ?? null);
     cols.setTime(this.i, 2, s.lastLineCreatedAt);
+  }
+
+  get agent(): string {
+    return this.at.agent;
+  }
+
+  get dir(): string {
+    return this.at.dir;
+  }
+
+  private get cols(): Columns {
+    return this.at.cols;
+  }
+
+  /**
+   * A new list on each read, parsed from one string: a scoped session lists four aliases or so, and
+   * as a list of strings they were the largest part of a record. They are read to group the
+   * sessions, to tie them to seahorse conversations and for `sessions --json`: a few times each.
+   */
+  get aliases(): string[] {
+    return this.aliasJson === null ? NO_STRINGS : (JSON.parse(this.aliasJson) as string[]);
+  }
+
+  set aliases(a: readonly string[]) {
+    this.aliasJson = a.length > 0 ? JSON.stringify(a) : null;
   }
 
   private n(f: F): number {
@@ -137,10 +171,14 @@ class StoredRecord implements SessionRecord {
     return nullable(this.n(F.LastActivity));
   }
 
-  /** A new list on each read: most sessions have one conversation, kept without a list of its own. */
+  /**
+   * A new list of new objects on each read: most sessions have one conversation, kept as a row
+   * number without a list of its own.
+   */
   get conversations(): ConversationStat[] {
     const c = this.convs;
-    return c === null ? NO_CONVERSATIONS : Array.isArray(c) ? c : [c];
+    const rows = this.at.conversations;
+    return c === -1 ? NO_CONVERSATIONS : typeof c === 'number' ? [rows.get(c)] : c.map((n) => rows.get(n));
   }
 
   get times(): SessionTimes {
@@ -172,11 +210,12 @@ class StoredRecord implements SessionRecord {
     };
   }
 
-  addConversation(c: ConversationStat, lastMs: number | null): void {
+  /** Row `row` of the inventory's conversations is one of its own, last active at `lastMs`. */
+  addConversation(row: number, lastMs: number | null): void {
     const had = this.convs;
-    if (had === null) this.convs = c;
-    else if (Array.isArray(had)) had.push(c);
-    else this.convs = [had, c];
+    if (had === -1) this.convs = row;
+    else if (Array.isArray(had)) had.push(row);
+    else this.convs = [had, row];
     const last = newest(this.lastActivityMs, lastMs);
     this.cols.num[this.i * F.STRIDE + F.LastActivity] = last ?? NaN;
   }
@@ -218,14 +257,6 @@ function agentOf(s: StoredSession, agents: string[]): string {
   return agents[0]!;
 }
 
-/** The keys that tie a session to seahorse conversations and to its alias group. */
-export function groupKeys(key: string | null, aliases: readonly string[], agentIds: readonly string[]): string[] {
-  const out: string[] = [];
-  if (key) out.push(key);
-  for (const a of aliases) if (a !== key && !isMainAlias(a, agentIds)) out.push(a);
-  return out;
-}
-
 /**
  * Drop every session's aliases once nothing reads them (they group the sessions and tie them to
  * seahorse conversations, which the plan has done): on a home of scoped sessions, four aliases a
@@ -237,36 +268,27 @@ export function releaseAliases(inv: Inventory): void {
 
 /**
  * Ties each seahorse conversation to the sessions whose key or aliases name it, or keeps it as an
- * orphan. Its own function: the key index and the row callback die with its frame, before the
+ * orphan. Its own function: the claims and the row callback die with its frame, before the
  * inventory's closing collection.
  */
 function mapConversations(
   db: Database,
   sessions: StoredRecord[],
   agentIds: string[],
+  convs: ConversationColumns,
   seahorse: SeahorseSummary,
   orphanConversations: OrphanConversation[],
 ): void {
-  // A key's one session, or a list only for a key several sessions share: an array per key
-  // would be most of this index on a large home.
-  const byKey = new Map<string, StoredRecord | StoredRecord[]>();
-  for (const s of sessions) {
-    for (const k of groupKeys(s.key, s.aliases, agentIds)) {
-      const had = byKey.get(k);
-      if (had === undefined) byKey.set(k, s);
-      else if (Array.isArray(had)) had.push(s);
-      else byKey.set(k, [had, s]);
-    }
-  }
+  const claims = new KeyClaims<StoredRecord>(sessions, agentIds);
   // Row by row: a row is kept in columns for its sessions or copied as an orphan, so the rows
-  // are never all held at once next to the index.
-  const convs = new ConversationColumns();
+  // are never all held at once next to the claims.
   const take = (c: ConversationStat) => {
     seahorse.conversations++;
     seahorse.messages += c.messages;
-    const owners = byKey.get(c.key);
+    // A row without a key (not PicoClaw's) is no session's.
+    const owners = typeof c.key === 'string' ? claims.owners(c.key) : [];
     const lastMs = usable(parseSqliteTime(c.lastMessageAt));
-    if (!owners) {
+    if (owners.length === 0) {
       // A bare row (no message, no summary) is what an interrupted delete leaves behind, or a
       // turn that never stored anything: its insert time is the only activity it has.
       const bare = c.messages === 0 && c.summaries === 0;
@@ -277,10 +299,9 @@ function mapConversations(
       return;
     }
     // One stored copy for all its sessions; its key is the session's own string when they are equal.
-    const first = Array.isArray(owners) ? owners[0]! : owners;
+    const first = owners[0]!;
     const kept = convs.add(c, first.key === c.key ? first.key : c.key);
-    if (Array.isArray(owners)) for (const s of owners) s.addConversation(kept, lastMs);
-    else owners.addConversation(kept, lastMs);
+    for (const s of owners) s.addConversation(kept, lastMs);
   };
   eachConversation(db, take);
 }
@@ -293,17 +314,24 @@ export interface InventoryOptions {
 export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}): Inventory {
   const agentIds = home.agents.map((a) => a.id);
   const sessions: StoredRecord[] = [];
+  const conversations = new ConversationColumns();
   let cols = new Columns();
-  const record = (s: StoredSession, agent: string): StoredRecord => {
-    if (cols.size === BLOCK) cols = new Columns();
-    return new StoredRecord(cols, s, agent, storeTimes(s));
+  let places = new Map<string, Place>();
+  const record = (s: StoredSession, agent: string, dir: string): StoredRecord => {
+    if (cols.size === BLOCK) {
+      cols = new Columns();
+      places = new Map();
+    }
+    let at = places.get(agent);
+    if (at === undefined || at.dir !== dir) places.set(agent, (at = { agent, dir, cols, conversations }));
+    return new StoredRecord(at, s, storeTimes(s));
   };
   const orphanJsonl: Inventory['orphanJsonl'] = [];
   const ignored: Inventory['ignored'] = [];
   const storeErrors: Inventory['storeErrors'] = [];
 
   for (const { dir, agents } of home.sessionsDirs) {
-    const scan = scanStore(dir, (s) => sessions.push(record(s, agentOf(s, agents))));
+    const scan = scanStore(dir, (s) => sessions.push(record(s, agentOf(s, agents), s.dir)));
     if (scan.error) storeErrors.push({ dir, error: scan.error });
     for (const e of scan.ignored) ignored.push({ dir, entry: e });
     for (const f of scan.orphanJsonl) orphanJsonl.push({ agent: agents[0]!, file: f });
@@ -331,7 +359,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
     } else if (opened.state === 'open') {
       seahorse.state = 'open';
       try {
-        mapConversations(opened.db, sessions, agentIds, seahorse, orphanConversations);
+        mapConversations(opened.db, sessions, agentIds, conversations, seahorse, orphanConversations);
       } finally {
         opened.db.close();
       }

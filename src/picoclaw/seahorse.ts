@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
+import { IdNumbers } from '../io/id-numbers.js';
 
 /**
  * seahorse.db, read from outside the gateway (docs/picoclaw.md#seahorsedb).
@@ -304,7 +305,7 @@ export function readPages(db: Database): DbPages {
  * each session's estimated share of the file for the size guard. Scans the tables
  * once; only called when the size check is needed.
  */
-export function readContentBytes(db: Database): Map<number, number> {
+export function readContentBytes(db: Database): IdNumbers {
   const out = new Map<number, number>();
   const add = (rows: { id: number; b: number | null }[]) => {
     for (const r of rows) out.set(r.id, (out.get(r.id) ?? 0) + (r.b ?? 0));
@@ -347,5 +348,6 @@ export function readContentBytes(db: Database): Map<number, number> {
       )
       .all() as { id: number; b: number }[],
   );
-  return out;
+  // Kept for the whole pass (the plan's shares, the size guard): packed.
+  return IdNumbers.from(out);
 }

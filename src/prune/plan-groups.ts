@@ -31,9 +31,11 @@ export function groupSessions(sessions: SessionRecord[], agentIds: string[]): Se
     else had.push(i);
   });
   sessions.forEach((s, i) => {
-    if (s.key === null || s.aliases.length === 0) return;
+    // A record's aliases are parsed on each read: once here.
+    const aliases = s.key === null ? [] : s.aliases;
+    if (aliases.length === 0) return;
     const keys = byDirKey.get(s.dir)!;
-    for (const a of groupKeys(null, s.aliases, agentIds)) {
+    for (const a of groupKeys(null, aliases, agentIds)) {
       const js = keys.get(a);
       if (js === undefined) continue;
       if (typeof js === 'number') union(i, js);

@@ -1,4 +1,5 @@
 import { formatBytes } from '../io/bytes.js';
+import type { NumbersById } from '../io/id-numbers.js';
 import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
 import { compareGroups, groupSessions, smallest, type RawGroup } from './plan-groups.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
@@ -77,7 +78,7 @@ export interface DbFacts {
   /** (page_count - freelist_count) × page_size: what VACUUM would leave, before deleting. */
   usedBytes: number;
   /** Content bytes per conversation id (messages, parts, summaries): the basis of each share. */
-  contentBytes: Map<number, number> | null;
+  contentBytes: NumbersById | null;
   /**
    * While the gateway runs and a VACUUM is owed (the guard's state): the estimated size after it.
    * The file has not shrunk yet, so this, not the used pages, is what the size check measures.
