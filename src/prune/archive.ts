@@ -207,8 +207,19 @@ export type ArchivePlace = Pick<ArchiveContext, 'dir' | 'homeReal' | 'nowMs'>;
  * an archive's path again (a pass's outcomes) can never disagree with where it was written.
  */
 export function archivePath(ctx: ArchivePlace, visibleName: string, i = 1): string {
-  const base = `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_${visibleName}`;
-  return join(ctx.dir, `${base}${i === 1 ? '' : `-${i}`}${ARCHIVE_SUFFIX}`);
+  // One flat string: a report of an archiving pass holds one path a deletion, and a path made by
+  // join() is a chain of pieces several times its length.
+  return [placePrefix(ctx), visibleName, i === 1 ? '' : `-${i}`, ARCHIVE_SUFFIX].join('');
+}
+
+/** The folder, the pass's stamp and the home's tag: made once for the place a pass archives to (the tag is a hash). */
+let lastPrefix: { dir: string; homeReal: string; nowMs: number; prefix: string } | null = null;
+function placePrefix(ctx: ArchivePlace): string {
+  const l = lastPrefix;
+  if (l && l.dir === ctx.dir && l.homeReal === ctx.homeReal && l.nowMs === ctx.nowMs) return l.prefix;
+  const prefix = join(ctx.dir, `${stamp(ctx.nowMs)}_${homeTag(ctx.homeReal)}_`);
+  lastPrefix = { dir: ctx.dir, homeReal: ctx.homeReal, nowMs: ctx.nowMs, prefix };
+  return prefix;
 }
 
 /** A session's archive name within its folder, before the pass's stamp and home tag. */
