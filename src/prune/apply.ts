@@ -9,6 +9,7 @@ import { deleteByAgeAndCount, deleteGroup } from './apply-group.js';
 import { deleteOrphans, deleteShared } from './apply-conversations.js';
 import { vacuumAndOwed } from './apply-vacuum.js';
 import { PassArchiver } from './archive-pass.js';
+import { releaseArchiveBuffers } from './archive-tar.js';
 import type { DeleteReason, Plan, PlanGroup, Reason } from './plan.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
 import { getHeapStatistics } from 'node:v8';
@@ -224,6 +225,7 @@ export function applyPlan(o: ApplyOptions): ApplyResult {
   const size = measuredSizeStep(run);
   deleteShared(run);
   vacuumAndOwed(run, size);
+  if (run.archiver) releaseArchiveBuffers();
   return run.res;
 }
 

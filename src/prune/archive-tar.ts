@@ -27,6 +27,17 @@ function borrow(kind: 'block' | 'io'): Buffer {
   return b ?? Buffer.allocUnsafe(kind === 'block' ? GZ_BLOCK : IO_BUF);
 }
 
+/** A pass's archives are written: let the kept buffers go (the report comes next, in the room they held). */
+export function releaseArchiveBuffers(): void {
+  spares.block = null;
+  spares.io = null;
+}
+
+/** The bytes of the buffers kept for the next archive. */
+export function archiveBuffersHeld(): number {
+  return (spares.block?.length ?? 0) + (spares.io?.length ?? 0);
+}
+
 export function writeAll(fd: number, b: Buffer): void {
   let off = 0;
   while (off < b.length) off += writeSync(fd, b, off, b.length - off);

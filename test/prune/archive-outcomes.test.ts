@@ -1,4 +1,4 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, openSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
@@ -6,6 +6,7 @@ import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
 import { applyPlan, GroupOutcomes, newApplyResult, type ApplyResult, type Outcome } from '../../src/prune/apply.js';
 import { PassArchiver } from '../../src/prune/archive-pass.js';
+import { archiveBuffersHeld, GzipTarWriter } from '../../src/prune/archive-tar.js';
 import { planPrune, type Plan } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { buildReport } from '../../src/prune/report.js';
@@ -77,6 +78,12 @@ describe('the outcomes of an archiving pass', () => {
     expect(res.deletedSessions).toBe(5);
     // The result keeps no object, and no path, for any of them.
     expect(stored(res.groups)).toBe(0);
+    // Nor the pass its archive buffers (1 MiB and 64 KiB kept from one archive to the next) once it is done.
+    expect(archiveBuffersHeld()).toBe(0);
+    const fd = openSync(join(archive, 'scratch'), 'w');
+    new GzipTarWriter(fd).end();
+    closeSync(fd);
+    expect(archiveBuffersHeld()).toBeGreaterThanOrEqual(1 << 20);
   });
 
   it('keep a suffixed archive name (the default was taken) whole, and read it back exactly', () => {
