@@ -6,7 +6,8 @@ import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
 import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
-import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, groupCronJob, type CronPlan } from './cron.js';
+import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, type CronPlan } from './cron.js';
+import { StoredGroup } from './plan-group.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
@@ -187,18 +188,8 @@ export function planPrune(input: PlanInput): Plan {
   });
   raw.sort(compareGroups);
 
-  const groups: PlanGroup[] = raw.map((g, id) => ({
-    id,
-    members: g.members,
-    key: g.key,
-    lastActivityMs: g.lastActivityMs,
-    action: 'keep',
-    reason: 'within_policy',
-    sizeEligible: false,
-    ownConversations: [],
-    estimatedDbBytes: 0,
-    cronJob: groupCronJob(g.members.map((m) => m.key)),
-  }));
+  // Instances, not object literals: most groups are one session and keep it as it is (plan-group.ts).
+  const groups = raw.map((g, id) => new StoredGroup(id, g));
 
   // Newest: every group sharing the newest time; if that is in the future, also the newest plausible one.
   const dated = groups.filter((g) => g.lastActivityMs !== null).map((g) => g.lastActivityMs!);
@@ -308,9 +299,7 @@ export function planPrune(input: PlanInput): Plan {
         }
         const who = claimants.get(c.conversationId);
         if (!who || who.size === 1) {
-          // Sized to what it holds (most groups own one conversation; a pushed-to empty array reserves 17).
-          if (g.ownConversations.length === 0) g.ownConversations = [c];
-          else g.ownConversations.push(c);
+          g.addOwnConversation(c);
         } else if (!shared.has(c.conversationId)) {
           shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
         }

@@ -1,0 +1,88 @@
+import type { SessionRecord } from '../picoclaw/inventory.js';
+import type { ConversationStat } from '../picoclaw/seahorse.js';
+import { cronJobId, groupCronJob } from './cron.js';
+import type { PlanGroup, PlanHold, Reason } from './plan.js';
+import type { RawGroup } from './plan-groups.js';
+
+/**
+ * The planner's groups as the plan keeps them. A plan holds one group per session group for the
+ * whole pass, and on a large home almost every group is one session with at most one
+ * conversation of its own: as an object literal each carried two small arrays, a boxed last
+ * activity and a copy of its cron job id, about 265 bytes, more than the session it stands for.
+ * Here such a group keeps its one member and its one conversation as they are, and reads its
+ * key, last activity and cron job from the member, which does not change once inventoried.
+ */
+
+const NO_CONVERSATIONS: ConversationStat[] = [];
+Object.freeze(NO_CONVERSATIONS);
+
+/** What a group keeps when its key and last activity cannot be read from one member: several, or one without a key. */
+class Several {
+  constructor(
+    readonly members: SessionRecord[],
+    readonly key: string,
+    readonly lastActivityMs: number | null,
+  ) {}
+}
+
+export class StoredGroup implements PlanGroup {
+  readonly id: number;
+  action: 'keep' | 'delete' = 'keep';
+  reason: Reason = 'within_policy';
+  sizeEligible = false;
+  estimatedDbBytes = 0;
+  // Declared, not defined: most groups have neither, and a group without them reads like the
+  // object literal it replaces (no own property holding undefined).
+  declare detail?: string;
+  declare hold?: PlanHold;
+  /** The one member whose key is the group's, or the several members with their key and last activity. */
+  private readonly m: SessionRecord | Several;
+  /** The conversations the group owns: none, one, or a list (see `ownConversations`). */
+  private own: ConversationStat | ConversationStat[] | null = null;
+
+  constructor(id: number, raw: RawGroup) {
+    this.id = id;
+    const only = raw.members.length === 1 ? raw.members[0]! : null;
+    // The planner's key of a lone member is the member's key, and its last activity the member's.
+    this.m =
+      only !== null && only.key !== null && only.key === raw.key && only.lastActivityMs === raw.lastActivityMs
+        ? only
+        : new Several(raw.members, raw.key, raw.lastActivityMs);
+  }
+
+  /** A new list on each read for a lone member, which is kept without one. */
+  get members(): SessionRecord[] {
+    const m = this.m;
+    return m instanceof Several ? m.members : [m];
+  }
+
+  /** The group's key for ordering and display: the smallest member key. */
+  get key(): string {
+    const m = this.m;
+    return m instanceof Several ? m.key : m.key!;
+  }
+
+  get lastActivityMs(): number | null {
+    return this.m.lastActivityMs;
+  }
+
+  /** Read from the keys on each use: a cron run's job id would otherwise be a string kept per group. */
+  get cronJob(): string | null {
+    const m = this.m;
+    return m instanceof Several ? groupCronJob(m.members.map((x) => x.key)) : cronJobId(m.key);
+  }
+
+  /** A new list on each read for a single conversation; the same frozen empty list for none. */
+  get ownConversations(): ConversationStat[] {
+    const c = this.own;
+    return c === null ? NO_CONVERSATIONS : Array.isArray(c) ? c : [c];
+  }
+
+  /** Adds a conversation the group owns, after those added before. */
+  addOwnConversation(c: ConversationStat): void {
+    const o = this.own;
+    if (o === null) this.own = c;
+    else if (Array.isArray(o)) o.push(c);
+    else this.own = [o, c];
+  }
+}
