@@ -9,12 +9,14 @@ import type { RawGroup } from './plan-groups.js';
  * whole pass, and on a large home almost every group is one session with at most one
  * conversation of its own: as an object literal each carried two small arrays, a boxed last
  * activity and a copy of its cron job id, about 265 bytes, more than the session it stands for.
- * Here such a group keeps its one member and its one conversation as they are, and reads its
- * key, last activity and cron job from the member, which does not change once inventoried.
+ * Here such a group keeps its one member as it is, and reads its key, last activity, cron job and
+ * (when it owns it) its one conversation from the member, which does not change once inventoried.
  */
 
 const NO_CONVERSATIONS: ConversationStat[] = [];
 Object.freeze(NO_CONVERSATIONS);
+/** `own` when the group owns its lone member's one conversation. */
+const MEMBERS = Symbol('the member');
 
 /** What a group keeps when its key and last activity cannot be read from one member: several, or one without a key. */
 class Several {
@@ -37,8 +39,8 @@ export class StoredGroup implements PlanGroup {
   declare hold?: PlanHold;
   /** The one member whose key is the group's, or the several members with their key and last activity. */
   private readonly m: SessionRecord | Several;
-  /** The conversations the group owns: none, one, or a list (see `ownConversations`). */
-  private own: ConversationStat | ConversationStat[] | null = null;
+  /** The conversations the group owns: none, its lone member's only one (read from it), one, or a list. */
+  private own: ConversationStat | ConversationStat[] | typeof MEMBERS | null = null;
 
   constructor(id: number, raw: RawGroup) {
     this.id = id;
@@ -75,14 +77,27 @@ export class StoredGroup implements PlanGroup {
   /** A new list on each read for a single conversation; the same frozen empty list for none. */
   get ownConversations(): ConversationStat[] {
     const c = this.own;
+    if (c === MEMBERS) return (this.m as SessionRecord).conversations;
     return c === null ? NO_CONVERSATIONS : Array.isArray(c) ? c : [c];
   }
 
   /** Adds a conversation the group owns, after those added before. */
   addOwnConversation(c: ConversationStat): void {
     const o = this.own;
-    if (o === null) this.own = c;
+    if (o === null) this.own = this.onlyConversation(c) ? MEMBERS : c;
+    else if (o === MEMBERS) this.own = [...this.ownConversations, c];
     else if (Array.isArray(o)) o.push(c);
     else this.own = [o, c];
+  }
+
+  /**
+   * Is c the lone member's one conversation? A session's conversations are made afresh on each read
+   * (src/picoclaw/inventory.ts): a group that kept one would keep a copy of what its member holds.
+   */
+  private onlyConversation(c: ConversationStat): boolean {
+    const m = this.m;
+    if (m instanceof Several) return false;
+    const cs = m.conversations;
+    return cs.length === 1 && cs[0]!.conversationId === c.conversationId && cs[0]!.key === c.key;
   }
 }
