@@ -200,17 +200,18 @@ export function writeSessions(
   const home = inv.home;
   const width = out.width;
   const sorted = [...inv.sessions].sort(byActivity);
-  const rows = () =>
-    lazyMap(sorted, (s) => [
-      s.agent,
-      s.key ?? '(unreadable meta)',
-      isoOrDash(s.lastActivityMs),
-      s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
-      s.messages === null ? '-' : String(s.messages),
-      formatBytes(s.jsonlBytes + s.metaBytes),
-      s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
-      s.issues.length > 0 ? '!' : '',
-    ]);
+  const rows = () => lazyMap(sorted, (s) => row(s, s.conversations));
+  // A session's conversations are made afresh on each read: read once a row.
+  const row = (s: SessionRecord, convs: SessionRecord['conversations']) => [
+    s.agent,
+    s.key ?? '(unreadable meta)',
+    isoOrDash(s.lastActivityMs),
+    s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
+    s.messages === null ? '-' : String(s.messages),
+    formatBytes(s.jsonlBytes + s.metaBytes),
+    convs.length === 0 ? '-' : String(convs.reduce((n, c) => n + c.messages, 0)),
+    s.issues.length > 0 ? '!' : '',
+  ];
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
   if (sorted.length === 0) out.push('No sessions found.');
