@@ -101,3 +101,45 @@ export class StoredGroup implements PlanGroup {
     return cs.length === 1 && cs[0]!.conversationId === c.conversationId && cs[0]!.key === c.key;
   }
 }
+
+/**
+ * The conversations claimed by sessions of more than one group, each with those groups' ids in
+ * order. Every conversation's id goes into one sorted array first: the few named twice are found
+ * there, and only theirs get a set. A map from every conversation to its first group held one
+ * entry per session through the plan's busiest moment.
+ */
+export function sharedClaims(groups: PlanGroup[]): Map<number, number[]> {
+  let ids = new Float64Array(Math.max(16, groups.length));
+  let n = 0;
+  for (const g of groups)
+    for (const m of g.members)
+      for (const c of m.conversations) {
+        if (n === ids.length) {
+          const grown = new Float64Array(ids.length * 2);
+          grown.set(ids);
+          ids = grown;
+        }
+        ids[n++] = c.conversationId;
+      }
+  const sorted = ids.subarray(0, n).sort();
+  const twice = new Set<number>();
+  for (let i = 1; i < n; i++) if (sorted[i] === sorted[i - 1]) twice.add(sorted[i]!);
+  const by = new Map<number, Set<number>>();
+  if (twice.size > 0)
+    for (const g of groups)
+      for (const m of g.members)
+        for (const c of m.conversations)
+          if (twice.has(c.conversationId)) {
+            let set = by.get(c.conversationId);
+            if (!set) by.set(c.conversationId, (set = new Set()));
+            set.add(g.id);
+          }
+  const out = new Map<number, number[]>();
+  for (const [id, set] of by)
+    if (set.size > 1)
+      out.set(
+        id,
+        [...set].sort((a, b) => a - b),
+      );
+  return out;
+}

@@ -7,7 +7,7 @@ import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
 import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
 import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, type CronPlan } from './cron.js';
-import { StoredGroup } from './plan-group.js';
+import { sharedClaims, StoredGroup } from './plan-group.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
@@ -273,20 +273,7 @@ export function planPrune(input: PlanInput): Plan {
   const bootstrap = applyBootstrapCap(groups, deletable, input.bootstrap ?? null);
 
   // Conversations go with a group only if no kept session elsewhere also claims them.
-  // The first claiming group of each conversation, and a set only for the few claimed by several.
-  const firstClaimant = new Map<number, number>();
-  const claimants = new Map<number, Set<number>>();
-  for (const g of groups)
-    for (const m of g.members)
-      for (const c of m.conversations) {
-        const first = firstClaimant.get(c.conversationId);
-        if (first === undefined) firstClaimant.set(c.conversationId, g.id);
-        else if (first !== g.id || claimants.has(c.conversationId)) {
-          const set = claimants.get(c.conversationId) ?? new Set<number>([first]);
-          set.add(g.id);
-          claimants.set(c.conversationId, set);
-        }
-      }
+  const claimants = sharedClaims(groups);
   const shared = new Map<number, { conversation: ConversationStat; groupIds: number[] }>();
   for (const g of groups) {
     const one = g.members.length === 1 && g.members[0]!.conversations.length <= 1;
@@ -298,11 +285,8 @@ export function planPrune(input: PlanInput): Plan {
           seen.add(c.conversationId);
         }
         const who = claimants.get(c.conversationId);
-        if (!who || who.size === 1) {
-          g.addOwnConversation(c);
-        } else if (!shared.has(c.conversationId)) {
-          shared.set(c.conversationId, { conversation: c, groupIds: [...who].sort((a, b) => a - b) });
-        }
+        if (!who) g.addOwnConversation(c);
+        else if (!shared.has(c.conversationId)) shared.set(c.conversationId, { conversation: c, groupIds: who });
       }
   }
 
