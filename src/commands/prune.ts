@@ -272,6 +272,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     // shows what apply would do; only --apply writes there.
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
+    noArchivePaths: !opts.json,
   });
   if (apply && opts.preStart === true) {
     const { recordPreStartSample } = await import('./pre-start-sample.js');

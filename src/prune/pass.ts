@@ -55,6 +55,8 @@ export interface PassOptions {
   rss?: () => number;
   /** Where the startup-time model's samples are (max_bootstrap_seconds); default: stateDir. */
   modelStateDir?: string | null;
+  /** The caller prints no archive path (the text report): the report's sessions leave them out (see ReportInput). */
+  noArchivePaths?: boolean;
 }
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
@@ -348,6 +350,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       warnings,
       dbFacts,
       consume: true,
+      noArchivePaths: o.noArchivePaths,
     });
     if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
       try {

@@ -139,6 +139,13 @@ export interface ReportInput {
    * sits on top of both. Afterwards `inventory.sessions` and `plan.groups` are empty.
    */
   consume?: boolean;
+  /**
+   * Nothing reads the sessions' archive paths (the text report shows the folder, not a path per
+   * session): each entry's `archive` is null. An archiving pass over 20,000 sessions would
+   * otherwise hold a path of a hundred-odd characters for each deletion, about 4 MB, only to drop
+   * them unprinted.
+   */
+  noArchivePaths?: boolean;
 }
 
 /** For sessions kept because a file is unreadable or unsafe: which file, what is wrong, what to do. */
@@ -225,7 +232,7 @@ export function buildReport(r: ReportInput): PruneReport {
           seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
           estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
           issues: m.issues,
-          archive: 'archive' in outcome && outcome.archive ? outcome.archive : null,
+          archive: !r.noArchivePaths && 'archive' in outcome && outcome.archive ? outcome.archive : null,
           partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
           cron_job: cronJobId(m.key),
         });

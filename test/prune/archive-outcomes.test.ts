@@ -10,6 +10,7 @@ import { archiveBuffersHeld, GzipTarWriter } from '../../src/prune/archive-tar.j
 import { planPrune, type Plan } from '../../src/prune/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { buildReport } from '../../src/prune/report.js';
+import { renderPruneText } from '../../src/commands/prune.js';
 import { collidingAgents, handHome, type HandSession } from '../support/home.js';
 import { NOW, offlineApply } from '../support/plan-input.js';
 import { plannedHome, reportInput } from '../support/report-input.js';
@@ -123,7 +124,7 @@ describe('the outcomes of an archiving pass', () => {
         aliases: i % 5 === 1 ? [`sk_v1_s${i + 1}`] : undefined,
       });
     handHome(home, sessions);
-    const report = (consume: boolean) => {
+    const report = (consume: boolean, noArchivePaths = false) => {
       const planned = plannedHome(home, NOW);
       const plan = planned.plan;
       // Every deletion archived at its last member's default path, but one group whose name was taken.
@@ -141,7 +142,7 @@ describe('the outcomes of an archiving pass', () => {
       }
       expect(stored(result.groups)).toBe(1);
       return {
-        r: buildReport(reportInput(planned, NOW, result, consume)),
+        r: buildReport({ ...reportInput(planned, NOW, result, consume), noArchivePaths }),
         defaults: deleted.map((g) => archiver.defaultPath(g.members.at(-1)!)),
       };
     };
@@ -154,5 +155,19 @@ describe('the outcomes of an archiving pass', () => {
     expect(new Set(archives)).toEqual(
       new Set(spent.defaults.map((p, i) => (i === 1 ? p.replace(/\.tar\.gz$/, '-2.tar.gz') : p))),
     );
+    // For a caller that prints none of them (the text report) the paths are left out, and nothing else:
+    // the text is the same, to the byte, at any width.
+    const textual = report(true, true).r;
+    expect(textual.sessions.every((s) => s.archive === null)).toBe(true);
+    const noPaths = (r: typeof textual) => ({
+      ...r,
+      duration_ms: 0,
+      sessions: r.sessions.map((s) => ({ ...s, archive: null })),
+    });
+    expect(noPaths(textual)).toEqual(noPaths(spent.r));
+    for (const width of [80, 200, Infinity])
+      expect(renderPruneText({ ...textual, duration_ms: 0 }, width)).toBe(
+        renderPruneText({ ...spent.r, duration_ms: 0 }, width),
+      );
   });
 });
