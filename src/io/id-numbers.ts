@@ -29,18 +29,23 @@ export class IdNumbers implements NumbersById {
   }
 
   get(id: number): number | undefined {
-    const ids = this.ids;
-    let lo = 0;
-    let hi = ids.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (ids[mid]! < id) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < ids.length && ids[lo] === id ? this.nums[lo] : undefined;
+    const at = lowerBound(this.ids, id);
+    return at < this.ids.length && this.ids[at] === id ? this.nums[at] : undefined;
   }
 
   values(): IterableIterator<number> {
     return this.nums.values();
   }
+}
+
+/** The first index of a sorted array whose value is not below x (its length when none is). */
+export function lowerBound(sorted: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

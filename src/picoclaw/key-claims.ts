@@ -1,3 +1,4 @@
+import { lowerBound } from '../io/id-numbers.js';
 import { isMainAlias } from './seahorse.js';
 
 /**
@@ -66,13 +67,7 @@ export class KeyClaims<S extends Claimant> {
   owners(key: string): S[] {
     const c = this.claims;
     const from = keyHash(key) * INDEX_SPAN;
-    let lo = 0;
-    let hi = c.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (c[mid]! < from) lo = mid + 1;
-      else hi = mid;
-    }
+    const lo = lowerBound(c, from);
     const out: S[] = [];
     for (let j = lo; j < c.length && c[j]! < from + INDEX_SPAN; j++) {
       const s = this.sessions[c[j]! - from]!;

@@ -5,7 +5,7 @@ import { ConversationColumns } from '../../src/picoclaw/conversation-columns.js'
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import type { ConversationStat } from '../../src/picoclaw/seahorse.js';
-import { addConversation, handHome, writeSession } from '../support/home.js';
+import { addConversation, handHome, oneConversationEach, writeSession } from '../support/home.js';
 import { heldPerSession } from '../support/heap.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -141,18 +141,11 @@ describe("the inventory's conversation columns", () => {
   // About 195 bytes; 270 with an object per row, 480 with each row kept.
   it('holds under 240 bytes of heap per session with one conversation', () => {
     const home = tempDir();
-    const { sessionsDir, dbPath } = handHome(home, []);
     const n = 2000;
-    const db = new (sqlite())(dbPath);
-    db.transaction(() => {
-      for (let i = 0; i < n; i++) {
-        const key = `sk_v1_${String(i).padStart(64, '0')}`;
-        const at = new Date(Date.UTC(2026, 6, 1) + i * 60_000).toISOString();
-        writeSession(sessionsDir, { key, updated: at });
-        addConversation(db, key, [at.slice(0, 19).replace('T', ' ')]);
-      }
-    })();
-    db.close();
+    oneConversationEach(home, n, (i) => ({
+      key: `sk_v1_${String(i).padStart(64, '0')}`,
+      at: new Date(Date.UTC(2026, 6, 1) + i * 60_000).toISOString(),
+    }));
     const home_ = discoverHome({ home });
     // A first build compiles the code.
     expect(buildInventory(home_).sessions.every((s) => s.conversations.length === 1)).toBe(true);

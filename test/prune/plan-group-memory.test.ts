@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sqlite } from '../../src/io/sqlite.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory } from '../../src/picoclaw/inventory.js';
 import { planPrune, type Plan } from '../../src/prune/plan.js';
@@ -9,7 +8,7 @@ import { smallest } from '../../src/prune/plan-groups.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import type { ConversationStat } from '../../src/picoclaw/seahorse.js';
 import { heldPerSession } from '../support/heap.js';
-import { addConversation, handHome, writeSession } from '../support/home.js';
+import { oneConversationEach } from '../support/home.js';
 import { NOW, rec } from '../support/plan-input.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -20,21 +19,14 @@ describe("the planner's groups", () => {
     // that keep the member as it is and read its conversation from it (119 with a copy of that
     // conversation, which the inventory makes afresh on each read).
     const home = tempDir();
-    const { sessionsDir, dbPath } = handHome(home, []);
     const n = 2000;
-    const db = new (sqlite())(dbPath);
-    db.transaction(() => {
-      for (let i = 0; i < n; i++) {
-        const digits = String(i).padStart(12, '0');
-        // Half chats, half cron runs (their job is read from the key).
-        const key =
-          i % 2 ? `sk_v1_${digits.padStart(64, '0')}` : `agent:cron-0123456789abcdef-0000abcd-0000-4000-8000-${digits}`;
-        const at = new Date(NOW - 40 * 86_400_000 + i * 60_000).toISOString();
-        writeSession(sessionsDir, { key, updated: at });
-        addConversation(db, key, [at.slice(0, 19).replace('T', ' ')]);
-      }
-    })();
-    db.close();
+    oneConversationEach(home, n, (i) => {
+      const digits = String(i).padStart(12, '0');
+      // Half chats, half cron runs (their job is read from the key).
+      const key =
+        i % 2 ? `sk_v1_${digits.padStart(64, '0')}` : `agent:cron-0123456789abcdef-0000abcd-0000-4000-8000-${digits}`;
+      return { key, at: new Date(NOW - 40 * 86_400_000 + i * 60_000).toISOString() };
+    });
     const h = discoverHome({ home, env: {} });
     const inv = buildInventory(h);
     const contentBytes = new Map<number, number>();

@@ -258,3 +258,21 @@ export function collidingAgents(home: string): {
   };
   return { opsDir, opsAgentDir, config };
 }
+
+/** A home of `n` sessions, each with one seahorse conversation of one message at its own time (heap tests). */
+export function oneConversationEach(
+  home: string,
+  n: number,
+  session: (i: number) => { key: string; at: string },
+): void {
+  const { sessionsDir, dbPath } = handHome(home, []);
+  const db = new (sqlite())(dbPath);
+  db.transaction(() => {
+    for (let i = 0; i < n; i++) {
+      const { key, at } = session(i);
+      writeSession(sessionsDir, { key, updated: at });
+      addConversation(db, key, [at.slice(0, 19).replace('T', ' ')]);
+    }
+  })();
+  db.close();
+}
