@@ -13,11 +13,11 @@ import {
 import { join } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
-import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import { parseMeta, type FileFacts } from '../picoclaw/sessions.js';
-import { GzipTarWriter, hashFd, IO_BUF, sha256, writeAll } from './archive-tar.js';
+import { writeRows } from './archive-rows.js';
+import { GzipTarWriter, hashFd } from './archive-tar.js';
 
 /**
  * A way back: just before a session is deleted, its .jsonl and .meta.json (verbatim)
@@ -108,81 +108,6 @@ function openPlanned(f: FileFacts, role: ManifestFile['role'], name: string, cop
     closeSync(fd);
     throw err;
   }
-}
-
-const ROW_QUERIES: [table: string, sql: string, params: number][] = [
-  ['conversations', `SELECT * FROM conversations WHERE conversation_id = ?`, 1],
-  ['messages', `SELECT * FROM messages WHERE conversation_id = ? ORDER BY message_id`, 1],
-  [
-    'message_parts',
-    `SELECT * FROM message_parts WHERE message_id IN (SELECT message_id FROM ` +
-      `messages WHERE conversation_id = ?) ORDER BY part_id`,
-    1,
-  ],
-  ['summaries', `SELECT * FROM summaries WHERE conversation_id = ?`, 1],
-  [
-    'summary_parents',
-    `SELECT * FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
-      `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
-      `FROM summaries WHERE conversation_id = ?)`,
-    2,
-  ],
-  [
-    'summary_messages',
-    `SELECT * FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
-    1,
-  ],
-  ['context_items', `SELECT * FROM context_items WHERE conversation_id = ? ORDER BY ordinal`, 1],
-];
-
-type Statement = BetterSqlite3.Statement<unknown[]>;
-/** ROW_QUERIES prepared once per connection, not once per archive. */
-const rowStatements = new WeakMap<Database, Statement[]>();
-
-/**
- * Every seahorse row of the conversations (docs/picoclaw.md, seahorse schema), one JSON
- * line each (`{"table":…,"row":…}`, BLOBs as {"$base64":…}), streamed row by row into
- * a temp file. Returns its open fd, size, hash and row counts.
- */
-function writeRows(db: Database, conversationIds: number[], tmpPath: string) {
-  let statements = rowStatements.get(db);
-  if (!statements) rowStatements.set(db, (statements = ROW_QUERIES.map(([, sql]) => db.prepare(sql))));
-  const fd = openSync(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
-  const h = sha256();
-  const rows: Record<string, number> = {};
-  let pending: string[] = [];
-  let pendingLen = 0;
-  let bytes = 0;
-  const flush = () => {
-    const b = Buffer.from(pending.join(''));
-    writeAll(fd, b);
-    h.update(b);
-    bytes += b.length;
-    pending = [];
-    pendingLen = 0;
-  };
-  try {
-    for (const [i, [table, , n]] of ROW_QUERIES.entries()) {
-      rows[table] = 0;
-      const stmt = statements[i]!;
-      for (const C of conversationIds) {
-        for (const row of stmt.iterate(...Array<number>(n).fill(C)) as Iterable<Record<string, unknown>>) {
-          for (const k of Object.keys(row))
-            if (Buffer.isBuffer(row[k])) row[k] = { $base64: row[k].toString('base64') };
-          const line = JSON.stringify({ table, row }) + '\n';
-          pending.push(line);
-          pendingLen += line.length;
-          rows[table]++;
-          if (pendingLen >= IO_BUF) flush();
-        }
-      }
-    }
-    flush();
-  } catch (err) {
-    closeSync(fd);
-    throw err;
-  }
-  return { fd, bytes, sha256: h.digest('hex'), rows };
 }
 
 function stamp(ms: number): string {

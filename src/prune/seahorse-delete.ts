@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../io/sqlite.js';
 import { GatewayBusy, WriteLock } from './write-lock.js';
+import { VICTIM_CONVS, VICTIM_PARTS } from './archive-rows.js';
 
 export { GatewayBusy };
 
@@ -117,9 +118,9 @@ export class SeahorseDeleter {
     if (conversationIds.length === 0) return;
     const db = this.db;
     // Everything is kept in temp tables, not in JS: a 200k-message database stays within the memory budget.
-    db.exec(`CREATE TEMP TABLE IF NOT EXISTS guard_victim_convs (id INTEGER PRIMARY KEY)`);
-    db.exec(`DELETE FROM temp.guard_victim_convs`);
-    const ins = this.stmt(`INSERT OR IGNORE INTO temp.guard_victim_convs (id) VALUES (?)`);
+    db.exec(`CREATE TEMP TABLE IF NOT EXISTS ${VICTIM_CONVS} (id INTEGER PRIMARY KEY)`);
+    db.exec(`DELETE FROM temp.${VICTIM_CONVS}`);
+    const ins = this.stmt(`INSERT OR IGNORE INTO temp.${VICTIM_CONVS} (id) VALUES (?)`);
     db.transaction(() => {
       for (const id of conversationIds) ins.run(id);
     })();
@@ -134,21 +135,21 @@ export class SeahorseDeleter {
         : `SELECT ${idCol}, rowid FROM ${t} WHERE ${idCol} IN`;
       db.exec(
         `INSERT INTO temp.guard_${t}_rowids (k, fts_rowid) ${from} (SELECT ${idCol}` +
-          ` FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.guard_victim_convs))`,
+          ` FROM ${source} WHERE conversation_id IN (SELECT id FROM temp.${VICTIM_CONVS}))`,
       );
       db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_${t}_rowids_k ON guard_${t}_rowids (k)`);
     }
     // message_parts has no index on message_id (PicoClaw's schema): find the victims' parts once.
     db.exec(
-      `CREATE TEMP TABLE IF NOT EXISTS guard_victim_parts (part_id INTEGER PRIMARY KEY, message_id INTEGER NOT NULL)`,
+      `CREATE TEMP TABLE IF NOT EXISTS ${VICTIM_PARTS} (part_id INTEGER PRIMARY KEY, message_id INTEGER NOT NULL)`,
     );
-    db.exec(`DELETE FROM temp.guard_victim_parts`);
+    db.exec(`DELETE FROM temp.${VICTIM_PARTS}`);
     db.exec(
-      `INSERT INTO temp.guard_victim_parts SELECT part_id, message_id FROM message_parts ` +
+      `INSERT INTO temp.${VICTIM_PARTS} SELECT part_id, message_id FROM message_parts ` +
         `WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id ` +
-        `IN (SELECT id FROM temp.guard_victim_convs))`,
+        `IN (SELECT id FROM temp.${VICTIM_CONVS}))`,
     );
-    db.exec(`CREATE INDEX IF NOT EXISTS temp.guard_victim_parts_msg ON guard_victim_parts (message_id)`);
+    db.exec(`CREATE INDEX IF NOT EXISTS temp.${VICTIM_PARTS}_msg ON ${VICTIM_PARTS} (message_id)`);
     this.prepared = true;
   }
 
@@ -344,7 +345,7 @@ export class SeahorseDeleter {
     // the conversation's re-check (count, newest time) catches before anything is deleted.
     this.stats.parts += this.prepared
       ? this.stmt(
-          `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.guard_victim_parts ` +
+          `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.${VICTIM_PARTS} ` +
             `WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id ` +
             `FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
         ).run(lo, hi, C, lo, hi).changes
