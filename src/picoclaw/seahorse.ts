@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
-import { IdNumbers } from '../io/id-numbers.js';
+import { IdNumbersBuilder, type IdNumbers } from '../io/id-numbers.js';
 
 /**
  * seahorse.db, read from outside the gateway (docs/picoclaw.md#seahorsedb).
@@ -304,50 +304,54 @@ export function readPages(db: Database): DbPages {
  * Content bytes per conversation (messages, their parts, summaries): the basis of
  * each session's estimated share of the file for the size guard. Scans the tables
  * once; only called when the size check is needed.
+ *
+ * Each conversation's bytes go straight into the sorted table as SQL gives them, by id: a Map
+ * of every conversation and arrays of row objects first held twice the table, which on a large
+ * home rose above what the plan itself holds afterwards.
  */
 export function readContentBytes(db: Database): IdNumbers {
-  const out = new Map<number, number>();
-  const add = (rows: { id: number; b: number | null }[]) => {
-    for (const r of rows) out.set(r.id, (out.get(r.id) ?? 0) + (r.b ?? 0));
-  };
-  add(
-    db
-      .prepare(
-        `SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * ` +
-          `64 AS b FROM messages GROUP BY conversation_id`,
-      )
-      .all() as { id: number; b: number }[],
-  );
+  const table = new IdNumbersBuilder();
+  for (const [id, b] of db
+    .prepare(
+      `SELECT id, SUM(b) FROM (
+         SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id
+         UNION ALL
+         SELECT conversation_id, SUM(octet_length(content) + 96) FROM summaries GROUP BY conversation_id
+       ) GROUP BY id ORDER BY id`,
+    )
+    .raw()
+    .iterate() as Iterable<[unknown, number | null]>)
+    table.push(id, b ?? 0);
   // message_parts has no index on message_id: join in memory through the covering index of
-  // messages (a typed array indexed by message_id: 4 bytes a message, no per-row objects kept).
+  // messages (a typed array indexed by message_id, holding the conversation's index in the table
+  // plus one: 4 bytes a message, no per-row objects kept).
   const maxId = (db.prepare(`SELECT MAX(message_id) AS m FROM messages`).get() as { m: number | null }).m ?? 0;
   // Ids are never reused (AUTOINCREMENT): past 16M a Map of the live ones is the smaller of the two.
   const dense = maxId <= 16_000_000;
   const arr = dense ? new Int32Array(maxId + 1) : null;
   const map = dense ? null : new Map<number, number>();
-  for (const r of db.prepare(`SELECT message_id AS m, conversation_id AS c FROM messages`).raw().iterate() as Iterable<
-    [number, number]
+  let lastConversation: unknown = undefined;
+  let lastAt = -1;
+  for (const [m, c] of db.prepare(`SELECT message_id, conversation_id FROM messages`).raw().iterate() as Iterable<
+    [number, unknown]
   >) {
-    if (arr) arr[r[0]] = r[1];
-    else map!.set(r[0], r[1]);
+    // Rows come by conversation (the covering index): one lookup per conversation, not per message.
+    if (c !== lastConversation) {
+      lastConversation = c;
+      lastAt = table.indexOf(c);
+    }
+    if (lastAt < 0) continue;
+    if (arr) arr[m] = lastAt + 1;
+    else map!.set(m, lastAt + 1);
   }
-  for (const r of db
+  for (const [m, b] of db
     .prepare(
-      `SELECT message_id AS m, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),` +
-        `0) + 48 AS b FROM message_parts`,
+      `SELECT message_id, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 FROM message_parts`,
     )
     .raw()
     .iterate() as Iterable<[number, number]>) {
-    const c = arr ? (r[0] <= maxId ? arr[r[0]]! : 0) : (map!.get(r[0]) ?? 0);
-    if (c !== 0) out.set(c, (out.get(c) ?? 0) + r[1]);
+    const at = arr ? (m <= maxId ? arr[m] : 0) : map!.get(m);
+    if (at) table.addAt(at - 1, b);
   }
-  add(
-    db
-      .prepare(
-        `SELECT conversation_id AS id, SUM(octet_length(content) + 96) AS b FROM summaries GROUP BY conversation_id`,
-      )
-      .all() as { id: number; b: number }[],
-  );
-  // Kept for the whole pass (the plan's shares, the size guard): packed.
-  return IdNumbers.from(out);
+  return table.done();
 }

@@ -53,7 +53,7 @@ export function describeVolume(v: { sessions: number; jsonl_bytes: number }): st
 
 export function applyBootstrapCap(
   groups: PlanGroup[],
-  deletable: boolean[],
+  deletable: Uint8Array,
   input: BootstrapInput | null,
 ): BootstrapPlan | null {
   if (!input || input.budgetSeconds <= 0) return null;

@@ -58,7 +58,7 @@ export interface CronPlan {
  * The two cron rules, on the planner's groups (oldest first). Mutates `groups` verdicts;
  * `deletable[g.id]` is the planner's "not protected" flag.
  */
-export function applyCronRules(groups: PlanGroup[], deletable: boolean[], policy: Policy, now: number): CronPlan {
+export function applyCronRules(groups: PlanGroup[], deletable: Uint8Array, policy: Policy, now: number): CronPlan {
   let ageCheck: CronPlan['ageCheck'] = 'disabled';
   if (policy.cron_max_age_days > 0) {
     if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';

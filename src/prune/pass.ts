@@ -16,7 +16,7 @@ import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
-import { planPrune, type Plan } from './plan.js';
+import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
@@ -272,12 +272,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     }
     // Aliases serve the seahorse mapping (done) and the alias groups; an archive reads them from the meta it stores.
     const agentIds = home.agents.map((a) => a.id);
-    let aliasGroups: SessionRecord[][] | null = groupSessions(inv.sessions, agentIds);
-    releaseAliases(inv);
-    // Those aliases and the size walk's rows are dead: the plan starts clean.
-    releaseGarbage();
-    const plan: Plan = planPrune({
-      aliasGroups,
+    const planInput: PlanInput = {
+      // Taken over by the planner, which lets them go once its own groups are made.
+      aliasGroups: groupSessions(inv.sessions, agentIds),
       holds,
       bootstrap,
       sessions: inv.sessions,
@@ -287,8 +284,11 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       now: now.getTime(),
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
-    });
-    aliasGroups = null;
+    };
+    releaseAliases(inv);
+    // Those aliases and the size walk's rows are dead: the plan starts clean.
+    releaseGarbage();
+    const plan: Plan = planPrune(planInput);
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
     warnings.push(...planWarnings(plan, { skipAgeCheck: o.skipAgeCheck, apply: o.apply, now }));

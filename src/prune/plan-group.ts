@@ -2,7 +2,7 @@ import type { SessionRecord } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { cronJobId, groupCronJob } from './cron.js';
 import type { PlanGroup, PlanHold, Reason } from './plan.js';
-import type { RawGroup } from './plan-groups.js';
+import { smallest, type GroupMembers } from './plan-groups.js';
 
 /**
  * The planner's groups as the plan keeps them. A plan holds one group per session group for the
@@ -28,7 +28,8 @@ class Several {
 }
 
 export class StoredGroup implements PlanGroup {
-  readonly id: number;
+  /** The group's place in the plan's order: set once the groups are sorted. */
+  id = -1;
   action: 'keep' | 'delete' = 'keep';
   reason: Reason = 'within_policy';
   sizeEligible = false;
@@ -42,14 +43,19 @@ export class StoredGroup implements PlanGroup {
   /** The conversations the group owns: none, its lone member's only one (read from it), one, or a list. */
   private own: ConversationStat | ConversationStat[] | typeof MEMBERS | null = null;
 
-  constructor(id: number, raw: RawGroup) {
-    this.id = id;
-    const only = raw.members.length === 1 ? raw.members[0]! : null;
-    // The planner's key of a lone member is the member's key, and its last activity the member's.
-    this.m =
-      only !== null && only.key !== null && only.key === raw.key && only.lastActivityMs === raw.lastActivityMs
-        ? only
-        : new Several(raw.members, raw.key, raw.lastActivityMs);
+  constructor(set: GroupMembers) {
+    const only = Array.isArray(set) ? (set.length === 1 ? set[0]! : null) : set;
+    // A lone member's key is the group's, and its last activity the group's.
+    if (only !== null && only.key !== null) {
+      this.m = only;
+      return;
+    }
+    const members = Array.isArray(set) ? set : [set];
+    let last: number | null = null;
+    for (const m of members)
+      if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
+    // A member without a key sorts after every key, by its id.
+    this.m = new Several(members, smallest(members.map((m) => m.key ?? `\uffff${m.id}`)), last);
   }
 
   /** A new list on each read for a lone member, which is kept without one. */

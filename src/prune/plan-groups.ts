@@ -7,8 +7,17 @@ import { groupKeys } from '../picoclaw/inventory.js';
  * first, then key, then the smallest member id.
  */
 
+/**
+ * A group's members: a lone session as itself, several as a list. Most groups of a large home are
+ * one session, and a list per group was 56 bytes apiece held until the plan's groups were made.
+ */
+export type GroupMembers = SessionRecord | SessionRecord[];
+
+/** The members of a group as a list (a new one for a lone session). */
+export const memberList = (g: GroupMembers): SessionRecord[] => (Array.isArray(g) ? g : [g]);
+
 /** Alias groups: a session plus the sessions (same folder) whose keys it lists in its aliases (not the main alias). */
-export function groupSessions(sessions: SessionRecord[], agentIds: string[]): SessionRecord[][] {
+export function groupSessions(sessions: SessionRecord[], agentIds: string[]): GroupMembers[] {
   // Index arrays and one map per folder, not a string or an array per session: on a 20,000-session
   // home these indexes live through the whole grouping and would otherwise be the plan's garbage.
   const parent = new Int32Array(sessions.length);
@@ -44,13 +53,17 @@ export function groupSessions(sessions: SessionRecord[], agentIds: string[]): Se
   });
   // A root is its group's smallest index, so groups come out in the order of their first member.
   const slot = new Int32Array(sessions.length);
-  const groups: SessionRecord[][] = [];
+  const groups: GroupMembers[] = [];
   sessions.forEach((s, i) => {
     const r = find(i);
     if (r === i) {
       slot[i] = groups.length;
-      groups.push([s]);
-    } else groups[slot[r]!]!.push(s);
+      groups.push(s);
+    } else {
+      const g = groups[slot[r]!]!;
+      if (Array.isArray(g)) g.push(s);
+      else groups[slot[r]!] = [g, s];
+    }
   });
   return groups;
 }
@@ -62,17 +75,18 @@ export function smallest(xs: Iterable<string>): string {
   return best!;
 }
 
-export interface RawGroup {
-  members: SessionRecord[];
-  lastActivityMs: number | null;
-  key: string;
-  /** The smallest member id, made only when two groups tie on time and key (ids are built strings). */
-  tie: string | null;
+/** What the group order reads: a group's last activity, key and members. */
+export interface Ordered {
+  readonly lastActivityMs: number | null;
+  readonly key: string;
+  readonly members: SessionRecord[];
 }
 
-const tieOf = (g: RawGroup): string => (g.tie ??= smallest(g.members.map((m) => m.id)));
-
-export function compareGroups(a: RawGroup, b: RawGroup): number {
+/**
+ * Oldest last activity first (undated last), then key, then the smallest member id. The id is
+ * made only when two groups tie on time and key (ids are built strings), and not kept.
+ */
+export function compareGroups(a: Ordered, b: Ordered): number {
   const x = a.lastActivityMs;
   const y = b.lastActivityMs;
   if (x !== y) {
@@ -80,8 +94,10 @@ export function compareGroups(a: RawGroup, b: RawGroup): number {
     if (y === null) return -1;
     return x - y;
   }
-  if (a.key !== b.key) return a.key < b.key ? -1 : 1;
-  const ta = tieOf(a);
-  const tb = tieOf(b);
+  const ka = a.key;
+  const kb = b.key;
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  const ta = smallest(a.members.map((m) => m.id));
+  const tb = smallest(b.members.map((m) => m.id));
   return ta < tb ? -1 : ta > tb ? 1 : 0;
 }

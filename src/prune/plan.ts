@@ -1,7 +1,7 @@
 import { formatBytes } from '../io/bytes.js';
 import type { NumbersById } from '../io/id-numbers.js';
 import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
-import { compareGroups, groupSessions, smallest, type RawGroup } from './plan-groups.js';
+import { compareGroups, groupSessions, type GroupMembers } from './plan-groups.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
@@ -133,8 +133,12 @@ export interface PlanInput {
   holds?: PlanHold[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
   bootstrap?: BootstrapInput | null;
-  /** `groupSessions(sessions, agentIds)`, made beforehand by a caller that lets the aliases go before the plan. */
-  aliasGroups?: SessionRecord[][];
+  /**
+   * `groupSessions(sessions, agentIds)`, made beforehand by a caller that lets the aliases go before
+   * the plan. The planner takes them over: it lets them go (sets this to undefined) once its own
+   * groups are made.
+   */
+  aliasGroups?: GroupMembers[];
 }
 
 const DAY_MS = 86_400_000;
@@ -176,33 +180,46 @@ export function sizeHolders(
   return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
 }
 
+/** How many of xs pass: a count, without the list a filter makes (20,000 groups: 160 KB each time). */
+function count<T>(xs: readonly T[], pass: (x: T) => boolean): number {
+  let n = 0;
+  for (const x of xs) if (pass(x)) n++;
+  return n;
+}
+
+/**
+ * The plan's groups, in order (each group's id its index). Alias groups come from the caller, or are
+ * made here, and are let go when this returns: the plan holds its groups and nothing per group besides.
+ */
+function makeGroups(input: PlanInput): StoredGroup[] {
+  const sets = input.aliasGroups ?? groupSessions(input.sessions, input.agentIds);
+  input.aliasGroups = undefined;
+  const groups = sets.map((set) => new StoredGroup(set));
+  groups.sort(compareGroups);
+  for (let i = 0; i < groups.length; i++) groups[i]!.id = i;
+  return groups;
+}
+
 export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
-  const raw = (input.aliasGroups ?? groupSessions(input.sessions, input.agentIds)).map((members): RawGroup => {
-    let last: number | null = null;
-    for (const m of members)
-      if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
-    const only = members.length === 1 ? members[0]!.key : null;
-    const key = only ?? smallest(members.map((m) => m.key ?? `\uffff${m.id}`));
-    return { members, lastActivityMs: last, key, tie: null };
-  });
-  raw.sort(compareGroups);
-
-  // Instances, not object literals: most groups are one session and keep it as it is (plan-group.ts).
-  const groups = raw.map((g, id) => new StoredGroup(id, g));
+  const groups = makeGroups(input);
 
   // Newest: every group sharing the newest time; if that is in the future, also the newest plausible one.
-  const dated = groups.filter((g) => g.lastActivityMs !== null).map((g) => g.lastActivityMs!);
-  const newestMs = dated.length > 0 ? Math.max(...dated) : null;
+  let newestMs: number | null = null;
+  let plausibleMs: number | null = null;
+  for (const g of groups) {
+    const t = g.lastActivityMs;
+    if (t === null) continue;
+    if (newestMs === null || t > newestMs) newestMs = t;
+    if (t <= now + FUTURE_SLACK_MS && (plausibleMs === null || t > plausibleMs)) plausibleMs = t;
+  }
   const protectedTimes = new Set<number>();
   if (newestMs !== null) {
     protectedTimes.add(newestMs);
-    if (newestMs > now + FUTURE_SLACK_MS) {
-      const plausible = dated.filter((t) => t <= now + FUTURE_SLACK_MS);
-      if (plausible.length > 0) protectedTimes.add(Math.max(...plausible));
-    }
+    if (newestMs > now + FUTURE_SLACK_MS && plausibleMs !== null) protectedTimes.add(plausibleMs);
   }
-  const deletable: boolean[] = [];
+  /** By group id: 1 when no rule protects the group (a typed array: one byte a group, not a pointer). */
+  const deletable = new Uint8Array(groups.length);
   const holds = new Map((input.holds ?? []).map((h) => [`${h.agent}\0${h.key}`, h]));
   for (const g of groups) {
     let unsafe: KeepReason | null = null;
@@ -215,7 +232,7 @@ export function planPrune(input: PlanInput): Plan {
       g.hold = hold;
     } else if (g.lastActivityMs === null) g.reason = 'undated';
     else if (protectedTimes.has(g.lastActivityMs)) g.reason = 'newest';
-    deletable[g.id] = g.reason === 'within_policy';
+    deletable[g.id] = g.reason === 'within_policy' ? 1 : 0;
   }
 
   // 1. Age.
@@ -238,8 +255,8 @@ export function planPrune(input: PlanInput): Plan {
 
   // A wall clock far ahead cannot be told from a long silence in general, but a clock that makes
   // every dated session but the newest old enough to go is worth a word before it acts.
-  const datedDeletable = groups.filter((g) => g.lastActivityMs !== null && deletable[g.id]).length;
-  const ageVictims = groups.filter((g) => g.reason === 'max_age_days').length;
+  const datedDeletable = count(groups, (g) => g.lastActivityMs !== null && deletable[g.id] === 1);
+  const ageVictims = count(groups, (g) => g.reason === 'max_age_days');
   const everyDatedOld = ageCheck === 'applied' && ageVictims > 0 && ageVictims === datedDeletable;
 
   const cron = applyCronRules(groups, deletable, policy, now);
@@ -250,16 +267,16 @@ export function planPrune(input: PlanInput): Plan {
   // ListSessions skips an unreadable meta, and a refusal must never make room by deleting
   // another session.
   const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
-  const undatedGroups = groups.filter((g) => g.reason === 'undated').length;
+  const undatedGroups = count(groups, (g) => g.reason === 'undated');
   let displacedByUndated = 0;
   if (policy.max_sessions > 0) {
     const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
-    let remaining = groups.filter(counted).length;
-    const candidates = groups.filter((g) => g.action === 'keep' && deletable[g.id] && counts(g)).length;
+    let remaining = count(groups, counted);
+    const candidates = count(groups, (g) => g.action === 'keep' && deletable[g.id] === 1 && counts(g));
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
     displacedByUndated =
-      over(remaining) - over(remaining - groups.filter((g) => g.reason === 'undated' && counted(g)).length);
+      over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -335,7 +352,7 @@ export function planPrune(input: PlanInput): Plan {
         ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted ' +
           'from the estimate it was owed with, not from the unshrunk file.'
         : '');
-    for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id]! && g.ownConversations.length > 0;
+    for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id] === 1 && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
       size.checked = true;
       for (const g of groups) {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { groupKeys, type SessionRecord } from '../../src/picoclaw/inventory.js';
-import { groupSessions } from '../../src/prune/plan-groups.js';
+import { groupSessions, memberList, type GroupMembers } from '../../src/prune/plan-groups.js';
 import { rec } from '../support/plan-input.js';
 
 /** The alias grouping as it was first written (a string key and an array per session): the reference. */
@@ -43,7 +43,7 @@ describe('alias grouping', () => {
     fc.assert(
       fc.property(fc.array(session, { maxLength: 30 }), (specs) => {
         const sessions = specs.map((s) => rec(s.key, 1, { dir: s.dir, aliases: s.aliases }));
-        const ids = (gs: SessionRecord[][]) => gs.map((g) => g.map((m) => sessions.indexOf(m)));
+        const ids = (gs: GroupMembers[]) => gs.map((g) => memberList(g).map((m) => sessions.indexOf(m)));
         expect(ids(groupSessions(sessions, ['main', 'ops']))).toEqual(ids(referenceGroups(sessions, ['main', 'ops'])));
       }),
       { numRuns: 300 },
