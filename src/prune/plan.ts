@@ -275,8 +275,7 @@ export function planPrune(input: PlanInput): Plan {
     const candidates = count(groups, (g) => g.action === 'keep' && deletable[g.id] === 1 && counts(g));
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
-    displacedByUndated =
-      over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
+    displacedByUndated = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -352,7 +351,8 @@ export function planPrune(input: PlanInput): Plan {
         ? ' A VACUUM is owed (deferred while the gateway runs): the size is counted ' +
           'from the estimate it was owed with, not from the unshrunk file.'
         : '');
-    for (const g of groups) g.sizeEligible = g.action === 'keep' && deletable[g.id] === 1 && g.ownConversations.length > 0;
+    for (const g of groups)
+      g.sizeEligible = g.action === 'keep' && deletable[g.id] === 1 && g.ownConversations.length > 0;
     if (policy.max_db_size_mb > 0 && input.db.fileBytes > limit) {
       size.checked = true;
       for (const g of groups) {
