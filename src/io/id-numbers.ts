@@ -49,7 +49,7 @@ export class IdNumbers implements NumbersById {
 function byId(a: unknown, b: unknown): number {
   const na = typeof a === 'number' && !Number.isNaN(a);
   const nb = typeof b === 'number' && !Number.isNaN(b);
-  return na && nb ? (a as number) - (b as number) : Number(nb) - Number(na);
+  return na && nb ? a - b : Number(nb) - Number(na);
 }
 
 /**

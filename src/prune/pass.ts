@@ -11,7 +11,7 @@ import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
-import { buildInventory, releaseAliases, type SessionRecord } from '../picoclaw/inventory.js';
+import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
