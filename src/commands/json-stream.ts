@@ -7,9 +7,9 @@
  * (JSON strings cannot hold a raw newline, so every newline in that text is structure).
  * A `LazyList` is an array whose items are made one at a time while they are written.
  */
-export class LazyList<T> {
-  constructor(readonly items: Iterable<T>) {}
-}
+import { LazyList } from '../io/lazy-list.js';
+
+export { LazyList };
 
 const GAP = '  ';
 /** Small chunks, for the reason LayoutWriter's are (format.ts): text held across collections is promoted. */

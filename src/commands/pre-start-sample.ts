@@ -1,6 +1,7 @@
 import { errnoCode, errorMessage } from '../errors.js';
 import { discoverHome } from '../picoclaw/home.js';
 import type { PruneReport } from '../prune/report.js';
+import type { SessionList } from '../prune/report-sessions.js';
 import { recordPreStart } from '../startup-model/learn.js';
 
 /**
@@ -10,7 +11,7 @@ import { recordPreStart } from '../startup-model/learn.js';
  * up: then no start follows. Returns a warning, or null.
  */
 export function recordPreStartSample(
-  report: PruneReport,
+  report: PruneReport<SessionList>,
   homeFlag: string | undefined,
   stateDir: string,
 ): string | null {

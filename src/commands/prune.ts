@@ -5,6 +5,7 @@ import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
+import type { SessionList } from '../prune/report-sessions.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
 import {
@@ -86,12 +87,12 @@ function progressReporter(): (done: number, total: number, what: string) => void
 }
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
-export function renderPruneText(r: PruneReport, width: number = DEFAULT_WIDTH): string {
+export function renderPruneText(r: PruneReport<SessionList>, width: number = DEFAULT_WIDTH): string {
   return layoutToString((w) => writePruneText(w, r), width);
 }
 
 /** The text report, written as it is made: the table's rows are made for each pass over them, never held. */
-export function writePruneText(out: LayoutWriter, r: PruneReport): void {
+export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): void {
   const width = out.width;
   const dry = r.mode === 'dry-run';
   const pol = Object.entries(r.policy)
@@ -154,7 +155,7 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
     if (displayWidth(tableRule(full)) <= width) out.tableOfShape(full, rows(REASON_TEXT));
     else out.table(columns, rows(REASON_SHORT));
   }
-  if (r.sessions.some((s) => s.group)) out.push('  * part of an alias group: kept or deleted together');
+  if (some(r.sessions, (s) => s.group !== null)) out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
     out.push('');
@@ -220,23 +221,30 @@ export function writePruneText(out: LayoutWriter, r: PruneReport): void {
   out.push(...pruneExtraLines(r));
   for (const w of r.warnings) out.push(`warning: ${w}`);
   // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
-  const byDetail = new Map<string, string[]>();
+  // Per detail, how many and the first three keys: all that is printed.
+  const byDetail = new Map<string, { n: number; keys: string[] }>();
   for (const s of r.sessions)
-    if (s.detail && s.action === 'keep') byDetail.set(s.detail, [...(byDetail.get(s.detail) ?? []), s.key ?? s.file]);
-  for (const [detail, keys] of byDetail) {
+    if (s.detail && s.action === 'keep') {
+      let d = byDetail.get(s.detail);
+      if (!d) byDetail.set(s.detail, (d = { n: 0, keys: [] }));
+      if (d.n++ < 3) d.keys.push(s.key ?? s.file);
+    }
+  for (const [detail, { n, keys }] of byDetail) {
     // A detail that starts with "kept" says so itself ("kept with its alias group: ...").
     const why = detail.startsWith('kept ') ? detail.slice(5) : `: ${detail}`;
-    if (keys.length <= 3) for (const k of keys) out.push(`kept ${k}${why.startsWith(':') ? why : ` ${why}`}`);
-    else
-      out.push(
-        `kept ${keys.length} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`,
-      );
+    if (n <= 3) for (const k of keys) out.push(`kept ${k}${why.startsWith(':') ? why : ` ${why}`}`);
+    else out.push(`kept ${n} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`);
   }
   out.push(`(${r.duration_ms} ms)`);
 }
 
-function* lazyMap<T, U>(xs: readonly T[], f: (x: T) => U): Generator<U> {
+function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
+}
+
+function some<T>(xs: Iterable<T>, pass: (x: T) => boolean): boolean {
+  for (const x of xs) if (pass(x)) return true;
+  return false;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
@@ -273,6 +281,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     onProgress: apply && !opts.json ? progressReporter() : undefined,
     noArchivePaths: !opts.json,
+    // Printed or written as JSON entry by entry: never all held at once.
+    streamSessions: true,
   });
   if (apply && opts.preStart === true) {
     const { recordPreStartSample } = await import('./pre-start-sample.js');

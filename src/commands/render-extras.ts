@@ -1,6 +1,7 @@
 import { WHOLE_MIB } from '../io/bytes.js';
 import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
+import type { SessionList } from '../prune/report-sessions.js';
 import type { StartupPrediction } from '../startup-model/learn.js';
 import { fitTable, formatAge, formatBytes } from './format.js';
 import { instantMs } from '../picoclaw/time.js';
@@ -25,13 +26,13 @@ export const EXTRA_REASON_SHORT = {
 } satisfies Partial<Record<Reason, string>>;
 
 /** Whether any cron rule is on: then the prune table shows each cron run's job. */
-export function cronRulesOn(r: PruneReport): boolean {
+export function cronRulesOn(r: PruneReport<SessionList>): boolean {
   const c = r.cron;
   return !!c && (c.keep_runs > 0 || c.max_age_days > 0 || !c.counts_toward_max_sessions);
 }
 
 /** The prune report's lines for the cron rules and the startup budget (after the totals). */
-export function pruneExtraLines(r: PruneReport): string[] {
+export function pruneExtraLines(r: PruneReport<SessionList>): string[] {
   const out: string[] = [];
   const c = r.cron;
   if (c && cronRulesOn(r)) {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { HISTORY_FILE } from '../state/history.js';
 import type { PruneReport } from '../prune/report.js';
+import { firstOf, type SessionList } from '../prune/report-sessions.js';
 
 /**
  * What the daemon keeps of a pass's report for GET /prune. A pass over 20,000 sessions
@@ -22,11 +23,15 @@ export type PassSummary = PruneReport & {
   undated_kept_per_agent: Record<string, number>;
 };
 
-export function summarizeReport(report: PruneReport, stateDir: string, limit = SUMMARY_SESSIONS): PassSummary {
+export function summarizeReport(
+  report: PruneReport<SessionList>,
+  stateDir: string,
+  limit = SUMMARY_SESSIONS,
+): PassSummary {
   const perAgent: Record<string, number> = {};
   for (const s of report.sessions)
     if (s.last_activity === null && s.action === 'keep') perAgent[s.agent] = (perAgent[s.agent] ?? 0) + 1;
-  const shown = report.sessions.slice(0, limit);
+  const shown = firstOf(report.sessions, limit);
   return {
     ...report,
     sessions: shown,

@@ -58,6 +58,8 @@ async function pass(input: PassInput): Promise<PassOutput> {
       shouldStop,
       onProgress,
       skipAgeCheck: input.skipAgeCheck ?? undefined,
+      // Summarized in two reads of the plan, never all held at once.
+      streamSessions: true,
     });
     return { ok: true, report: summarizeReport(report, input.stateDir) };
   } catch (err) {

@@ -20,7 +20,8 @@ import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
-import { buildReport, type PruneReport } from './report.js';
+import { buildReportOf, type PruneReport } from './report.js';
+import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
@@ -57,6 +58,8 @@ export interface PassOptions {
   modelStateDir?: string | null;
   /** The caller prints no archive path (the text report): the report's sessions leave them out (see ReportInput). */
   noArchivePaths?: boolean;
+  /** The report's sessions are made as they are read (see runPrunePass). */
+  streamSessions?: boolean;
 }
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
@@ -99,11 +102,12 @@ function skipped(
     policy: ResolvedPolicy;
     t0: number;
     gateway: GatewayState | null;
+    stream: boolean;
   },
   reason: string,
   exitCode: ExitCodeValue,
-): PruneReport {
-  return buildReport({
+): PruneReport<SessionList> {
+  return buildReportOf({
     ...base,
     inventory: null,
     plan: null,
@@ -124,7 +128,14 @@ function realPathOf(p: string): string {
   }
 }
 
-export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
+/**
+ * One prune pass: the inventory, the plan, the deletions when applying, and the report. With
+ * `streamSessions` the report's sessions are made as they are read (SessionEntries): for a caller
+ * that writes them out or summarizes them, never holding them all.
+ */
+export async function runPrunePass(o: PassOptions & { streamSessions: true }): Promise<PruneReport<SessionEntries>>;
+export async function runPrunePass(o: PassOptions): Promise<PruneReport>;
+export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionList>> {
   const t0 = performance.now();
   const env = o.env ?? process.env;
   const now = o.clock();
@@ -141,7 +152,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     picoclawConfig: home.sessionPrune ? { path: home.configPath, values: home.sessionPrune } : null,
   });
   const values = policyValues(policy);
-  const base = { mode, now, home, policy, t0, gateway: null as GatewayState | null } as const;
+  const base = {
+    mode,
+    now,
+    home,
+    policy,
+    t0,
+    gateway: null as GatewayState | null,
+    stream: !!o.streamSessions,
+  } as const;
   assertPicoClawHome(home);
   if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
@@ -182,7 +201,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     db = sh.db;
     const dbFacts = sh.dbFacts;
     if (sh.refusal) {
-      return buildReport({
+      return buildReportOf({
         ...withGw,
         inventory: inv,
         plan: null,
@@ -196,7 +215,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
     if (o.apply) {
       const why = preflight(inv, db);
       if (why)
-        return buildReport({
+        return buildReportOf({
           ...withGw,
           inventory: inv,
           plan: null,
@@ -227,7 +246,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       }
     }
     if (holdsProblem && o.apply) {
-      return buildReport({
+      return buildReportOf({
         ...withGw,
         inventory: inv,
         plan: null,
@@ -297,7 +316,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
       ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan })
       : null;
     if (archiveProblem && o.apply) {
-      return buildReport({
+      return buildReportOf({
         ...withGw,
         inventory: inv,
         plan: null,
@@ -340,7 +359,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport> {
         for (const x of outcomes) if (refused(x)) return true;
         return false;
       });
-    const report = buildReport({
+    const report = buildReportOf({
       ...withGw,
       inventory: inv,
       plan,

@@ -65,7 +65,7 @@ export function modelReport(m: BootstrapModel | null): ModelReport | null {
 
 export function cronReport(
   plan: Plan,
-  sessions: { cron_job: string | null; action: string; last_activity: string | null; bytes: number }[],
+  sessions: Iterable<{ cron_job: string | null; action: string; last_activity: string | null; bytes: number }>,
 ): CronReport | null {
   const p = plan.policy;
   const by = new Map<string, CronReport['jobs'][number]>();

@@ -1,4 +1,3 @@
-import { holdDetail } from '../state/holds.js';
 import { releaseGarbage } from '../io/heap.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
@@ -6,9 +5,8 @@ import type { PicoClawHome } from '../picoclaw/home.js';
 import type { Inventory } from '../picoclaw/inventory.js';
 import type { ApplyResult } from './apply.js';
 import type { DbFacts, Plan, PlanGroup } from './plan.js';
-import { issueText, issueTodo } from '../picoclaw/issues.js';
 import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
-import { cronJobId } from './cron.js';
+import { iso, outcomeOf, SessionEntries, sessionEntry, type SessionList } from './report-sessions.js';
 import { bootstrapReport, cronReport, type BootstrapReport, type CronReport } from './report-extras.js';
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
@@ -34,7 +32,7 @@ export interface PruneSessionEntry {
   cron_job: string | null;
 }
 
-export interface PruneReport {
+export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
   mode: 'dry-run' | 'apply';
   skipped: string | null;
   exit_code: ExitCodeValue;
@@ -48,7 +46,7 @@ export interface PruneReport {
    * push out.
    */
   undated: { sessions: number; displaced: number } | null;
-  sessions: PruneSessionEntry[];
+  sessions: S;
   orphans: {
     key: string;
     conversation_id: number;
@@ -146,59 +144,50 @@ export interface ReportInput {
    * them unprinted.
    */
   noArchivePaths?: boolean;
+  /**
+   * The sessions' entries are made each time they are read (SessionEntries), from the plan and the
+   * apply's outcomes, which the report then keeps: for a caller that writes them as it reads them.
+   * `consume` does not apply.
+   */
+  stream?: boolean;
 }
 
-/** For sessions kept because a file is unreadable or unsafe: which file, what is wrong, what to do. */
-function unsafeDetail(path: string, issues: string[], reason: string): string | null {
-  if (reason !== 'unreadable_meta' && reason !== 'not_regular_file') return null;
-  const bad = issues.filter((i) => i.startsWith('meta_') || i === 'jsonl_not_regular_file' || i === 'jsonl_unreadable');
-  return `${path}: ${bad.map(issueText).join('; ')}; kept (${bad.map(issueTodo).filter(Boolean).join('; ')})`;
-}
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-/** How old, in words: "7 days", "5 hours". */
-function ageWords(ms: number): string {
-  const h = Math.max(0, Math.round(ms / 3_600_000));
-  if (h < 48) return `${h} hour${h === 1 ? '' : 's'}`;
-  const d = Math.round(h / 24);
-  return `${d} days`;
-}
-
-/**
- * A kept member of an alias group that is older than the group: it stays because a newer
- * member does (the group is kept or deleted together), which its own date does not show.
- */
-function groupDetail(
-  g: Plan['groups'][number],
-  m: Plan['groups'][number]['members'][number],
-  nowMs: number,
-): string | null {
-  if (g.members.length < 2 || g.lastActivityMs === null || m.lastActivityMs === g.lastActivityMs) return null;
-  const newest = g.members.find((x) => x.lastActivityMs === g.lastActivityMs);
-  if (!newest) return null;
-  return `kept with its alias group: ${newest.key ?? newest.base} is ${ageWords(nowMs - g.lastActivityMs)} old`;
-}
-
+/** The report, its sessions as an array of entries. */
 export function buildReport(r: ReportInput): PruneReport {
+  return buildReportOf({ ...r, stream: false }) as PruneReport;
+}
+
+/** The report, its sessions made as they are read (ReportInput.stream). */
+export function buildStreamedReport(r: ReportInput): PruneReport<SessionEntries> {
+  return buildReportOf({ ...r, stream: true }) as PruneReport<SessionEntries>;
+}
+
+/** The report, its sessions as `r.stream` asks. */
+export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
   const policy: PruneReport['policy'] = {};
   for (const k of POLICY_KEYS)
     policy[k] = { value: r.policy[k].value, source: r.policy[k].source, from: r.policy[k].from };
-  const sessions: PruneSessionEntry[] = [];
+  const entryContext = { nowMs: r.now.getTime(), dbFacts: r.dbFacts, noArchivePaths: !!r.noArchivePaths };
+  let sessions: PruneSessionEntry[] | SessionEntries = [];
   const orphans: PruneReport['orphans'] = [];
   const shared: PruneReport['shared_conversations'] = [];
   const byReason: Record<string, number> = {};
   let deletedSessions = 0;
+  let keptSessions = 0;
   let freed = 0;
   let deleteGroups = 0;
   let keepGroups = 0;
   if (r.plan) {
     const groups = r.plan.groups;
-    if (r.consume && r.inventory) r.inventory.sessions = [];
+    const consume = r.consume && !r.stream;
+    const list: PruneSessionEntry[] = [];
+    if (r.stream) sessions = SessionEntries.of(r.plan, r.result, entryContext);
+    else sessions = list;
+    if (consume && r.inventory) r.inventory.sessions = [];
     for (let i = 0; i < groups.length; i++) {
       const g = groups[i]!;
-      const outcome = r.result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
-      if (r.consume) {
+      const outcome = outcomeOf(g, r.result);
+      if (consume) {
         (groups as (PlanGroup | undefined)[])[i] = undefined;
         // Halfway, the first half's groups are dead: collected, their room takes the second half's entries.
         if (i === groups.length >> 1) releaseGarbage();
@@ -210,35 +199,11 @@ export function buildReport(r: ReportInput): PruneReport {
         if (outcome.action === 'delete') {
           deletedSessions++;
           freed += m.jsonlBytes + m.metaBytes;
-        }
-        sessions.push({
-          agent: m.agent,
-          key: m.key,
-          file: m.base,
-          group: g.members.length > 1 ? g.key : null,
-          last_activity: iso(m.lastActivityMs),
-          group_last_activity: g.members.length > 1 ? iso(g.lastActivityMs) : null,
-          action: outcome.action,
-          reason: outcome.reason,
-          detail:
-            'detail' in outcome && outcome.detail
-              ? outcome.detail
-              : outcome.reason === 'restored_hold' && g.hold
-                ? holdDetail(g.hold)
-                : ((outcome.reason === g.reason ? g.detail : undefined) ??
-                  unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason) ??
-                  (outcome.action === 'keep' ? groupDetail(g, m, r.now.getTime()) : null)),
-          bytes: m.jsonlBytes + m.metaBytes,
-          seahorse_messages: m.conversations.reduce((n, c) => n + c.messages, 0),
-          estimated_db_bytes: r.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
-          issues: m.issues,
-          archive: !r.noArchivePaths && 'archive' in outcome && outcome.archive ? outcome.archive : null,
-          partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
-          cron_job: cronJobId(m.key),
-        });
+        } else keptSessions++;
+        if (!r.stream) list.push(sessionEntry(entryContext, g, m, outcome));
       }
     }
-    if (r.consume) groups.length = 0;
+    if (consume) groups.length = 0;
     for (const o of r.plan.orphans) {
       const outcome = r.result?.orphans.get(o.conversation.conversationId) ?? { action: o.action, reason: o.reason };
       orphans.push({
@@ -340,8 +305,8 @@ export function buildReport(r: ReportInput): PruneReport {
     totals: {
       sessions: sessions.length,
       groups: deleteGroups + keepGroups,
-      delete: sessions.filter((s) => s.action === 'delete').length,
-      keep: sessions.filter((s) => s.action === 'keep').length,
+      delete: deletedSessions,
+      keep: keptSessions,
       deleted_sessions: deletedSessions,
       freed_bytes: freed,
       deleted_seahorse_messages: r.result?.seahorse ? r.result.seahorse.messages : null,
