@@ -1,7 +1,4 @@
-import { accessSync, constants, realpathSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { realpathSync } from 'node:fs';
 import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
@@ -21,6 +18,7 @@ import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReportOf, type PruneReport } from './report.js';
+import { lockPathFor } from './pass-lock.js';
 import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
@@ -60,38 +58,6 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
-}
-
-export const LOCK_NAME = '.picoclaw-guard.lock';
-
-/**
- * The lock lives in the PicoClaw home (one pass per home, whoever runs it), never in a
- * sessions folder. Where the home cannot be written (read-only, another owner), the
- * state folder, else the temp folder, holds it under a name derived from the home.
- */
-export function lockPathFor(home: PicoClawHome, stateDir: string | null): string {
-  // Named from the real path: a symlinked path to the same home must find the same lock.
-  let real = home.home;
-  try {
-    real = realpathSync(home.home);
-  } catch {
-    // a home that does not exist is refused before any lock is taken
-  }
-  const tag = createHash('sha256').update(real).digest('hex').slice(0, 16);
-  for (const [dir, name] of [
-    [real, LOCK_NAME],
-    [stateDir, `${LOCK_NAME}-${tag}`],
-    [tmpdir(), `picoclaw-guard-${tag}.lock`],
-  ] as const) {
-    if (!dir) continue;
-    try {
-      accessSync(dir, constants.W_OK);
-      return join(dir, name);
-    } catch {
-      // next
-    }
-  }
-  return join(tmpdir(), `picoclaw-guard-${tag}.lock`);
 }
 
 function skipped(

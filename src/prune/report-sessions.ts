@@ -1,9 +1,9 @@
 import { LazyList } from '../io/lazy-list.js';
 import { issueText, issueTodo } from '../picoclaw/issues.js';
 import { holdDetail } from '../state/holds.js';
-import type { ApplyResult } from './apply.js';
+import type { ApplyResult, Outcome } from './apply.js';
 import { cronJobId } from './cron.js';
-import type { DbFacts, Plan, PlanGroup, Reason } from './plan.js';
+import type { DbFacts, Plan, PlanGroup } from './plan.js';
 import type { PruneSessionEntry } from './report.js';
 
 /**
@@ -16,10 +16,7 @@ export interface SessionList extends Iterable<PruneSessionEntry> {
   readonly length: number;
 }
 
-/** What the pass did with a group: as planned, or what apply found (GroupOutcomes). */
-export type Outcome =
-  NonNullable<ReturnType<ApplyResult['groups']['get']>> | { action: 'keep' | 'delete'; reason: Reason };
-
+/** What the pass did with a group: what apply found, or as planned (a dry-run). */
 export function outcomeOf(g: PlanGroup, result: ApplyResult | null): Outcome {
   return result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
 }

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { summarizeReport } from '../../src/daemon/pass-summary.js';
 import type { PruneReport } from '../../src/prune/report.js';
+import { SessionEntries } from '../../src/prune/report-sessions.js';
 
 type Entry = PruneReport['sessions'][number];
 
@@ -47,5 +48,19 @@ describe('summarizeReport: what the daemon keeps of a pass for GET /prune', () =
     const s = summarizeReport(report, '/state');
     expect(s.sessions_shown).toBe(5);
     expect(s.sessions).toEqual(sessions);
+  });
+
+  it('summarizes a list made as it is read the same, making no entry past the limit the second time', () => {
+    let made = 0;
+    const lazy = new SessionEntries(sessions.length, function* () {
+      for (const e of sessions) {
+        made++;
+        yield { ...e };
+      }
+    });
+    const s = summarizeReport({ ...report, sessions: lazy }, '/state', 2);
+    expect(s).toEqual(summarizeReport(report, '/state', 2));
+    // One read for the per-agent counts, one for the first two entries.
+    expect(made).toBe(sessions.length + 2);
   });
 });

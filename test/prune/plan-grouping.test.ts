@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { groupKeys, type SessionRecord } from '../../src/picoclaw/inventory.js';
 import { groupSessions, memberList, type GroupMembers } from '../../src/prune/plan-groups.js';
-import { rec } from '../support/plan-input.js';
+import { planPrune, type PlanInput } from '../../src/prune/plan.js';
+import { DEFAULT_POLICY } from '../../src/prune/policy.js';
+import { NO_DB, NOW, rec } from '../support/plan-input.js';
 
 /** The alias grouping as it was first written (a string key and an array per session): the reference. */
 function referenceGroups(sessions: SessionRecord[], agentIds: string[]): SessionRecord[][] {
@@ -48,5 +50,31 @@ describe('alias grouping', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('are taken over by the planner, which lets them go and plans as if it had grouped them itself', () => {
+    const sessions = [
+      rec('k1', 40, { aliases: ['k2'] }),
+      rec('k2', 50),
+      rec('k3', 45),
+      rec(null, 60),
+      rec('k4', null, { aliases: ['k1'] }),
+      rec('k5', 1),
+    ];
+    const input = (): PlanInput => ({
+      sessions,
+      orphanConversations: [],
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 2 },
+      now: NOW,
+      db: NO_DB,
+    });
+    const given = { ...input(), aliasGroups: groupSessions(sessions, ['main']) };
+    const withGroups = planPrune(given);
+    expect(given.aliasGroups).toBeUndefined();
+    const view = (p: ReturnType<typeof planPrune>) =>
+      p.groups.map((g) => [g.id, g.key, g.members.map((m) => sessions.indexOf(m)), g.action, g.reason]);
+    expect(view(withGroups)).toEqual(view(planPrune(input())));
+    expect(view(withGroups).map((g) => g[2])).toEqual([[3], [2], [0, 1, 4], [5]]);
   });
 });
