@@ -155,7 +155,8 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
     if (displayWidth(tableRule(full)) <= width) out.tableOfShape(full, rows(REASON_TEXT));
     else out.table(columns, rows(REASON_SHORT));
   }
-  if (some(r.sessions, (s) => s.group !== null)) out.push('  * part of an alias group: kept or deleted together');
+  // Fewer groups than sessions: some session is one of an alias group (read without making every entry).
+  if (r.totals.groups < r.totals.sessions) out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
     out.push('');
@@ -240,11 +241,6 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
 
 function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
-}
-
-function some<T>(xs: Iterable<T>, pass: (x: T) => boolean): boolean {
-  for (const x of xs) if (pass(x)) return true;
-  return false;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);

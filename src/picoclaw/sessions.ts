@@ -186,7 +186,11 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
     lastBase = base;
     last = j;
   };
-  for (const name of names) {
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
+    // Let each name go once read: the list of a large folder's names (about 100 bytes each) would
+    // otherwise live through the whole scan beside the records it becomes.
+    names[i] = '';
     const kind = classifyEntry(name);
     if (kind === 'other') continue;
     if (kind === 'temp') {

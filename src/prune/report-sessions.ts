@@ -49,7 +49,7 @@ export function sessionEntry(
         : outcome.reason === 'restored_hold' && g.hold
           ? holdDetail(g.hold)
           : ((outcome.reason === g.reason ? g.detail : undefined) ??
-            unsafeDetail(m.files.meta?.path ?? m.id, m.issues, outcome.reason) ??
+            unsafeDetail(m, outcome.reason) ??
             (outcome.action === 'keep' ? groupDetail(g, m, c.nowMs) : null)),
     bytes: m.jsonlBytes + m.metaBytes,
     seahorse_messages: m.conversations.reduce((n, x) => n + x.messages, 0),
@@ -106,10 +106,17 @@ export function firstOf<T>(xs: Iterable<T>, n: number): T[] {
   return out;
 }
 
-/** For sessions kept because a file is unreadable or unsafe: which file, what is wrong, what to do. */
-function unsafeDetail(path: string, issues: string[], reason: string): string | null {
+/**
+ * For sessions kept because a file is unreadable or unsafe: which file, what is wrong, what to do.
+ * The file's path is made only then (a record makes its paths when asked, and most sessions are
+ * neither).
+ */
+function unsafeDetail(m: PlanGroup['members'][number], reason: string): string | null {
   if (reason !== 'unreadable_meta' && reason !== 'not_regular_file') return null;
-  const bad = issues.filter((i) => i.startsWith('meta_') || i === 'jsonl_not_regular_file' || i === 'jsonl_unreadable');
+  const path = m.files.meta?.path ?? m.id;
+  const bad = m.issues.filter(
+    (i) => i.startsWith('meta_') || i === 'jsonl_not_regular_file' || i === 'jsonl_unreadable',
+  );
   return `${path}: ${bad.map(issueText).join('; ')}; kept (${bad.map(issueTodo).filter(Boolean).join('; ')})`;
 }
 
@@ -132,4 +139,28 @@ function groupDetail(g: PlanGroup, m: PlanGroup['members'][number], nowMs: numbe
   const newest = g.members.find((x) => x.lastActivityMs === g.lastActivityMs);
   if (!newest) return null;
   return `kept with its alias group: ${newest.key ?? newest.base} is ${ageWords(nowMs - g.lastActivityMs)} old`;
+}
+
+/**
+ * What the cron report reads of each cron run, for every session of the plan whose key is a cron
+ * run's: no entry is made for the others.
+ */
+export function* cronRuns(
+  groups: readonly PlanGroup[],
+  result: ApplyResult | null,
+): Generator<{ cron_job: string; action: string; last_activity: string | null; bytes: number }> {
+  for (const g of groups) {
+    let outcome: Outcome | null = null;
+    for (const m of g.members) {
+      const job = cronJobId(m.key);
+      if (job === null) continue;
+      outcome ??= outcomeOf(g, result);
+      yield {
+        cron_job: job,
+        action: outcome.action,
+        last_activity: iso(m.lastActivityMs),
+        bytes: m.jsonlBytes + m.metaBytes,
+      };
+    }
+  }
 }

@@ -6,7 +6,7 @@ import type { Inventory } from '../picoclaw/inventory.js';
 import type { ApplyResult } from './apply.js';
 import type { DbFacts, Plan, PlanGroup } from './plan.js';
 import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
-import { iso, outcomeOf, SessionEntries, sessionEntry, type SessionList } from './report-sessions.js';
+import { cronRuns, iso, outcomeOf, SessionEntries, sessionEntry, type SessionList } from './report-sessions.js';
 import { bootstrapReport, cronReport, type BootstrapReport, type CronReport } from './report-extras.js';
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
@@ -315,7 +315,8 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
     },
     warnings: r.warnings,
     duration_ms: Math.round(performance.now() - r.t0),
-    cron: r.plan ? cronReport(r.plan, sessions) : null,
+    // Streamed: read from the plan's cron runs alone, not from every session's entry.
+    cron: r.plan ? cronReport(r.plan, r.stream ? cronRuns(r.plan.groups, r.result) : sessions) : null,
     bootstrap: r.plan?.bootstrap ? bootstrapReport(r.plan.bootstrap) : null,
   };
 }
