@@ -166,7 +166,8 @@ function readHomeHolds(
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const home = homeFromOpts(opts);
   const now = systemClock();
-  const inv = buildInventory(home);
+  // The text table shows no aliases: they go once they have tied the seahorse rows to sessions.
+  const inv = buildInventory(home, { withoutAliases: !opts.json });
   const { holds, problem } = readHomeHolds(opts, home.home, now.getTime());
   if (opts.json) {
     printJson(inventoryJsonLazy(inv, now, holds));

@@ -309,6 +309,12 @@ function mapConversations(
 export interface InventoryOptions {
   /** Skip seahorse.db (e.g. when only the JSONL side is wanted). */
   skipSeahorse?: boolean;
+  /**
+   * The caller never reads the sessions' aliases (the text `sessions` table): they serve the
+   * seahorse mapping, and are let go before the closing collection (half the sessions of a
+   * scoped home list four or so, about 140 bytes each).
+   */
+  withoutAliases?: boolean;
 }
 
 export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}): Inventory {
@@ -365,6 +371,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
       }
     }
   }
+  if (opts.withoutAliases) for (const s of sessions) s.aliases = NO_STRINGS;
   // The rows not kept and the key index are dead: what follows (a plan, a report) starts clean.
   releaseGarbage();
   return { home, sessions, orphanJsonl, orphanConversations, ignored, storeErrors, seahorse };
