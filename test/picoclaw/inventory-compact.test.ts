@@ -6,7 +6,7 @@ import { discoverHome } from '../../src/picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../../src/picoclaw/inventory.js';
 import { withWalkCache } from '../../src/picoclaw/seahorse.js';
 import { scanStore, storeTimes } from '../../src/picoclaw/sessions.js';
-import { handHome, writeSession } from '../support/home.js';
+import { addConversation, handHome, writeSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 import { heldPerSession } from '../support/heap.js';
 
@@ -192,5 +192,38 @@ describe('a walk over seahorse.db', () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe('an inventory built without aliases (the text sessions table)', () => {
+  it('ties the seahorse rows named by aliases to their sessions as before, then holds no alias', () => {
+    const home = tempDir();
+    const { sessionsDir, dbPath } = handHome(home, []);
+    const db = new (sqlite())(dbPath);
+    const at = (i: number) => `2026-07-0${1 + (i % 9)} 10:00:00`;
+    for (let i = 0; i < 12; i++) {
+      const key = `sk_v1_s${i}`;
+      const aliases = i % 3 === 0 ? [] : ['agent:main:main', `agent:main:direct:${i}`];
+      writeSession(sessionsDir, { key, updated: at(i).replace(' ', 'T') + 'Z', aliases });
+      // Every other aliased session's rows are under an alias, not under its key.
+      addConversation(db, i % 3 !== 0 && i % 2 === 0 ? `agent:main:direct:${i}` : key, [at(i), at(i + 1)]);
+    }
+    addConversation(db, 'agent:main:direct:99', [at(3)]);
+    db.close();
+    const h = discoverHome({ home, env: {} });
+    const view = (inv: ReturnType<typeof buildInventory>) => ({
+      sessions: inv.sessions.map((s) => [s.key, s.conversations.map((c) => [c.conversationId, c.key, c.messages])]),
+      orphans: inv.orphanConversations.map((c) => [c.conversationId, c.key]),
+    });
+    const full = buildInventory(h);
+    const bare = buildInventory(h, { withoutAliases: true });
+    expect(full.sessions.filter((s) => s.aliases.length > 0)).toHaveLength(8);
+    expect(bare.sessions.every((s) => s.aliases.length === 0)).toBe(true);
+    expect(view(bare)).toEqual(view(full));
+    // Rows found through an alias, and the one no session names.
+    expect(full.sessions.find((s) => s.key === 'sk_v1_s2')!.conversations.map((c) => c.key)).toEqual([
+      'agent:main:direct:2',
+    ]);
+    expect(view(full).orphans).toEqual([[13, 'agent:main:direct:99']]);
   });
 });
