@@ -1,29 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { newApplyResult, type ApplyResult } from '../../src/prune/apply.js';
 import { buildReport, type ReportInput } from '../../src/prune/report.js';
-import { handHome } from '../support/home.js';
-import { plannedHome, reportInput } from '../support/report-input.js';
-import { tempDir } from '../support/tmp.js';
+import { plannedHome, reportInput, sampleReportHome } from '../support/report-input.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
-
-/** A home with alias groups, seahorse rows, cron runs, an unreadable meta and sessions old and new. */
-function sampleHome(): string {
-  const home = tempDir();
-  const day = (d: number) => new Date(NOW.getTime() - d * 86_400_000).toISOString();
-  const sessions = [];
-  for (let i = 0; i < 40; i++) {
-    const at = day(i * 3);
-    sessions.push({
-      key: i % 4 === 0 ? `agent:cron-job${i % 3}-0000000${i % 10}-1111-2222-3333-444444444444` : `sk_v1_s${i}`,
-      updated: at,
-      seahorse: i % 2 ? [at.replace('T', ' ').slice(0, 19)] : undefined,
-      aliases: i % 5 === 1 ? ['agent:main:main', `sk_v1_s${i + 1}`] : undefined,
-    });
-  }
-  handHome(home, sessions);
-  return home;
-}
 
 function input(home: string, consume: boolean, applied = false): ReportInput {
   const planned = plannedHome(home, NOW.getTime());
@@ -43,7 +23,7 @@ function input(home: string, consume: boolean, applied = false): ReportInput {
 
 describe('buildReport with consume', () => {
   it('makes the very same report and lets the inventory sessions and plan groups go', () => {
-    const home = sampleHome();
+    const home = sampleReportHome(NOW.getTime());
     const kept = input(home, false);
     const spent = input(home, true);
     expect(spent.plan!.groups.length).toBeGreaterThan(30);
@@ -58,7 +38,7 @@ describe('buildReport with consume', () => {
   });
 
   it("reads an apply's outcomes, stored apart or as planned, before it lets their groups go", () => {
-    const home = sampleHome();
+    const home = sampleReportHome(NOW.getTime());
     const a = buildReport(input(home, false, true));
     const b = buildReport(input(home, true, true));
     expect({ ...b, duration_ms: 0 }).toEqual({ ...a, duration_ms: 0 });

@@ -3,29 +3,12 @@ import { writeJson } from '../../src/commands/json-stream.js';
 import { newApplyResult, type ApplyResult } from '../../src/prune/apply.js';
 import { buildReport, buildStreamedReport } from '../../src/prune/report.js';
 import { heldPerSession } from '../support/heap.js';
-import { handHome, oneConversationEach } from '../support/home.js';
-import { plannedHome, reportInput } from '../support/report-input.js';
+import { oneConversationEach } from '../support/home.js';
+import { plannedHome, reportInput, sampleReportHome } from '../support/report-input.js';
 import { tempDir } from '../support/tmp.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const day = (d: number) => new Date(NOW.getTime() - d * 86_400_000).toISOString();
-
-/** Alias groups, seahorse rows, cron runs, an unreadable meta, sessions old and new. */
-function sampleHome(): string {
-  const home = tempDir();
-  const sessions = [];
-  for (let i = 0; i < 40; i++) {
-    const at = day(i * 3);
-    sessions.push({
-      key: i % 4 === 0 ? `agent:cron-job${i % 3}-0000000${i % 10}-1111-2222-3333-444444444444` : `sk_v1_s${i}`,
-      updated: at,
-      seahorse: i % 2 ? [at.replace('T', ' ').slice(0, 19)] : undefined,
-      aliases: i % 5 === 1 ? ['agent:main:main', `sk_v1_s${i + 1}`] : undefined,
-    });
-  }
-  handHome(home, sessions);
-  return home;
-}
 
 /** An apply's outcomes of every kind: as planned, kept after a change, archived, partly deleted. */
 function outcomes(p: ReturnType<typeof plannedHome>): ApplyResult {
@@ -44,7 +27,7 @@ function outcomes(p: ReturnType<typeof plannedHome>): ApplyResult {
 describe('a report whose sessions are made as they are read', () => {
   for (const applied of [false, true])
     it(`gives the entries, totals and JSON of the report made at once (${applied ? 'apply' : 'dry-run'})`, () => {
-      const p = plannedHome(sampleHome(), NOW.getTime());
+      const p = plannedHome(sampleReportHome(NOW.getTime()), NOW.getTime());
       const result = applied ? outcomes(p) : null;
       const eager = buildReport(reportInput(p, NOW.getTime(), result, false));
       const lazy = buildStreamedReport(reportInput(p, NOW.getTime(), result, false));

@@ -4,6 +4,8 @@ import type { ApplyResult } from '../../src/prune/apply.js';
 import { planPrune, type Plan } from '../../src/prune/plan.js';
 import { policyValues, resolvePolicy, type ResolvedPolicy } from '../../src/prune/policy.js';
 import type { ReportInput } from '../../src/prune/report.js';
+import { handHome } from './home.js';
+import { tempDir } from './tmp.js';
 
 /** A home's inventory and its plan under max_age_days 30 and max_sessions 10, no database facts: for report tests. */
 export function plannedHome(
@@ -47,4 +49,22 @@ export function reportInput(
     dbFacts: null,
     consume,
   };
+}
+
+/** 40 sessions a few days apart before `nowMs`: alias groups, seahorse rows, cron runs, sessions old and new. */
+export function sampleReportHome(nowMs: number): string {
+  const home = tempDir();
+  const day = (d: number) => new Date(nowMs - d * 86_400_000).toISOString();
+  const sessions = [];
+  for (let i = 0; i < 40; i++) {
+    const at = day(i * 3);
+    sessions.push({
+      key: i % 4 === 0 ? `agent:cron-job${i % 3}-0000000${i % 10}-1111-2222-3333-444444444444` : `sk_v1_s${i}`,
+      updated: at,
+      seahorse: i % 2 ? [at.replace('T', ' ').slice(0, 19)] : undefined,
+      aliases: i % 5 === 1 ? ['agent:main:main', `sk_v1_s${i + 1}`] : undefined,
+    });
+  }
+  handHome(home, sessions);
+  return home;
 }
