@@ -33,16 +33,24 @@ export interface PassRequest {
 }
 
 /**
- * Node flags of the pass child: the daemon's own, plus a small young generation unless one is
- * set. V8 grows its semi-spaces to 16 MiB each when most new objects survive, as an inventory's
- * records do: on a 20,000-session home that alone is ~40 MiB of the pass's peak, for no gain in
- * time (bench/memory.ts measures both). The units set the same through NODE_OPTIONS.
+ * The Node flags the tool runs with, each unless the flags or NODE_OPTIONS already set that option:
+ * - a 2 MiB young generation. V8 grows its semi-spaces to 16 MiB each when most new objects
+ *   survive, as an inventory's records do: on a 20,000-session home that alone is ~40 MiB of a
+ *   pass's peak, for no gain in time;
+ * - one V8 platform thread, not four. The threads run V8's background work (the optimizing
+ *   compiler, parts of the collector); each optimizing compile holds its own scratch memory while
+ *   it runs, so several at once added 1-4 MiB to a command's peak, at random, for no gain in time.
+ * The units set the same through NODE_OPTIONS, and bin/picoclaw-guard on its command line
+ * (BENCHMARKS.md, memory; bench/memory.ts measures them).
  */
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1'];
+
+/** Node flags of the pass child: the daemon's own, plus each of NODE_FLAGS that neither they nor NODE_OPTIONS set. */
 export function passExecArgv(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {
-  const set = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) =>
-    a.startsWith('--max-semi-space-size'),
-  );
-  return set ? [...execArgv] : [...execArgv, '--max-semi-space-size=2'];
+  // An option's name as Node and V8 read it: `_` and `-` are the same; a value follows `=` or a space.
+  const name = (a: string) => a.split('=')[0]!.replaceAll('_', '-');
+  const given = new Set([...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map(name));
+  return [...execArgv, ...NODE_FLAGS.filter((f) => !given.has(name(f)))];
 }
 
 /**

@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCgroup } from '../../bench/cgroup.js';
+import { NODE_FLAGS } from '../../src/daemon/pass-runner.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
@@ -42,7 +43,7 @@ function runIn(
         HOME: process.env.HOME,
         PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
         PICOGUARD_NO_SYSTEM_STATE: '1',
-        NODE_OPTIONS: '--max-semi-space-size=2',
+        NODE_OPTIONS: NODE_FLAGS.join(' '),
         ...env,
       },
     },

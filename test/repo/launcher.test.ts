@@ -3,6 +3,7 @@ import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { NODE_FLAGS } from '../../src/daemon/pass-runner.js';
 import { assertBuilt, NO_GUARD_CONFIG } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -51,12 +52,12 @@ function withoutArenas(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 describe('the picoclaw-guard command', () => {
-  it('is the launcher, which runs the CLI under a 2 MiB young generation, through a symlink', () => {
+  it("is the launcher, which runs the CLI with the units' Node flags, through a symlink", () => {
     expect(pkg.bin['picoclaw-guard']).toBe('bin/picoclaw-guard');
     const r = launch('');
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe(pkg.version);
-    expect(r.execArgv).toEqual(['--max-semi-space-size=2']);
+    expect(r.execArgv).toEqual(NODE_FLAGS);
     expect(r.arenas).toBe('1');
   });
 
@@ -66,8 +67,10 @@ describe('the picoclaw-guard command', () => {
     expect(r.arenas).toBe('4');
   });
 
-  it('leaves the young generation to NODE_OPTIONS when it sets one', () => {
-    const r = launch('--max-semi-space-size=8');
+  it('leaves the young generation and the platform threads to NODE_OPTIONS, each when it sets it', () => {
+    expect(launch('--max-semi-space-size=8').execArgv).toEqual(['--v8-pool-size=1']);
+    expect(launch('--v8_pool_size=2').execArgv).toEqual(['--max-semi-space-size=2']);
+    const r = launch('--v8-pool-size=2 --max_semi_space_size=8');
     expect(r.code).toBe(0);
     expect(r.execArgv).toEqual([]);
   });

@@ -128,7 +128,7 @@ describe('install-units', () => {
     expect(guard.get('WantedBy')).toEqual(['picoclaw.service']);
     expect(guard.get('Environment')).toEqual([
       `PICOCLAW_HOME=${realpathSync(home)}`,
-      'NODE_OPTIONS=--max-semi-space-size=2',
+      '"NODE_OPTIONS=--max-semi-space-size=2 --v8-pool-size=1"',
       'MALLOC_ARENA_MAX=1',
     ]);
     expect(guard.get('ReadWritePaths')).toEqual([realpathSync(home)]);
@@ -147,7 +147,7 @@ describe('install-units', () => {
     expect(pre.get('TimeoutStartSec')).toEqual(['150s']);
     expect(pre.get('Environment')).toEqual([
       `PICOCLAW_HOME=${realpathSync(home)}`,
-      'NODE_OPTIONS=--max-semi-space-size=2',
+      '"NODE_OPTIONS=--max-semi-space-size=2 --v8-pool-size=1"',
       'MALLOC_ARENA_MAX=1',
       'PICOGUARD_PASS_MEMORY_MB=160',
     ]);
