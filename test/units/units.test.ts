@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { allowedDevices, outermost, renderUnits, unitPath, type UnitValues } from '../../src/install/units.js';
+import { NODE_FLAGS } from '../../src/daemon/pass-runner.js';
 import { CLI, runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -128,7 +129,7 @@ describe('install-units', () => {
     expect(guard.get('WantedBy')).toEqual(['picoclaw.service']);
     expect(guard.get('Environment')).toEqual([
       `PICOCLAW_HOME=${realpathSync(home)}`,
-      '"NODE_OPTIONS=--max-semi-space-size=2 --v8-pool-size=1"',
+      `"NODE_OPTIONS=${NODE_FLAGS.join(' ')}"`,
       'MALLOC_ARENA_MAX=1',
     ]);
     expect(guard.get('ReadWritePaths')).toEqual([realpathSync(home)]);
@@ -147,7 +148,7 @@ describe('install-units', () => {
     expect(pre.get('TimeoutStartSec')).toEqual(['150s']);
     expect(pre.get('Environment')).toEqual([
       `PICOCLAW_HOME=${realpathSync(home)}`,
-      '"NODE_OPTIONS=--max-semi-space-size=2 --v8-pool-size=1"',
+      `"NODE_OPTIONS=${NODE_FLAGS.join(' ')}"`,
       'MALLOC_ARENA_MAX=1',
       'PICOGUARD_PASS_MEMORY_MB=160',
     ]);
