@@ -38,3 +38,24 @@ export function heldPerSession(build: () => { sessions: unknown[] }, sessions: n
   };
   return Math.min(held(), held(), held()) / sessions;
 }
+
+/**
+ * Heap data that `release` frees from what `make` built, per session: measured between two settled
+ * heaps around the release alone (no build between them, whose code V8 may still be optimising),
+ * the median of three (one of them, often the second, may count a few hundred KB that V8 let go
+ * of its own at that moment).
+ */
+export function freedPerSession<T>(make: () => T, release: (x: T) => void, sessions: number): number {
+  // Each thing made stays held until all three are measured: only what the release lets go counts.
+  const kept: T[] = [];
+  const freed = () => {
+    const x = make();
+    kept.push(x);
+    const before = settledHeapData();
+    release(x);
+    return before - settledHeapData();
+  };
+  const runs = [freed(), freed(), freed()].sort((a, b) => a - b);
+  kept.length = 0;
+  return runs[1]! / sessions;
+}
