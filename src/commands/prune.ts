@@ -1,4 +1,4 @@
-import { systemClock } from '../io/clock.js';
+import { systemClock, type Clock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import { resolveStateDir } from '../io/statedir.js';
@@ -245,7 +245,12 @@ function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
-export async function run(opts: Record<string, unknown>): Promise<number> {
+/** `deps.clock`: the goldens (dev/goldens.ts) pass a frozen one; the CLI never does. */
+export async function run(
+  opts: Record<string, unknown>,
+  _args: unknown[] = [],
+  deps: { clock?: Clock } = {},
+): Promise<number> {
   const flags = {
     // Whole numbers: cli.ts checks them while parsing.
     max_age_days: num(opts.maxAgeDays),
@@ -270,7 +275,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     apply,
     forceVacuum: opts.forceVacuum === true,
     ifEnabled: opts.ifEnabled === true,
-    clock: systemClock,
+    clock: deps.clock ?? systemClock,
     freeSpace: freeSpaceFromEnv(),
     // Read by the dry-run too (restore holds, an owed VACUUM, the startup-time model's samples), so it
     // shows what apply would do; only --apply writes there.

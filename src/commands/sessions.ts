@@ -3,7 +3,7 @@ import { errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, type Hold } from '../state/holds.js';
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
-import { systemClock } from '../io/clock.js';
+import { systemClock, type Clock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
 import { cronJobsOf } from '../prune/cron.js';
 import { collate } from '../io/collate.js';
@@ -163,9 +163,14 @@ function readHomeHolds(
   }
 }
 
-export async function run(opts: Record<string, unknown>): Promise<number> {
+/** `deps.clock`: the goldens (dev/goldens.ts) pass a frozen one; the CLI never does. */
+export async function run(
+  opts: Record<string, unknown>,
+  _args: unknown[] = [],
+  deps: { clock?: Clock } = {},
+): Promise<number> {
   const home = homeFromOpts(opts);
-  const now = systemClock();
+  const now = (deps.clock ?? systemClock)();
   // The text table shows no aliases: they go once they have tied the seahorse rows to sessions.
   const inv = buildInventory(home, { withoutAliases: !opts.json });
   const { holds, problem } = readHomeHolds(opts, home.home, now.getTime());
