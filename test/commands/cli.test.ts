@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +19,15 @@ import { tempDir } from '../support/tmp.js';
  * run, and the README's command sections name every option --help lists.
  */
 const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+/** The README and the reference pages it links (docs/*.md): where a command's section may live. */
+const DOCS_DIR = fileURLToPath(new URL('../../docs/', import.meta.url));
+const REFERENCE = [
+  README,
+  ...readdirSync(DOCS_DIR)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => readFileSync(join(DOCS_DIR, f), 'utf8')),
+].join('\n');
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -274,13 +283,17 @@ describe('the exit-code tables are true', () => {
   }
 });
 
-/** The README's section for a command: from its `### \`picoclaw-guard <name>` heading to the next heading. */
+/**
+ * A command's reference section, in the README or a docs/ page: from its `## \`picoclaw-guard <name>` heading
+ * (level 2 or deeper) to the next such heading.
+ */
 function readmeSection(name: string): string {
-  const start = README.indexOf(`### \`picoclaw-guard ${name}`);
-  expect(start, `README has no section for ${name}`).toBeGreaterThanOrEqual(0);
-  const rest = README.slice(start + 4);
+  const m = new RegExp(`\\n##+ \`picoclaw-guard ${name}[\` ]`).exec(REFERENCE);
+  expect(m, `neither the README nor docs/ has a section for ${name}`).not.toBeNull();
+  const start = m!.index + 1;
+  const rest = REFERENCE.slice(start + 4);
   const end = rest.search(/\n##+ /);
-  return README.slice(start, end < 0 ? undefined : start + 4 + end);
+  return REFERENCE.slice(start, end < 0 ? undefined : start + 4 + end);
 }
 
 describe('the README and --help agree', () => {
@@ -298,7 +311,7 @@ describe('the README and --help agree', () => {
 
   it('restore takes DIR|FILE in both', () => {
     expect(runCli(['restore', '--help']).stdout).toMatch(/restore \[options\] \[DIR\|FILE\]/);
-    expect(README).toContain('picoclaw-guard restore DIR|FILE');
+    expect(REFERENCE).toContain('picoclaw-guard restore DIR|FILE');
   });
 
   it("the state folder's default reads the same in both", () => {
@@ -307,7 +320,7 @@ describe('the README and --help agree', () => {
       const help = norm(runCli([name, '--help']).stdout);
       const chain = /--state-dir <dir> .*?\(default: ([^)]*)\)/.exec(help)?.[1];
       expect(chain, name).toBeDefined();
-      expect(norm(README)).toContain(chain!);
+      expect(norm(REFERENCE)).toContain(chain!);
     }
   });
 });
