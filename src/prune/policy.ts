@@ -1,8 +1,8 @@
 import { readSection, readValue, reject, sectionError, type Field, type Naming } from '../config/section.js';
 
 /**
- * The retention policy: PicoClaw's own keys (`session.prune`; README.md,
- * "picoclaw-guard prune"), plus `archive_dir`. 0 disables a check.
+ * The retention policy: PicoClaw's own keys (`session.prune`; docs/configuration.md#where-values-come-from),
+ * plus `archive_dir`. 0 disables a check.
  *
  * Where each value comes from, highest first: command-line flags; environment
  * PICOCLAW_SESSION_PRUNE_<KEY>; the guard's config file (`prune` section); a

@@ -198,7 +198,7 @@ export function predictionError(m: BootstrapModel, sessions: number, jsonlBytes:
   return Math.sqrt(Math.max(0, v));
 }
 
-/** What makes the model trustworthy enough to delete by (stated in the README). */
+/** What makes the model trustworthy enough to delete by (stated in docs/startup.md#a-startup-time-budget). */
 export const MIN_SAMPLES_TO_KEEP = 5;
 /** The fit's error must be at most this share of the budget ... */
 export const MAX_RMSE_SHARE = 0.2;
