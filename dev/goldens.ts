@@ -9,8 +9,8 @@
  *
  * The commands run in-process, through the same `run()` the CLI calls, with the clock passed in: no
  * environment variable or flag reaches a deleting path. What a run cannot repeat is written as a
- * placeholder: the temporary folder (`<ROOT>`), durations (`N ms`), and SQLite's own file bytes (a
- * WAL's salts are random), for which the listing gives table row counts instead.
+ * placeholder: the temporary folder (`<ROOT>`), durations (`N ms`), the machine's free space, and
+ * SQLite's own file bytes (a WAL's salts are random), for which the listing gives table row counts.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -92,6 +92,8 @@ function normalise(text: string, root: string): string {
       .join('<ROOT>')
       .replace(/"([a-z_]*_ms)": \d+(\.\d+)?/g, '"$1": "N"')
       .replace(/\b\d+(\.\d+)? ms\b/g, 'N ms')
+      // The machine's free space (the VACUUM's reason names it).
+      .replace(/\d+(\.\d+)? (B|KiB|MiB|GiB|TiB) free in /g, '<N> free in ')
       // An archive's name carries its pass's random id.
       .replace(/(\d{8}T\d{6}\.\d{3}Z)_[0-9a-f]{8}_/g, '$1_<pass>_')
   );
