@@ -26,6 +26,14 @@ export interface Policy {
   cron_max_age_days: number;
   max_sessions_counts_cron: boolean;
   max_bootstrap_seconds: number;
+  /**
+   * The daemon's passes on a cron schedule (src/daemon/schedule.ts) instead of every
+   * check_interval_minutes; null: the interval. Read in schedule_timezone (null: the system's).
+   */
+  schedule: string | null;
+  schedule_timezone: string | null;
+  /** Convert seahorse.db to auto_vacuum INCREMENTAL at an offline VACUUM and give space back online (src/prune/shrink.ts). */
+  shrink_online: boolean;
 }
 
 export type PolicyKey = keyof Policy;
@@ -41,6 +49,9 @@ export const POLICY_KEYS: PolicyKey[] = [
   'cron_max_age_days',
   'max_sessions_counts_cron',
   'max_bootstrap_seconds',
+  'schedule',
+  'schedule_timezone',
+  'shrink_online',
 ];
 
 /** Keys PicoClaw's policy does not have: at their defaults they change nothing, and the text report leaves them out. */
@@ -49,6 +60,8 @@ export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set([
   'cron_max_age_days',
   'max_sessions_counts_cron',
   'max_bootstrap_seconds',
+  'schedule',
+  'schedule_timezone',
 ]);
 
 export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
@@ -63,6 +76,9 @@ export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
   cron_max_age_days: 0,
   max_sessions_counts_cron: true,
   max_bootstrap_seconds: 0,
+  schedule: null,
+  schedule_timezone: null,
+  shrink_online: true,
 });
 
 export type Source = 'flag' | 'env' | 'guard-config' | 'picoclaw-config' | 'default';
@@ -83,7 +99,7 @@ export interface PolicyInputs {
   picoclawConfig?: { path: string; values: Record<string, unknown> } | null;
 }
 
-type Kind = 'bool' | 'count' | 'path';
+type Kind = 'bool' | 'count' | 'path' | 'text';
 const KIND: Record<PolicyKey, Kind> = {
   enabled: 'bool',
   max_age_days: 'count',
@@ -96,6 +112,9 @@ const KIND: Record<PolicyKey, Kind> = {
   cron_max_age_days: 'count',
   max_sessions_counts_cron: 'bool',
   max_bootstrap_seconds: 'count',
+  schedule: 'text',
+  schedule_timezone: 'text',
+  shrink_online: 'bool',
 };
 
 /** PicoClaw's session.prune has no archive_dir; the guard config and flags do. */
@@ -146,6 +165,19 @@ function policyField(key: PolicyKey, fromText: boolean): Field<Policy[PolicyKey]
           if (['false', '0', 'no', 'off'].includes(s)) return false;
         }
         return reject();
+      },
+    };
+  }
+  if (kind === 'text') {
+    // Checked for meaning where it is used (the cron expression and the time zone: src/daemon/schedule.ts).
+    return {
+      what: 'null or a non-empty string',
+      types: ['null', 'string'],
+      read: (raw) => {
+        if (raw === null) return null;
+        if (typeof raw !== 'string') return reject();
+        const t = raw.trim();
+        return t === '' ? reject('is empty: give a value (or leave the key out)') : t;
       },
     };
   }
