@@ -8,10 +8,7 @@ import { MIN_RECLAIM_BYTES, vacuumAfterPass } from './vacuum.js';
  * record. A VACUUM that cannot run now (the gateway runs, the pass was stopped) is owed,
  * so the next offline pass runs it even if it deletes nothing.
  */
-export function vacuumAndOwed(
-  run: ApplyRun,
-  size: { vacuumed: boolean; vacuumMs: number; converted?: boolean },
-): void {
+export function vacuumAndOwed(run: ApplyRun, size: { vacuumed: boolean; vacuumMs: number; converted?: boolean }): void {
   const { o, plan, db, res } = run;
   const vacuumedBySize = size.vacuumed;
   const deletedAny = res.deletedSessions > 0 || res.deletedConversations > 0;

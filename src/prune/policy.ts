@@ -1,4 +1,5 @@
 import { readSection, readValue, reject, sectionError, type Field, type Naming } from '../config/section.js';
+import { cronProblem, timezoneProblem } from '../config/schedule-values.js';
 
 /**
  * The retention policy: PicoClaw's own keys (`session.prune`; README.md,
@@ -32,7 +33,7 @@ export interface Policy {
    */
   schedule: string | null;
   schedule_timezone: string | null;
-  /** Convert seahorse.db to auto_vacuum INCREMENTAL at an offline VACUUM and give space back online (src/prune/shrink.ts). */
+  /** To auto_vacuum INCREMENTAL at an offline VACUUM, then space given back online (src/prune/shrink.ts). */
   shrink_online: boolean;
 }
 
@@ -54,7 +55,10 @@ export const POLICY_KEYS: PolicyKey[] = [
   'shrink_online',
 ];
 
-/** Keys PicoClaw's policy does not have: at their defaults they change nothing, and the text report leaves them out. */
+/**
+ * Keys PicoClaw's policy does not have that the text report leaves out at their defaults: they change
+ * nothing there (shrink_online changes only when space comes back, which the report says when it does).
+ */
 export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set([
   'cron_keep_runs',
   'cron_max_age_days',
@@ -62,6 +66,7 @@ export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set([
   'max_bootstrap_seconds',
   'schedule',
   'schedule_timezone',
+  'shrink_online',
 ]);
 
 export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
@@ -169,15 +174,18 @@ function policyField(key: PolicyKey, fromText: boolean): Field<Policy[PolicyKey]
     };
   }
   if (kind === 'text') {
-    // Checked for meaning where it is used (the cron expression and the time zone: src/daemon/schedule.ts).
+    // The cron expression and the time zone the daemon's schedule is read in (src/daemon/schedule.ts).
+    const problem = key === 'schedule' ? cronProblem : timezoneProblem;
     return {
-      what: 'null or a non-empty string',
+      what: key === 'schedule' ? 'null or a cron expression' : 'null or a time zone name',
       types: ['null', 'string'],
       read: (raw) => {
         if (raw === null) return null;
         if (typeof raw !== 'string') return reject();
         const t = raw.trim();
-        return t === '' ? reject('is empty: give a value (or leave the key out)') : t;
+        if (t === '') return reject('is empty: give a value (or leave the key out)');
+        const why = problem(t);
+        return why === null ? t : reject(why);
       },
     };
   }

@@ -176,7 +176,7 @@ export function runSizeGuard(ctx: SizeGuardContext): { vacuumed: boolean; vacuum
         since: est?.since ?? new Date(o.nowMs).toISOString(),
         estimated_bytes_after: after,
         content_bytes: totalContent - coveredContent,
-        reason: noShrink!,
+        reason: noShrink,
       };
       if (deferred)
         res.owed = {

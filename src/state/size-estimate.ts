@@ -64,5 +64,7 @@ export function writeSizeEstimate(stateDir: string, dbPath: string, e: SizeEstim
 
 /** The estimate scaled to today's content: growth since the record is new growth, not the old excess. */
 export function scaledEstimate(e: { estimated_bytes_after: number; content_bytes: number }, content: number): number {
-  return e.content_bytes > 0 ? Math.round((e.estimated_bytes_after * content) / e.content_bytes) : e.estimated_bytes_after;
+  return e.content_bytes > 0
+    ? Math.round((e.estimated_bytes_after * content) / e.content_bytes)
+    : e.estimated_bytes_after;
 }

@@ -24,7 +24,12 @@ import { tempDir } from '../support/tmp.js';
 const NOW = new Date('2026-11-30T12:00:00Z');
 const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 const MB = 1024 * 1024;
-const roomy: FreeSpaceReader = () => ({ availableBytes: 1e12, totalBytes: 1e12, availableInodes: null, totalInodes: null });
+const roomy: FreeSpaceReader = () => ({
+  availableBytes: 1e12,
+  totalBytes: 1e12,
+  availableInodes: null,
+  totalInodes: null,
+});
 const full: FreeSpaceReader = () => ({ availableBytes: 0, totalBytes: 1e12, availableInodes: null, totalInodes: null });
 
 type Mode = 'full' | 'off' | 'off-online' | 'deferred' | 'no-room' | 'shrink';
@@ -78,7 +83,6 @@ async function pass(
       max_db_size_mb: limitMb,
       vacuum: !(mode === 'off' || mode === 'off-online'),
       shrink_online: mode === 'shrink' || mode === 'full',
-
     },
     onProgress: () => void progressed++,
     shouldStop: () => stopAfter !== null && progressed >= stopAfter,
@@ -134,7 +138,9 @@ describe('the size guard never deletes more for the same excess', () => {
           }
           deleted += await pass(h, state, limitMb, 'full', null);
           expect(deleted, `after ${JSON.stringify(passes)} and a full pass`).toBe(reference);
-          expect(dbFileBytes(h.dbPath).total).toBeLessThanOrEqual(Math.max(limitMb * MB, dbFileBytes(ref.dbPath).total));
+          expect(dbFileBytes(h.dbPath).total).toBeLessThanOrEqual(
+            Math.max(limitMb * MB, dbFileBytes(ref.dbPath).total),
+          );
         },
       ),
       {

@@ -54,10 +54,10 @@ describe('the conversion to auto_vacuum INCREMENTAL: only offline, only once, on
   it('holds over any sequence of online, forced, offline passes with vacuum and shrink_online on or off', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(
-          fc.record({ online: fc.boolean(), force: fc.boolean(), vacuum: fc.boolean(), shrink: fc.boolean() }),
-          { minLength: 2, maxLength: 4 },
-        ),
+        fc.array(fc.record({ online: fc.boolean(), force: fc.boolean(), vacuum: fc.boolean(), shrink: fc.boolean() }), {
+          minLength: 2,
+          maxLength: 4,
+        }),
         async (seq) => {
           const { home, dbPath } = dailyHome(tempDir(), NOW);
           const state = tempDir();
