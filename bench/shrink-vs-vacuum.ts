@@ -15,12 +15,14 @@ import { foldFtsTombstones, runVacuum } from '../src/prune/vacuum.js';
  * Online shrink against a full VACUUM of the same database (docs/schedule-and-shrink.md):
  * a sample home's seahorse.db, converted to auto_vacuum INCREMENTAL (what the pre-start pass's
  * VACUUM does with shrink_online; timed), the oldest sessions deleted by a real `prune --apply`
- * pass with VACUUM off, then two identical copies: one given its space back by the guard's full
+ * pass with VACUUM off, then identical copies: one given its space back by the guard's full
  * VACUUM (FTS optimize + VACUUM + TRUNCATE checkpoint, what an offline pass runs), the other by
  * shrinkOnline (incremental_vacuum in steps under the quiet-moment write lock, then a PASSIVE
- * checkpoint). Nothing else writes here; the live-gateway soak (--shrink) measures it beside a writer.
+ * checkpoint), once alone and once with the FTS merge first (what an online pass does when the
+ * deletions left enough tombstones). Nothing else writes here; the live-gateway soak (--shrink)
+ * measures it beside a writer.
  *
- *   npm run build && node dist/bench/shrink-vs-vacuum.js [--sessions 2000] [--max-age-days 60] [--runs 3]
+ *   npm run build:all && node dist/bench/shrink-vs-vacuum.js [--sessions 2000] [--max-age-days 60] [--runs 3]
  */
 const { values } = parseArgs({
   options: {
@@ -48,6 +50,16 @@ const dir = mkdtempSync(join(tmpdir(), 'pcg-shrink-bench-'));
 const emptyConfig = join(dir, 'guard.json');
 writeFileSync(emptyConfig, '{}\n');
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const summary = (
+  xs: { ms: number; after: number; steps: number; merge: number; longest: number; returned: number }[],
+) => ({
+  median_ms: Math.round(median(xs.map((v) => v.ms))),
+  bytes_after: xs[0]!.after,
+  returned_bytes: xs[0]!.returned,
+  steps: xs[0]!.steps,
+  fts_merge_steps: xs[0]!.merge,
+  longest_step_ms: Math.round(Math.max(...xs.map((v) => v.longest)) * 10) / 10,
+});
 try {
   const built = buildSampleHome({
     dir: join(dir, 'home'),
@@ -88,29 +100,39 @@ try {
   db.close();
 
   const vacuum: { ms: number; after: number }[] = [];
-  const shrink: { ms: number; after: number; steps: number; longest: number; returned: number }[] = [];
+  type Shrunk = { ms: number; after: number; steps: number; merge: number; longest: number; returned: number };
+  const shrink: Shrunk[] = [];
+  const merged: Shrunk[] = [];
   for (let i = 0; i < Number(values.runs); i++) {
     const a = join(dir, `a${i}.db`);
     const b = join(dir, `b${i}.db`);
+    const c = join(dir, `c${i}.db`);
     copyFileSync(dbPath, a);
     copyFileSync(dbPath, b);
+    copyFileSync(dbPath, c);
     db = new (sqlite())(a);
     t = performance.now();
     foldFtsTombstones(db);
     runVacuum(db);
     vacuum.push({ ms: performance.now() - t, after: dbFileBytes(a).total });
     db.close();
-    db = new (sqlite())(b);
-    const s = shrinkOnline(db, { stop: () => false });
-    db.close();
-    shrink.push({
-      ms: s.durationMs,
-      after: dbFileBytes(b).total,
-      steps: s.steps,
-      longest: s.longestStepMs,
-      returned: s.returnedBytes,
-    });
-    for (const f of [a, b]) for (const x of [f, `${f}-wal`, `${f}-shm`]) rmSync(x, { force: true });
+    for (const [f, foldFts, list] of [
+      [b, false, shrink],
+      [c, true, merged],
+    ] as const) {
+      db = new (sqlite())(f);
+      const s = shrinkOnline(db, { stop: () => false, foldFts });
+      db.close();
+      list.push({
+        ms: s.durationMs,
+        after: dbFileBytes(f).total,
+        steps: s.steps,
+        merge: s.mergeSteps,
+        longest: s.longestStepMs,
+        returned: s.returnedBytes,
+      });
+    }
+    for (const f of [a, b, c]) for (const x of [f, `${f}-wal`, `${f}-shm`]) rmSync(x, { force: true });
   }
   const out = {
     sessions: Number(values.sessions),
@@ -123,13 +145,8 @@ try {
     free_pages: p.freelistCount,
     page_size: p.pageSize,
     full_vacuum: { median_ms: Math.round(median(vacuum.map((v) => v.ms))), bytes_after: vacuum[0]!.after },
-    online_shrink: {
-      median_ms: Math.round(median(shrink.map((v) => v.ms))),
-      bytes_after: shrink[0]!.after,
-      returned_bytes: shrink[0]!.returned,
-      steps: shrink[0]!.steps,
-      longest_step_ms: Math.round(Math.max(...shrink.map((v) => v.longest)) * 10) / 10,
-    },
+    online_shrink: summary(shrink),
+    online_shrink_with_fts_merge: summary(merged),
   };
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
 } finally {

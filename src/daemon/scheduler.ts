@@ -329,6 +329,8 @@ export class Scheduler {
       deleted_seahorse_messages: report?.totals.deleted_seahorse_messages ?? null,
       deleted_orphan_conversations: report?.totals.deleted_orphan_conversations ?? 0,
       vacuum: report?.database.vacuum?.ran ?? null,
+      converted: report?.database.vacuum?.converted ?? null,
+      shrink_returned_bytes: report?.database.shrink?.returned_bytes ?? null,
       longest_write_ms: report?.database.longest_write_ms ?? null,
       skipped: report?.skipped ?? null,
       error: out.ok ? null : out.message,

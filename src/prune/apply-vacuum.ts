@@ -1,7 +1,7 @@
 import { dbFileBytes, readPages } from '../picoclaw/seahorse.js';
 import type { ApplyRun } from './apply.js';
 import { autoVacuumMode, shrinkAllowed, shrinkOnline } from './shrink.js';
-import { MIN_RECLAIM_BYTES, vacuumAfterPass } from './vacuum.js';
+import { MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, vacuumAfterPass } from './vacuum.js';
 
 /**
  * The last step: the VACUUM after the deletions (or the size guard's own), and the owed
@@ -97,8 +97,17 @@ function shrinkStep(run: ApplyRun, deletedAny: boolean): void {
   const db = run.db!;
   if (!shrinkAllowed(plan.policy) || run.stop() || autoVacuumMode(db) !== 2) return;
   const p = readPages(db);
-  if (!deletedAny && res.owed === null && p.freelistCount * p.pageSize < MIN_RECLAIM_BYTES) return;
-  res.shrink = shrinkOnline(db, { stop: () => run.stop(), quietMs: o.quietMs });
+  const freeBytes = p.freelistCount * p.pageSize;
+  if (!deletedAny && res.owed === null && freeBytes < MIN_RECLAIM_BYTES) return;
+  // What this pass's deletions should have freed, against the pages that came free: the rest sits in the FTS
+  // index as tombstones. Merged online only when that is worth what a VACUUM would be (the merge rewrites the index).
+  let estimatedFreed = 0;
+  for (const g of plan.groups) if (res.groups.get(g.id)!.action === 'delete') estimatedFreed += g.estimatedDbBytes;
+  for (const x of plan.orphans)
+    if (res.orphans.get(x.conversation.conversationId)!.action === 'delete') estimatedFreed += x.estimatedDbBytes;
+  const tombstones = estimatedFreed - freeBytes;
+  const foldFts = tombstones >= MIN_RECLAIM_BYTES && tombstones >= p.pageCount * p.pageSize * MIN_RECLAIM_RATIO;
+  res.shrink = shrinkOnline(db, { stop: () => run.stop(), quietMs: o.quietMs, foldFts });
   if (res.shrink.ran && res.shrink.freelistAfter === 0) res.owed = null;
   if (res.vacuum) res.vacuum.bytesAfter = dbFileBytes(o.dbPath).total;
 }

@@ -98,6 +98,8 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
       longest_step_ms: number;
       duration_ms: number;
       free_pages_left: number;
+      /** FTS merge steps first (their tombstones turned into free pages), included in steps. */
+      fts_merge_steps: number;
     } | null;
     vacuum: {
       ran: boolean;
@@ -319,6 +321,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
             longest_step_ms: Math.round(r.result.shrink.longestStepMs * 10) / 10,
             duration_ms: Math.round(r.result.shrink.durationMs),
             free_pages_left: r.result.shrink.freelistAfter,
+            fts_merge_steps: r.result.shrink.mergeSteps,
           }
         : null,
       vacuum: v

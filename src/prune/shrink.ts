@@ -24,9 +24,15 @@ import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './write-lock.js';
  * - Online, each step takes the same quiet-moment write lock as the deletions (./write-lock.ts),
  *   its size adapted to stay under a target, so no gateway write waits for long or fails; then a
  *   PASSIVE checkpoint, which never waits, lets the file itself shrink.
- * - It gives back free pages, not FTS5 tombstones (the deleted entries inside the index's
- *   segments; only the FTS 'optimize', a long write, folds them, offline): the size guard counts
- *   those from its estimate (src/state/size-estimate.ts), not from the file.
+ * - Free pages are not all a deletion leaves: FTS5 keeps the deleted entries as tombstones inside
+ *   the index's segments until they are merged (sqlite.org/fts5.html, "The merge command"). When
+ *   the deleted sessions' estimated share exceeds the pages that came free by at least what makes a
+ *   VACUUM worth it (1 MiB and a tenth of the file), the shrink first merges the index
+ *   incrementally: `INSERT INTO t(t, rank) VALUES('merge', -N)` once, then `('merge', N)` until a
+ *   call changes nothing, each call its own short transaction under the same lock, N adapted like
+ *   the steps. It rewrites the index (as the offline 'optimize' does), hence the gate: SD cards wear.
+ * - Whatever it leaves, the size guard counts from its estimate (src/state/size-estimate.ts), not
+ *   from the file.
  */
 
 /** Whether the policy lets the guard convert seahorse.db and shrink it online (only with VACUUM allowed). */
@@ -62,6 +68,8 @@ export interface ShrinkReport {
   freelistAfter: number;
   /** The file (-wal aside) shrinks at the checkpoint: 'passive' never waits for readers. */
   walCheckpoint: 'passive' | 'none';
+  /** FTS merge steps run first (0: none), included in steps and longestStepMs. */
+  mergeSteps: number;
 }
 
 export interface ShrinkOptions {
@@ -75,6 +83,8 @@ export interface ShrinkOptions {
   targetStepMs?: number;
   /** First step's page count. */
   firstStepPages?: number;
+  /** Merge the FTS5 indexes first (their tombstones become free pages): see the gate in apply-vacuum.ts. */
+  foldFts?: boolean;
   /** Test and benchmark hook: after each step, with its lock time. */
   onStep?: (ms: number, pages: number) => void;
 }
@@ -96,34 +106,28 @@ export function shrinkOnline(db: Database, o: ShrinkOptions): ShrinkReport {
     durationMs: 0,
     freelistAfter: p0.freelistCount,
     walCheckpoint: 'none',
+    mergeSteps: 0,
   };
   if (autoVacuumMode(db) !== 2) {
     r.reason = 'seahorse.db is not in auto_vacuum INCREMENTAL mode yet (converted at the next offline VACUUM)';
     return r;
   }
-  if (p0.freelistCount === 0) {
-    r.reason = 'no free pages to give back';
-    return r;
-  }
-  let pages = Math.max(8, o.firstStepPages ?? 64);
-  let free = p0.freelistCount;
-  r.ran = true;
-  r.reason = 'every free page given back';
-  while (free > 0) {
+  /** One write transaction at a quiet moment, timed; false when the pass must stop here (and why is in r.reason). */
+  const step = (sql: string, pages: number, left: () => string): boolean => {
     if (o.stop()) {
-      r.reason = `stopped at the pass's deadline with ${free} free pages left; the next online pass goes on`;
-      break;
+      r.reason = `stopped at the pass's deadline with ${left()}; the next online pass goes on`;
+      return false;
     }
     try {
       lock.begin();
     } catch (err) {
       if (!(err instanceof GatewayBusy)) throw err;
-      r.reason = `${err.message} (${free} free pages left)`;
-      break;
+      r.reason = `${err.message} (${left()})`;
+      return false;
     }
     const ts = performance.now();
     try {
-      db.exec(`PRAGMA incremental_vacuum(${pages})`);
+      db.exec(sql);
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');
@@ -133,10 +137,49 @@ export function shrinkOnline(db: Database, o: ShrinkOptions): ShrinkReport {
     r.steps++;
     if (ms > r.longestStepMs) r.longestStepMs = ms;
     o.onStep?.(ms, pages);
+    lastMs = ms;
+    return true;
+  };
+  let lastMs = 0;
+  // Halve when a step took too long, double while it takes under a quarter of the target.
+  const adapt = (n: number, min: number, max: number): number =>
+    lastMs > target && n > min ? Math.max(min, Math.floor(n / 2)) : lastMs < target / 4 && n < max ? n * 2 : n;
+  let stopped = false;
+  r.ran = true;
+  if (o.foldFts) {
+    const changes = db.prepare('SELECT total_changes() AS n');
+    for (const t of ['messages_fts', 'summaries_fts']) {
+      let n = 16;
+      let first = true;
+      for (;;) {
+        const before = (changes.get() as { n: number }).n;
+        // -N once: merge even levels below usermerge (an incremental 'optimize'); then N until nothing changes.
+        if (
+          !step(`INSERT INTO ${t}(${t}, rank) VALUES('merge', ${first ? -n : n})`, n, () => 'the FTS merge unfinished')
+        ) {
+          stopped = true;
+          break;
+        }
+        r.mergeSteps++;
+        first = false;
+        if ((changes.get() as { n: number }).n - before < 2) break;
+        n = adapt(n, 4, 4096);
+      }
+      if (stopped) break;
+    }
+  }
+  let free = db.pragma('freelist_count', { simple: true }) as number;
+  if (!stopped && free === 0 && r.mergeSteps === 0) {
+    r.ran = false;
+    r.reason = 'no free pages to give back';
+    return r;
+  }
+  let pages = Math.max(8, o.firstStepPages ?? 64);
+  if (!stopped) r.reason = 'every free page given back';
+  while (!stopped && free > 0) {
+    if (!step(`PRAGMA incremental_vacuum(${pages})`, pages, () => `${free} free pages left`)) break;
     free = db.pragma('freelist_count', { simple: true }) as number;
-    // Halve when a step took too long, double while it takes under a quarter of the target.
-    if (ms > target && pages > 8) pages = Math.max(8, Math.floor(pages / 2));
-    else if (ms < target / 4 && pages < 65_536) pages *= 2;
+    pages = adapt(pages, 8, 65_536);
   }
   db.pragma('wal_checkpoint(PASSIVE)');
   r.walCheckpoint = 'passive';
