@@ -149,7 +149,7 @@ export function shrinkOnline(db: Database, o: ShrinkOptions): ShrinkReport {
   if (o.foldFts) {
     const changes = db.prepare('SELECT total_changes() AS n');
     for (const t of ['messages_fts', 'summaries_fts']) {
-      let n = 16;
+      let n = 8;
       let first = true;
       for (;;) {
         const before = (changes.get() as { n: number }).n;
@@ -163,7 +163,7 @@ export function shrinkOnline(db: Database, o: ShrinkOptions): ShrinkReport {
         r.mergeSteps++;
         first = false;
         if ((changes.get() as { n: number }).n - before < 2) break;
-        n = adapt(n, 4, 4096);
+        n = adapt(n, 4, 64);
       }
       if (stopped) break;
     }
