@@ -285,7 +285,10 @@ program
   .option('--sys-root <dir>', 'root of sysfs', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
   .option('--vcgencmd <path>', 'path to vcgencmd')
-  .option('--schedule <cron>', 'prune on this cron schedule (prune.schedule, e.g. "30 3 * * *") instead of the interval')
+  .option(
+    '--schedule <cron>',
+    'prune on this cron schedule (prune.schedule, e.g. "30 3 * * *") instead of the interval',
+  )
   .addHelpText(
     'after',
     `

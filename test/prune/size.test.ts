@@ -63,7 +63,7 @@ describe('the size guard (max_db_size_mb)', () => {
     expect(integrity(dbPath)).toEqual({ ok: 'ok', ftsMessagesMatch: true, ftsSummariesMatch: true });
   });
 
-  it('with vacuum off, one batch for the excess, counted from its estimate, instead of deleting everything', async () => {
+  it('with vacuum off, one batch for the excess, counted from its estimate, not everything', async () => {
     const { home, dbPath } = bigHome();
     const before = dbFileBytes(dbPath).total;
     const flags = {
