@@ -11,7 +11,10 @@ import { runLiveGateway, stopChildren } from '../test/support/gateway-sim.js';
  * exits 1 if any check failed.
  *
  *   npm run build && node dist/bench/live-gateway-soak.js [--minutes 5] [--sessions 4000] [--seed 1] [--dir DIR]
- *   [--keep]
+ *   [--keep] [--shrink]
+ *
+ * --shrink: seahorse.db converted to auto_vacuum INCREMENTAL first (what the pre-start pass's VACUUM does with
+ * shrink_online), so that every online pass also gives its free pages back (src/prune/shrink.ts).
  */
 const { values } = parseArgs({
   options: {
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     'old-share': { type: 'string', default: '0.1' },
     dir: { type: 'string' },
     keep: { type: 'boolean', default: false },
+    shrink: { type: 'boolean', default: false },
   },
 });
 
@@ -42,6 +46,7 @@ const run = await runLiveGateway({
   passGapMs: [200, 1500],
   turnGapMs: Number(values['turn-gap-ms']),
   oldShare: Number(values['old-share']),
+  shrink: values.shrink,
   onPass: (p) => {
     const r = p.report;
     process.stdout.write(
@@ -49,7 +54,12 @@ const run = await runLiveGateway({
         `: ${Math.round(p.end - p.start)} ms, exit ${r?.exit_code ?? p.code}, gateway ` +
         `${r?.gateway?.state}, deleted ${p.deleted.length}, kept as changed ${p.changed.length}` +
         `, ${r?.database.transactions ?? 0} txns, longest ${r?.database.longest_write_ms ?? 0}` +
-        ` ms\n`,
+        ` ms` +
+        (r?.database.shrink?.ran
+          ? `, shrink ${r.database.shrink.returned_bytes} bytes in ${r.database.shrink.steps} steps` +
+            ` (longest ${r.database.shrink.longest_step_ms} ms)`
+          : '') +
+        `\n`,
     );
   },
 });

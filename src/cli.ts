@@ -285,13 +285,18 @@ program
   .option('--sys-root <dir>', 'root of sysfs', '/sys')
   .option('--proc-root <dir>', 'root of procfs', '/proc')
   .option('--vcgencmd <path>', 'path to vcgencmd')
+  .option(
+    '--schedule <cron>',
+    'prune on this cron schedule (prune.schedule, e.g. "30 3 * * *") instead of the interval',
+  )
   .addHelpText(
     'after',
     `
 Endpoints (from a cache refreshed in the background): GET /health (JSON; 503 when CRITICAL),
 /metrics (Prometheus text), /startup (gateway restarts, JSON), /prune (the last pass, JSON).
 Passes run when prune.enabled is true: at start (unless one finished within the interval)
-and every prune.check_interval_minutes. Logs are JSON lines on stdout (journald).
+and every prune.check_interval_minutes, or at the slots of prune.schedule (cron, in
+prune.schedule_timezone): a slot missed while down is caught up once. Logs are JSON lines on stdout (journald).
 A non-loopback --host needs a bearer token: $PICOCLAW_GUARD_TOKEN or server.token.
 Signals: SIGTERM/SIGINT stop cleanly (exit 0); SIGHUP re-reads the config file.
 Exit codes: 0 stopped cleanly, 2 bad option or config (or no token for a non-loopback host).

@@ -23,6 +23,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     sysRoot: str(opts.sysRoot),
     procRoot: str(opts.procRoot),
     vcgencmd: str(opts.vcgencmd),
+    schedule: str(opts.schedule),
   };
   return runDaemon({ flags });
 }

@@ -113,6 +113,7 @@ export class Routes {
       running: stats.running,
       next_run_at: iso(stats.next_run_at_ms),
       last_success_at: iso(stats.last_success_at_ms),
+      ...scheduleFields(this.src.scheduler),
     };
     const headers = { 'x-picoclaw-guard-schedule': JSON.stringify(schedule) };
     if (!lp) {
@@ -124,4 +125,20 @@ export class Routes {
     const { error, outcome, exit_code, finished_at } = lp;
     return jsonReply(500, { error, outcome, exit_code, finished_at, ...schedule }, headers);
   }
+}
+
+/** prune.schedule, its time zone, the next three slots and the slots skipped by overruns (null with the interval). */
+function scheduleFields(sch: Scheduler): {
+  cron: { schedule: string; timezone: string | null; next_runs: string[]; skipped_slots: number } | null;
+} {
+  const s = sch.scheduleSettings;
+  if (!s) return { cron: null };
+  return {
+    cron: {
+      schedule: s.pattern,
+      timezone: s.timezone,
+      next_runs: sch.nextRuns(3).map((ms) => new Date(ms).toISOString()),
+      skipped_slots: sch.skippedSlots,
+    },
+  };
 }

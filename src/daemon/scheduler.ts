@@ -3,7 +3,8 @@ import { emptyPruneStats, type PruneOutcome, type PruneStats } from '../metrics/
 import { ClockWatch } from './clock-watch.js';
 import type { Logger } from './log.js';
 import { firstRunAt, lastCompletedAt, writeMarker } from '../state/marker.js';
-import { PassRunner } from './pass-runner.js';
+import { PassRunner, type PassRequest } from './pass-runner.js';
+import { catchUpDue, describeSchedule, type PassSchedule } from './schedule.js';
 import type { PassSummary } from './pass-summary.js';
 import type { PassOutput } from './prune-child.js';
 import type { DaemonSettings } from './settings.js';
@@ -23,12 +24,25 @@ import { WallTimer } from './wall-timer.js';
  * wall-clock timer (wall-timer.ts) keeps what it did here: a pass starts on a whole second once
  * the wall clock reads its time, checked at least every 30 s, and a pass that outlasts its
  * interval is logged at each interval it overruns.
+ *
+ * With `prune.schedule` (./schedule.ts) the passes start at the cron slots instead: the next one at
+ * the first slot after the last pass ended (a slot that came while a pass ran is skipped, and
+ * logged), sooner after a pass that could not run (never later than the next slot), and, at
+ * start, one catch-up pass when a slot was missed and the last pass is older than one period.
+ * A suspend needs nothing more: on waking the wall-clock timer finds its slot passed and starts
+ * one pass, and the pass after it is the next slot to come, not each slot the suspend missed.
  */
 
 /** How long a stopping daemon waits for the pass in progress before ending its process. */
 export const STOP_GRACE_MS = 4000;
 /** A pass that could not run (gateway starting, lock held, a store not writable) is retried this soon. */
 export const RETRY_SECONDS = 300;
+
+/** The gap between the next two slots (the schedule's period there), in seconds; 0 when there are none. */
+function periodSeconds(sch: PassSchedule, nowMs: number): number {
+  const [a, b] = sch.nextRuns(2, nowMs);
+  return a !== undefined && b !== undefined ? Math.round((b - a) / 1000) : 0;
+}
 
 export function outcomeOf(out: PassOutput): PruneOutcome {
   if (!out.ok) return 'failed';
@@ -67,10 +81,19 @@ export interface SchedulerHooks {
   deleted(): void;
 }
 
+/** What runs a pass (pass-runner.ts: a child process); tests give a fake one that deletes nothing. */
+export interface Runner {
+  readonly running: boolean;
+  run(req: PassRequest): Promise<PassOutput>;
+  requestStop(): void;
+  terminate(): Promise<unknown>;
+}
+
 export class Scheduler {
   readonly stats: PruneStats = emptyPruneStats();
   private lastPassValue: LastPass | null = null;
-  private readonly runner = new PassRunner();
+  /** Slots skipped because a pass still ran (schedule mode), since the daemon started. */
+  skippedSlots = 0;
   /** Wall clock against monotonic between passes: a jump skips that pass's age check. */
   private readonly clockWatch = new ClockWatch();
   private readonly timer = new WallTimer();
@@ -84,7 +107,20 @@ export class Scheduler {
     private readonly env: NodeJS.ProcessEnv,
     private readonly log: Logger,
     private readonly hooks: SchedulerHooks,
+    private readonly runner: Runner = new PassRunner(),
   ) {}
+
+  /** prune.schedule, or null with the interval. */
+  get scheduleSettings(): PassSchedule | null {
+    return this.settings().schedule ?? null;
+  }
+
+  /** The next n slots of the cron schedule (ms), or [] with the interval. */
+  nextRuns(n: number): number[] {
+    const sch = this.settings().schedule ?? null;
+    if (!sch || !this.stats.enabled) return [];
+    return sch.nextRuns(n, Date.now());
+  }
 
   get lastPass(): LastPass | null {
     return this.lastPassValue;
@@ -99,8 +135,9 @@ export class Scheduler {
     this.timer.cancel();
     this.overrun.cancel();
     const s = this.settings();
-    this.stats.enabled = s.policy.enabled && s.intervalSeconds > 0;
-    this.stats.interval_seconds = s.intervalSeconds;
+    const sch = s.schedule ?? null;
+    this.stats.enabled = s.policy.enabled && (sch !== null || s.intervalSeconds > 0);
+    this.stats.interval_seconds = sch ? periodSeconds(sch, Date.now()) : s.intervalSeconds;
     const last = lastCompletedAt(s.stateDir, s.home.home);
     if (last !== null && (this.stats.last_success_at_ms === null || last > this.stats.last_success_at_ms)) {
       this.stats.last_success_at_ms = last;
@@ -114,7 +151,29 @@ export class Scheduler {
       return;
     }
     if (this.runner.running) return; // the pass in progress re-arms when it ends
-    this.arm(firstRunAt(last, s.intervalSeconds * 1000, Date.now()));
+    if (!sch) {
+      this.arm(firstRunAt(last, s.intervalSeconds * 1000, Date.now()));
+      return;
+    }
+    const now = Date.now();
+    const catchUp = catchUpDue(sch, last, now);
+    const next = sch.next(now);
+    if (catchUp) this.arm(now);
+    else if (next !== null) this.arm(next);
+    else this.stats.next_run_at_ms = null;
+    this.log.info(
+      {
+        why,
+        schedule: sch.pattern,
+        timezone: sch.timezone,
+        catch_up: catchUp,
+        last_pass: last === null ? null : new Date(last).toISOString(),
+        next_runs: sch.nextRuns(3, now).map((ms) => new Date(ms).toISOString()),
+      },
+      catchUp
+        ? `prune schedule ${describeSchedule(sch)}: a slot was missed since the last pass, which is older than one period: one catch-up pass now`
+        : `prune schedule ${describeSchedule(sch)}`,
+    );
   }
 
   /**
@@ -135,13 +194,22 @@ export class Scheduler {
 
   private runScheduledPass(): Promise<void> {
     if (this.stopping || this.currentPass) return this.currentPass ?? Promise.resolve();
+    const sch = this.settings().schedule ?? null;
     const interval = this.settings().intervalSeconds * 1000;
-    const warnAt = (dueMs: number): void =>
+    // The slots that come while this pass runs are skipped (never queued), each said in the log.
+    const following = (dueMs: number): number | null => (sch ? sch.next(dueMs) : dueMs + interval);
+    const warnAt = (dueMs: number | null): void => {
+      if (dueMs === null) return;
       this.overrun.at(dueMs, () => {
-        this.log.warn('a scheduled prune pass is due while the last one still runs: skipped');
-        warnAt(dueMs + interval);
+        this.skippedSlots++;
+        this.log.warn(
+          { slot: new Date(dueMs).toISOString(), skipped_slots: this.skippedSlots },
+          'a scheduled prune pass is due while the last one still runs: skipped',
+        );
+        warnAt(following(dueMs));
       });
-    warnAt(Date.now() + interval);
+    };
+    warnAt(following(Date.now()));
     this.currentPass = this.pass().finally(() => {
       this.overrun.cancel();
       this.currentPass = null;
@@ -203,8 +271,17 @@ export class Scheduler {
     if (!this.stopping && this.stats.enabled) {
       const transient =
         outcome === 'locked' || outcome === 'gateway_not_ready' || outcome === 'skipped' || outcome === 'failed';
-      const interval = this.settings().intervalSeconds;
-      this.arm(finished + (transient ? Math.min(interval, RETRY_SECONDS) : interval) * 1000);
+      const sch = this.settings().schedule ?? null;
+      if (sch) {
+        // The first slot after this pass ended: the ones it ran through are skipped, not caught up.
+        const next = sch.next(finished);
+        const retry = finished + RETRY_SECONDS * 1000;
+        const at = transient ? Math.min(retry, next ?? retry) : next;
+        if (at !== null) this.arm(at);
+      } else {
+        const interval = this.settings().intervalSeconds;
+        this.arm(finished + (transient ? Math.min(interval, RETRY_SECONDS) : interval) * 1000);
+      }
     }
     this.hooks.passEnded(finished, outcome, report);
     this.logPass(lastPass, out, durationMs);
@@ -252,6 +329,8 @@ export class Scheduler {
       deleted_seahorse_messages: report?.totals.deleted_seahorse_messages ?? null,
       deleted_orphan_conversations: report?.totals.deleted_orphan_conversations ?? 0,
       vacuum: report?.database.vacuum?.ran ?? null,
+      converted: report?.database.vacuum?.converted ?? null,
+      shrink_returned_bytes: report?.database.shrink?.returned_bytes ?? null,
       longest_write_ms: report?.database.longest_write_ms ?? null,
       skipped: report?.skipped ?? null,
       error: out.ok ? null : out.message,

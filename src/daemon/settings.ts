@@ -5,6 +5,7 @@ import { loadGuardConfig } from '../guard-config.js';
 import { parseHealthConfig, type HealthThresholds } from '../health/config.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { isLoopback } from './server.js';
+import { scheduleOf, type PassSchedule } from './schedule.js';
 import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy, type Policy, type ResolvedPolicy } from '../prune/policy.js';
 
@@ -100,6 +101,8 @@ export interface RunFlags {
   sysRoot?: string;
   procRoot?: string;
   vcgencmd?: string;
+  /** --schedule: prune.schedule from the command line. */
+  schedule?: string;
 }
 
 export interface DaemonSettings {
@@ -123,6 +126,8 @@ export interface DaemonSettings {
   policySources: ResolvedPolicy;
   /** Seconds between scheduled passes; 0: none. */
   intervalSeconds: number;
+  /** prune.schedule: passes on a cron schedule instead of every intervalSeconds; null: the interval. */
+  schedule: PassSchedule | null;
   intervalSource: 'policy' | 'env';
 }
 
@@ -140,6 +145,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
 
   const home = discoverHome({ home: flags.home, env });
   const policySources = resolvePolicy({
+    flags: flags.schedule !== undefined ? { schedule: flags.schedule } : undefined,
     env,
     guardConfig: cfg.path && cfg.sections.prune ? { path: cfg.path, values: cfg.sections.prune } : null,
     picoclawConfig: home.sessionPrune ? { path: home.configPath, values: home.sessionPrune } : null,
@@ -179,6 +185,8 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
     );
   }
 
+  // A bad cron expression or time zone is an error here, at start and on SIGHUP, naming the key and the value.
+  let schedule = scheduleOf(policySources);
   let intervalSeconds = policy.check_interval_minutes * 60;
   let intervalSource: DaemonSettings['intervalSource'] = 'policy';
   const testInterval = env[INTERVAL_ENV];
@@ -189,6 +197,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
       });
     intervalSeconds = Number(testInterval);
     intervalSource = 'env';
+    schedule = null;
   }
 
   return {
@@ -210,5 +219,6 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
     policySources,
     intervalSeconds,
     intervalSource,
+    schedule,
   };
 }

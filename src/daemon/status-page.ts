@@ -58,6 +58,8 @@ export interface PageInput {
   intervalSource: 'policy' | 'env';
   passes: PassRow[];
   schedule: { enabled: boolean; running: boolean; next_run_at_ms: number | null };
+  /** prune.schedule ("30 3 * * *" (Europe/Berlin)) and its next slots; null or absent: the interval. */
+  cron?: { text: string; next_runs_ms: number[] } | null;
   startup: StartupView | null;
   startupMissing: { error: string; path: string } | null;
   /** Session count nearest a time, from the history (null when it does not reach back so far). */

@@ -86,6 +86,16 @@ export function pruneSection(p: PageInput): string {
   let next: string;
   if (!sched.enabled) next = 'Scheduled passes are off.';
   else if (sched.running) next = 'A pass is running now.';
+  else if (sched.next_run_at_ms !== null && p.cron)
+    next =
+      `Next pass ${when(sched.next_run_at_ms)} (${ago(sched.next_run_at_ms, p.nowMs)}), on the schedule ${p.cron.text}` +
+      (p.cron.next_runs_ms.length > 1
+        ? `; then ${p.cron.next_runs_ms
+            .slice(1)
+            .map((ms) => when(ms))
+            .join(', ')}`
+        : '') +
+      '.';
   else if (sched.next_run_at_ms !== null)
     next =
       `Next pass ${when(sched.next_run_at_ms)} (${ago(sched.next_run_at_ms, p.nowMs)}` +

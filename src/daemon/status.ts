@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { describeSchedule } from './schedule.js';
 import { join } from 'node:path';
 import type { HealthReport } from '../health/index.js';
 import { formatBytes, WHOLE_MIB } from '../io/bytes.js';
@@ -155,6 +156,7 @@ export class StatusState {
       policy: s.policySources,
       intervalSeconds: s.intervalSeconds,
       intervalSource: s.intervalSource,
+      cron: s.schedule ? { text: describeSchedule(s.schedule), next_runs_ms: s.schedule.nextRuns(3, nowMs) } : null,
       passes: this.passes(),
       schedule,
       startup: readings.startup,

@@ -5,6 +5,8 @@ import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import type { OwedVacuum } from '../state/vacuum-owed.js';
+import type { SizeEstimate } from '../state/size-estimate.js';
+import type { ShrinkReport } from './shrink.js';
 import { deleteByAgeAndCount, deleteGroup } from './apply-group.js';
 import { deleteOrphans, deleteShared } from './apply-conversations.js';
 import { vacuumAndOwed } from './apply-vacuum.js';
@@ -186,6 +188,10 @@ export interface ApplyResult {
   interrupted: boolean;
   /** The VACUUM owed after this pass (null: none), for the guard's state. */
   owed: OwedVacuum | null;
+  /** What the size guard counts seahorse.db as after this pass (null: the file shows it), for the guard's state. */
+  sizeEstimate: SizeEstimate | null;
+  /** Online shrink (src/prune/shrink.ts), when this pass tried it. */
+  shrink: ShrinkReport | null;
 }
 
 export interface ApplyOptions {
@@ -206,6 +212,8 @@ export interface ApplyOptions {
   quietMs?: number;
   /** A VACUUM an earlier online pass deferred (from the guard's state). */
   vacuumOwed?: OwedVacuum | null;
+  /** The size guard's estimate from an earlier pass that could not shrink the file (from the guard's state). */
+  sizeEstimate?: SizeEstimate | null;
   /** Test hook: called after each seahorse write transaction commits or rolls back. */
   onTxn?: () => void;
   /** Test hook: called between the steps of deleting one session. */
@@ -242,6 +250,8 @@ export function newApplyResult(plan: Plan): ApplyResult {
     vacuum: null,
     size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
     owed: null,
+    sizeEstimate: null,
+    shrink: null,
     interrupted: false,
   };
 }
@@ -365,9 +375,10 @@ export class ApplyRun {
 }
 
 /** The size guard, on measurements (src/prune/size-guard.ts), unless the pass already stopped. */
-function measuredSizeStep(run: ApplyRun): { vacuumed: boolean; vacuumMs: number } {
+function measuredSizeStep(run: ApplyRun): { vacuumed: boolean; vacuumMs: number; converted?: boolean } {
   const { db, plan, o, res } = run;
   res.owed = o.vacuumOwed ?? null;
+  res.sizeEstimate = o.sizeEstimate ?? null;
   if (!db || !plan.size.checked || res.interrupted) return { vacuumed: false, vacuumMs: 0 };
   return runSizeGuard({
     db,

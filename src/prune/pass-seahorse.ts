@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
+import { autoVacuumMode, shrinkAllowed } from './shrink.js';
 import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Database } from '../io/sqlite.js';
 import type { Inventory } from '../picoclaw/inventory.js';
@@ -105,8 +106,12 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
         );
       }
       const p = readPages(db);
-      // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes.
-      const wantShares = needContent || (o.values.vacuum && (!o.online || o.forceVacuum));
+      // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes;
+      // online on a converted database, whether the shrink merges the FTS index first (src/prune/shrink.ts).
+      const wantShares =
+        needContent ||
+        (o.values.vacuum && (!o.online || o.forceVacuum)) ||
+        (o.online && shrinkAllowed(o.values) && autoVacuumMode(db) === 2);
       const wdb = db;
       dbFacts = {
         present: true,

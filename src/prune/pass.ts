@@ -21,6 +21,7 @@ import { buildReportOf, type PruneReport } from './report.js';
 import { lockPathFor } from './pass-lock.js';
 import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
+import { readSizeEstimate, scaledEstimate, writeSizeEstimate, type SizeEstimate } from '../state/size-estimate.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
 import { preflight, prepareSeahorse } from './pass-seahorse.js';
@@ -240,20 +241,23 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
     const dbKey = realPathOf(inv.seahorse.path);
     let owedBefore: OwedVacuum | null = null;
-    if (o.stateDir && inv.seahorse.state === 'open') owedBefore = readOwedVacuum(o.stateDir, dbKey);
-    if (
-      owedBefore &&
-      online &&
-      values.vacuum &&
-      !o.forceVacuum &&
-      owedBefore.estimated_bytes_after !== null &&
-      dbFacts.contentBytes
-    ) {
+    let estimateBefore: SizeEstimate | null = null;
+    if (o.stateDir && inv.seahorse.state === 'open') {
+      owedBefore = readOwedVacuum(o.stateDir, dbKey);
+      estimateBefore = readSizeEstimate(o.stateDir, dbKey);
+    }
+    // While the file cannot shrink to its true size this pass (VACUUM deferred online, or off), the plan
+    // counts the size from the estimate an earlier pass left (src/state/size-estimate.ts), as the apply does.
+    const noShrinkNow = !values.vacuum || (online && !o.forceVacuum);
+    const kept =
+      estimateBefore ??
+      (owedBefore && owedBefore.estimated_bytes_after !== null
+        ? { estimated_bytes_after: owedBefore.estimated_bytes_after, content_bytes: owedBefore.content_bytes ?? 0 }
+        : null);
+    if (kept && noShrinkNow && dbFacts.contentBytes) {
       let content = 0;
       for (const b of dbFacts.contentBytes.values()) content += b;
-      dbFacts.owedEstimateBytes = owedBefore.content_bytes
-        ? Math.round((owedBefore.estimated_bytes_after * content) / owedBefore.content_bytes)
-        : owedBefore.estimated_bytes_after;
+      dbFacts.owedEstimateBytes = Math.min(dbFacts.usedBytes, scaledEstimate(kept, content));
     }
     // Aliases serve the seahorse mapping (done) and the alias groups; an archive reads them from the meta it stores.
     const agentIds = home.agents.map((a) => a.id);
@@ -299,6 +303,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     if (o.apply) {
       result = applyPlan({
         vacuumOwed: owedBefore,
+        sizeEstimate: estimateBefore,
         plan,
         db,
         dbPath: inv.seahorse.path,
@@ -343,6 +348,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       } catch (err) {
         report.warnings.push(
           `could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
+        );
+      }
+    }
+    if (result && o.stateDir && db && JSON.stringify(result.sizeEstimate) !== JSON.stringify(estimateBefore)) {
+      try {
+        writeSizeEstimate(o.stateDir, dbKey, result.sizeEstimate);
+      } catch (err) {
+        report.warnings.push(
+          `could not record the size estimate in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
         );
       }
     }

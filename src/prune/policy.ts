@@ -1,4 +1,5 @@
 import { readSection, readValue, reject, sectionError, type Field, type Naming } from '../config/section.js';
+import { cronProblem, timezoneProblem } from '../config/schedule-values.js';
 
 /**
  * The retention policy: PicoClaw's own keys (`session.prune`; docs/configuration.md#where-values-come-from),
@@ -26,6 +27,14 @@ export interface Policy {
   cron_max_age_days: number;
   max_sessions_counts_cron: boolean;
   max_bootstrap_seconds: number;
+  /**
+   * The daemon's passes on a cron schedule (src/daemon/schedule.ts) instead of every
+   * check_interval_minutes; null: the interval. Read in schedule_timezone (null: the system's).
+   */
+  schedule: string | null;
+  schedule_timezone: string | null;
+  /** To auto_vacuum INCREMENTAL at an offline VACUUM, then space given back online (src/prune/shrink.ts). */
+  shrink_online: boolean;
 }
 
 export type PolicyKey = keyof Policy;
@@ -41,14 +50,23 @@ export const POLICY_KEYS: PolicyKey[] = [
   'cron_max_age_days',
   'max_sessions_counts_cron',
   'max_bootstrap_seconds',
+  'schedule',
+  'schedule_timezone',
+  'shrink_online',
 ];
 
-/** Keys PicoClaw's policy does not have: at their defaults they change nothing, and the text report leaves them out. */
+/**
+ * Keys PicoClaw's policy does not have that the text report leaves out at their defaults: they change
+ * nothing there (shrink_online changes only when space comes back, which the report says when it does).
+ */
 export const GUARD_ONLY_KEYS: ReadonlySet<PolicyKey> = new Set([
   'cron_keep_runs',
   'cron_max_age_days',
   'max_sessions_counts_cron',
   'max_bootstrap_seconds',
+  'schedule',
+  'schedule_timezone',
+  'shrink_online',
 ]);
 
 export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
@@ -63,6 +81,9 @@ export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
   cron_max_age_days: 0,
   max_sessions_counts_cron: true,
   max_bootstrap_seconds: 0,
+  schedule: null,
+  schedule_timezone: null,
+  shrink_online: true,
 });
 
 export type Source = 'flag' | 'env' | 'guard-config' | 'picoclaw-config' | 'default';
@@ -83,7 +104,7 @@ export interface PolicyInputs {
   picoclawConfig?: { path: string; values: Record<string, unknown> } | null;
 }
 
-type Kind = 'bool' | 'count' | 'path';
+type Kind = 'bool' | 'count' | 'path' | 'text';
 const KIND: Record<PolicyKey, Kind> = {
   enabled: 'bool',
   max_age_days: 'count',
@@ -96,6 +117,9 @@ const KIND: Record<PolicyKey, Kind> = {
   cron_max_age_days: 'count',
   max_sessions_counts_cron: 'bool',
   max_bootstrap_seconds: 'count',
+  schedule: 'text',
+  schedule_timezone: 'text',
+  shrink_online: 'bool',
 };
 
 /** PicoClaw's session.prune has no archive_dir; the guard config and flags do. */
@@ -146,6 +170,22 @@ function policyField(key: PolicyKey, fromText: boolean): Field<Policy[PolicyKey]
           if (['false', '0', 'no', 'off'].includes(s)) return false;
         }
         return reject();
+      },
+    };
+  }
+  if (kind === 'text') {
+    // The cron expression and the time zone the daemon's schedule is read in (src/daemon/schedule.ts).
+    const problem = key === 'schedule' ? cronProblem : timezoneProblem;
+    return {
+      what: key === 'schedule' ? 'null or a cron expression' : 'null or a time zone name',
+      types: ['null', 'string'],
+      read: (raw) => {
+        if (raw === null) return null;
+        if (typeof raw !== 'string') return reject();
+        const t = raw.trim();
+        if (t === '') return reject('is empty: give a value (or leave the key out)');
+        const why = problem(t);
+        return why === null ? t : reject(why);
       },
     };
   }

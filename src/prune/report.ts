@@ -87,6 +87,20 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
     };
     /** A VACUUM deferred while the gateway ran, owed to the next offline pass (after this pass). */
     vacuum_owed: { since: string; estimated_bytes_after: number | null; reason: string } | null;
+    /** What the size guard counts the database as while the file cannot show it (src/state/size-estimate.ts). */
+    size_estimate: { since: string; estimated_bytes_after: number; reason: string } | null;
+    /** Online shrink (incremental_vacuum in short steps under the write lock), when this pass tried it. */
+    shrink: {
+      ran: boolean;
+      reason: string;
+      steps: number;
+      returned_bytes: number;
+      longest_step_ms: number;
+      duration_ms: number;
+      free_pages_left: number;
+      /** FTS merge steps first (their tombstones turned into free pages), included in steps. */
+      fts_merge_steps: number;
+    } | null;
     vacuum: {
       ran: boolean;
       reason: string;
@@ -94,6 +108,8 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
       reclaimed_bytes: number | null;
       duration_ms: number;
       wal_checkpoint: string;
+      /** This VACUUM switched seahorse.db to auto_vacuum INCREMENTAL (shrink_online). */
+      converted: boolean;
     } | null;
     longest_write_ms: number | null;
     transactions: number | null;
@@ -289,6 +305,25 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
             reason: r.result.owed.reason,
           }
         : null,
+      size_estimate: r.result?.sizeEstimate
+        ? {
+            since: r.result.sizeEstimate.since,
+            estimated_bytes_after: r.result.sizeEstimate.estimated_bytes_after,
+            reason: r.result.sizeEstimate.reason,
+          }
+        : null,
+      shrink: r.result?.shrink
+        ? {
+            ran: r.result.shrink.ran,
+            reason: r.result.shrink.reason,
+            steps: r.result.shrink.steps,
+            returned_bytes: r.result.shrink.returnedBytes,
+            longest_step_ms: Math.round(r.result.shrink.longestStepMs * 10) / 10,
+            duration_ms: Math.round(r.result.shrink.durationMs),
+            free_pages_left: r.result.shrink.freelistAfter,
+            fts_merge_steps: r.result.shrink.mergeSteps,
+          }
+        : null,
       vacuum: v
         ? {
             ran: v.ran,
@@ -297,6 +332,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
             reclaimed_bytes: v.reclaimedBytes,
             duration_ms: Math.round(v.durationMs),
             wal_checkpoint: v.walCheckpoint,
+            converted: v.converted === true,
           }
         : null,
       longest_write_ms: r.result?.seahorse ? Math.round(r.result.seahorse.longestTxnMs * 10) / 10 : null,

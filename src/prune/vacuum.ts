@@ -4,6 +4,7 @@ import type { FreeSpaceReader } from '../io/freespace.js';
 import { formatBytes } from '../io/bytes.js';
 import type { Database } from '../io/sqlite.js';
 import { dbFileBytes, readPages } from '../picoclaw/seahorse.js';
+import { prepareConversion } from './shrink.js';
 
 /**
  * Giving space back after a pass (docs/picoclaw.md#opening: PicoClaw never VACUUMs and has
@@ -32,6 +33,8 @@ export interface VacuumReport {
   reclaimedBytes: number | null;
   durationMs: number;
   walCheckpoint: 'truncate' | 'passive' | 'busy' | 'none';
+  /** This VACUUM switched seahorse.db to auto_vacuum INCREMENTAL (online shrink from now on). */
+  converted?: boolean;
 }
 
 /** SQLite's temp folder: SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp, /tmp, . (tempfiles.html). */
@@ -124,14 +127,19 @@ export function checkpoint(db: Database, online: boolean): VacuumReport['walChec
   return r[0]?.busy ? 'busy' : 'truncate';
 }
 
-export function runVacuum(db: Database): { durationMs: number; checkpoint: VacuumReport['walCheckpoint'] } {
+export function runVacuum(
+  db: Database,
+  o: { toIncremental?: boolean } = {},
+): { durationMs: number; checkpoint: VacuumReport['walCheckpoint']; converted: boolean } {
   const t0 = performance.now();
+  // Offline only (src/prune/shrink.ts): this VACUUM also switches auto_vacuum, at no extra cost.
+  const converted = o.toIncremental ? prepareConversion(db) : false;
   // PASSIVE first (hermes: a TRUNCATE here would race a live writer), then VACUUM, then TRUNCATE:
   // VACUUM rewrites every page through the WAL, which would otherwise stay as large as the database.
   db.pragma('wal_checkpoint(PASSIVE)');
   db.exec('VACUUM');
   const cp = checkpoint(db, false);
-  return { durationMs: performance.now() - t0, checkpoint: cp };
+  return { durationMs: performance.now() - t0, checkpoint: cp, converted };
 }
 
 export interface AfterPassOptions {
@@ -139,6 +147,8 @@ export interface AfterPassOptions {
   online: boolean;
   forceVacuum: boolean;
   vacuumAllowed: boolean;
+  /** Convert to auto_vacuum INCREMENTAL when this VACUUM runs with the gateway stopped (shrink_online). */
+  toIncremental?: boolean;
   freeSpace: FreeSpaceReader;
   /**
    * The deleted sessions' estimated share of the file. When even that plus today's free
@@ -219,7 +229,7 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
       durationMs: performance.now() - t0,
     });
   }
-  const v = runVacuum(db);
+  const v = runVacuum(db, { toIncremental: !o.online && o.toIncremental === true });
   const after = dbFileBytes(o.path).total;
   return {
     ...base,
@@ -231,5 +241,6 @@ export function vacuumAfterPass(db: Database, o: AfterPassOptions): VacuumReport
     reclaimedBytes: before - after,
     durationMs: performance.now() - t0,
     walCheckpoint: v.checkpoint,
+    converted: v.converted,
   };
 }

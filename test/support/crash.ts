@@ -90,6 +90,7 @@ export interface PruneJson {
     longest_write_ms: number | null;
     transactions: number | null;
     vacuum: { ran: boolean; reason: string } | null;
+    shrink?: { ran: boolean; reason: string; steps: number; returned_bytes: number; longest_step_ms: number } | null;
   };
   totals: {
     sessions: number;

@@ -464,6 +464,11 @@ export interface LiveOptions {
   passGapMs: [number, number];
   turnGapMs: number;
   oldShare: number;
+  /**
+   * seahorse.db converted to auto_vacuum INCREMENTAL before the run (as the pre-start pass's VACUUM
+   * does with shrink_online): every online pass then gives the free pages back (src/prune/shrink.ts).
+   */
+  shrink?: boolean;
   onPass?: (p: PassLog) => void;
 }
 
@@ -522,6 +527,8 @@ export interface LiveRun {
     /** Kept (changed since plan) sessions whose seahorse conversation the pass had already deleted. */
     keptWithoutConversation: number;
     danglingRows: number;
+    /** Online shrink over the run: passes that gave pages back, bytes, steps, the longest step's lock. */
+    shrink: { passes: number; returnedBytes: number; steps: number; longestStepMs: number };
   };
 }
 
@@ -639,6 +646,13 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   });
   const stateDir = join(o.dir, 'state');
   const logPath = join(o.dir, 'gateway-sim.log');
+  if (o.shrink) {
+    const db = new (sqlite())(home.seahorsePath!);
+    db.pragma('auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.close();
+  }
   const dirs = home.agents.map((a) => a.sessionsDir);
   const dirOfAgent = new Map(home.agents.map((a) => [a.id, a.sessionsDir]));
   const cfg: SimConfig = {
@@ -726,6 +740,7 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
   // The passes: each online (gateway ready), none with VACUUM, each ok or partial.
   let longest = 0;
   let txns = 0;
+  const shrink = { passes: 0, returnedBytes: 0, steps: 0, longestStepMs: 0 };
   for (const p of passes) {
     const r = p.report;
     if (!r) {
@@ -744,7 +759,17 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
     for (const s of other.slice(0, 5)) failures.push(`pass ${p.i} kept ${s.key}: ${s.reason} ${s.detail ?? ''}`);
     longest = Math.max(longest, r.database.longest_write_ms ?? 0);
     txns += r.database.transactions ?? 0;
+    const sh = r.database.shrink;
+    if (sh?.ran) {
+      shrink.passes++;
+      shrink.returnedBytes += sh.returned_bytes;
+      shrink.steps += sh.steps;
+      shrink.longestStepMs = Math.max(shrink.longestStepMs, sh.longest_step_ms);
+    }
   }
+  if (o.shrink && shrink.passes === 0) failures.push('no pass gave space back online (shrink on)');
+  if (shrink.longestStepMs >= 5000)
+    failures.push(`an online shrink step held the write lock for ${shrink.longestStepMs} ms, past busy_timeout`);
   if (longest >= 5000)
     failures.push(`the guard held a write transaction for ${longest} ms, past the gateway's busy_timeout`);
 
@@ -906,6 +931,7 @@ export async function runLiveGateway(o: LiveOptions): Promise<LiveRun> {
       raceLostSeahorseMessages: raceLostMsgs,
       keptWithoutConversation,
       danglingRows: danglingRows(finalDump).length,
+      shrink,
     },
   };
 }
