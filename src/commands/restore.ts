@@ -81,7 +81,8 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     });
   } else {
     const width = outputWidth(opts);
-    const out: string[] = [];
+    // A command is never wrapped: it is there to be copied.
+    const out: (string | { raw: string })[] = [];
     if (entries.length > 0) {
       out.push(
         ...fitTable(
@@ -111,7 +112,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
               `${e.key === null ? basename(e.archive) : width === Infinity ? e.key : shortKey(e.key, 24)}` +
               `: ${e.reason}`,
           );
-        if (e.command) out.push(`    to restore it: ${e.command}`);
+        if (e.command) out.push({ raw: `    to restore it: ${e.command}` });
       }
     } else out.push('No archives.');
     if (restored.length > 0) {
@@ -140,7 +141,9 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     if (r.tempsRemoved > 0) out.push(`Removed ${r.tempsRemoved} temp file(s) an interrupted restore had left.`);
     if (otherHomes > 0) out.push(`${otherHomes} archive(s) taken from other PicoClaw homes were left alone.`);
     if (holdProblem) out.push(`warning: ${holdProblem}`);
-    process.stdout.write(layout(out, width) + '\n');
+    process.stdout.write(
+      out.map((l) => (typeof l === 'string' ? layout([l], width) : layout([l.raw], Infinity))).join('\n') + '\n',
+    );
   }
   return code;
 }
