@@ -13,7 +13,9 @@ import { RESTORE_STEPS, type RestoreStep } from '../src/prune/restore-write.js';
 const [stepArg, path, home, stateDir, ...rest] = process.argv.slice(2);
 const [step, nth] = (stepArg ?? '').split('#') as [RestoreStep, string | undefined];
 if (!RESTORE_STEPS.includes(step) || !path || !home || !stateDir) {
-  process.stderr.write(`usage: restore-kill STEP[#N] PATH HOME STATE_DIR [--beside] (STEP: ${RESTORE_STEPS.join(', ')})\n`);
+  process.stderr.write(
+    `usage: restore-kill STEP[#N] PATH HOME STATE_DIR [--beside] (STEP: ${RESTORE_STEPS.join(', ')})\n`,
+  );
   process.exit(2);
 }
 let seen = 0;

@@ -79,7 +79,7 @@ Exit codes:
   4   another prune pass is running
   5   gateway is starting or hung: prune skipped
   6   a store cannot delete: prune skipped, nothing deleted
-  7   prune kept sessions it planned to delete; restore: some were skipped or unusable
+  7   prune kept sessions it planned to delete; restore: some skipped or unusable
   10  health: WARN
   11  health: CRITICAL
 

@@ -1,9 +1,7 @@
-import { createHash, type Hash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { extract } from 'tar-stream';
-import { errnoCode, errorMessage } from '../errors.js';
 import { formatBytes } from '../io/bytes.js';
 import { ARCHIVE_FORMAT, LEGACY_SUFFIX, MANIFEST_NAME, ROWS_NAME, SESSION_PREFIX } from './archive.js';
 import {
@@ -18,9 +16,13 @@ import {
   str,
   type Obj,
   type ArchiveInfo,
-  type LifeFacts,
 } from './archive-fields.js';
-import { LegacyDocParser, LegacyJsonError, StreamedData, type DataWriter } from './archive-legacy.js';
+import { LegacyDocParser, StreamedData } from './archive-legacy.js';
+import { FileTap, lifeOf, noLife, SinkFailed, type FileSink } from './archive-life.js';
+import { openArchive } from './archive-open.js';
+
+export { fileKind, openArchive } from './archive-open.js';
+export type { FileSink } from './archive-life.js';
 
 /**
  * Reading archives, both formats, without trusting them: everything is decompressed
@@ -117,57 +119,6 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
   return info;
 }
 
-const noLife = (): LifeFacts => ({
-  messages: 0,
-  bytes: 0,
-  metaCount: null,
-  metaCreatedAt: null,
-  metaUpdatedAt: null,
-  metaProblem: null,
-  complete: false,
-  meta: null,
-});
-
-/** What kind of thing a stat describes, for the reason a non-file is skipped. */
-export function fileKind(st: Stats): string {
-  if (st.isFile()) return 'a regular file';
-  if (st.isDirectory()) return 'a folder';
-  if (st.isFIFO()) return 'a FIFO (named pipe)';
-  if (st.isCharacterDevice()) return 'a character device';
-  if (st.isBlockDevice()) return 'a block device';
-  if (st.isSocket()) return 'a socket';
-  return 'not a regular file';
-}
-
-/**
- * Open an archive for reading without ever blocking: stat first (a FIFO is not opened at all),
- * then open non-blocking (what was swapped in meanwhile cannot block the open) and check by fstat
- * that what was opened is a regular file. Symlinks to regular files are followed.
- */
-export function openArchive(path: string): number {
-  let st: Stats;
-  try {
-    st = statSync(path);
-  } catch (err) {
-    throw new ArchiveInvalid(path, 'the archive', `cannot be read (${errnoCode(err) ?? errorMessage(err)})`);
-  }
-  const notFile = (s: Stats) =>
-    new ArchiveInvalid(path, 'the archive', `is ${fileKind(s)}, not an archive file: not read`);
-  if (!st.isFile()) throw notFile(st);
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (err) {
-    throw new ArchiveInvalid(path, 'the archive', `cannot be opened (${errnoCode(err) ?? errorMessage(err)})`);
-  }
-  const now = fstatSync(fd);
-  if (!now.isFile()) {
-    closeSync(fd);
-    throw notFile(now);
-  }
-  return fd;
-}
-
 /** Validate a version-1 document (the files' data already streamed out and hashed). */
 function validateLegacy(path: string, a: unknown, hashes: Map<'jsonl' | 'meta', string>): ArchiveInfo {
   if (!isObj(a)) throw new ArchiveInvalid(path, 'the document', 'is not a JSON object');
@@ -212,95 +163,6 @@ function validateLegacy(path: string, a: unknown, hashes: Map<'jsonl' | 'meta', 
     info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes, sha256: f.sha256, mode: 0o644 });
   }
   return info;
-}
-
-/** Writing a file out failed (no room, no permission): not the archive's fault. */
-class SinkFailed extends Error {
-  constructor(override readonly cause: unknown) {
-    super('writing a restored file failed');
-  }
-}
-
-/** Where each session file of an archive goes as it is read: called when the file starts. */
-export type FileSink = (role: 'jsonl' | 'meta') => DataWriter;
-
-/** The meta is read whole to learn the life's facts; a meta beyond this is not one PicoClaw wrote. */
-export const META_MAX_BYTES = 16 << 20;
-
-/**
- * Each file of an archive as it streams: its SHA-256, its size, the .jsonl's lines, the meta's
- * bytes (small); and the caller's sink, which receives the same bytes.
- */
-class FileTap {
-  readonly h: Hash = createHash('sha256');
-  bytes = 0;
-  lines = 0;
-  private lineLen = 0;
-  private meta: Buffer[] | null;
-  constructor(
-    readonly path: string,
-    readonly role: 'jsonl' | 'meta',
-    private readonly out: DataWriter | null,
-  ) {
-    this.meta = role === 'meta' ? [] : null;
-  }
-  write(b: Buffer): void {
-    this.h.update(b);
-    this.bytes += b.length;
-    if (this.meta) {
-      if (this.bytes > META_MAX_BYTES)
-        throw new ArchiveInvalid(this.path, 'the meta file', 'is larger than 16 MiB: not one PicoClaw wrote');
-      this.meta.push(Buffer.from(b));
-    } else {
-      let at = 0;
-      for (;;) {
-        const nl = b.indexOf(10, at);
-        if (nl < 0) break;
-        if (this.lineLen + (nl - at) > 0) this.lines++;
-        this.lineLen = 0;
-        at = nl + 1;
-      }
-      this.lineLen += b.length - at;
-    }
-    if (this.out) {
-      try {
-        this.out.write(b);
-      } catch (err) {
-        throw new SinkFailed(err);
-      }
-    }
-  }
-  finish(): { sha256: string; bytes: number; lines: number; meta: Buffer | null } {
-    if (this.lineLen > 0) this.lines++;
-    this.lineLen = 0;
-    return { sha256: this.h.digest('hex'), bytes: this.bytes, lines: this.lines, meta: this.meta && Buffer.concat(this.meta) };
-  }
-}
-
-/** The facts of a life from its files as read (the meta parsed here, never trusted further). */
-function lifeOf(info: ArchiveInfo, meta: Buffer | null, lines: number): LifeFacts {
-  const life = noLife();
-  life.bytes = info.files.reduce((n, f) => n + f.bytes, 0);
-  life.messages = lines;
-  life.meta = meta;
-  let m: unknown = undefined;
-  if (meta) {
-    try {
-      m = JSON.parse(meta.toString('utf8'));
-    } catch {
-      life.metaProblem = 'is not valid JSON: PicoClaw would not list the session';
-    }
-  }
-  if (!life.metaProblem && (!isObj(m) || m.key !== info.key))
-    life.metaProblem = `does not hold the key ${JSON.stringify(info.key)}`;
-  if (isObj(m)) {
-    if (Number.isSafeInteger(m.count)) life.metaCount = m.count as number;
-    if (typeof m.created_at === 'string') life.metaCreatedAt = m.created_at;
-    if (typeof m.updated_at === 'string') life.metaUpdatedAt = m.updated_at;
-  }
-  const hasJsonl = info.files.some((f) => f.role === 'jsonl');
-  life.complete = info.kind === 'session' && (hasJsonl || (life.metaCount ?? 0) - (isObj(m) && Number.isSafeInteger(m.skip) ? (m.skip as number) : 0) <= 0);
-  return life;
 }
 
 /**
@@ -362,7 +224,7 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
             else h!.update(c);
           } catch (err) {
             stream.destroy();
-            rej(err);
+            rej(err instanceof Error ? err : new Error(String(err)));
           }
         });
         stream.once('end', res).once('error', rej);
@@ -429,11 +291,7 @@ async function walkLegacy(path: string, fd: number, sink: FileSink | null): Prom
     );
   }
   const got = new Map([...taps].map(([role, t]) => [role, t.finish()]));
-  const info = validateLegacy(
-    path,
-    doc,
-    new Map([...got].map(([role, g]) => [role, g.sha256])),
-  );
+  const info = validateLegacy(path, doc, new Map([...got].map(([role, g]) => [role, g.sha256])));
   // A data_base64 too short to be streamed cannot occur (every one is); sizes come from the taps.
   for (const f of info.files) f.bytes = got.get(f.role)?.bytes ?? 0;
   info.life = lifeOf(info, got.get('meta')?.meta ?? null, got.get('jsonl')?.lines ?? 0);

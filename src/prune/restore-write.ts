@@ -61,7 +61,10 @@ export interface Target {
 
 /** The key a life restored beside another gets: the archived key and the time it was archived. */
 export function besideKey(key: string, archivedAt: string): string {
-  const t = new Date(Date.parse(archivedAt)).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const t = new Date(Date.parse(archivedAt))
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `${key}.restored-${t}`;
 }
 

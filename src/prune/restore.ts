@@ -1,14 +1,16 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+
+export { keyMatcher, resolveKey } from './restore-lives.js';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { tryLock } from '../io/lock.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
-import { instantMs } from '../picoclaw/time.js';
 import { activeHolds, addHolds, releaseHolds } from '../state/holds.js';
 import { ARCHIVE_SUFFIX, LEGACY_SUFFIX } from './archive.js';
 import { ArchiveInvalid, type ArchiveInfo } from './archive-fields.js';
 import { inspectArchive } from './archive-read.js';
 import { lockPathFor } from './pass-lock.js';
+import { choose, later, lifeText, otherReason, resolveKey, restoreCommand } from './restore-lives.js';
 import {
   besideKey,
   metaWant,
@@ -106,41 +108,6 @@ function listArchives(path: string): { files: string[]; single: boolean } {
   };
 }
 
-/** A key as typed: the full key, a unique prefix, or the shortened form restore --list prints (head…tail). */
-export function keyMatcher(typed: string): (key: string) => boolean {
-  const cut = typed.indexOf('…');
-  if (cut >= 0) {
-    const head = typed.slice(0, cut);
-    const tail = typed.slice(cut + 1);
-    return (k) => k.length >= head.length + tail.length && k.startsWith(head) && k.endsWith(tail);
-  }
-  return (k) => k.startsWith(typed);
-}
-
-/** The one key `typed` names among `keys`: exact, else a unique prefix; exit 2 when none or several. */
-export function resolveKey(typed: string, keys: Iterable<string>, where: string): string {
-  const all = [...new Set(keys)];
-  if (all.includes(typed)) return typed;
-  const m = keyMatcher(typed);
-  const hits = all.filter(m).sort();
-  if (hits.length === 1) return hits[0]!;
-  if (hits.length === 0)
-    throw new GuardError(`no session key starts with ${JSON.stringify(typed)} in ${where}`, {
-      exitCode: ExitCode.USAGE,
-      path: where,
-      hint: 'run restore --list to see the keys',
-    });
-  throw new GuardError(
-    `${JSON.stringify(typed)} matches ${hits.length} keys: ${hits.slice(0, 8).join(', ')}` +
-      `${hits.length > 8 ? ', ...' : ''}`,
-    {
-      exitCode: ExitCode.USAGE,
-      path: where,
-      hint: 'give more of the key',
-    },
-  );
-}
-
 function realOrSelf(p: string): string {
   try {
     return realpathSync(p);
@@ -153,26 +120,6 @@ function realOrSelf(p: string): string {
 function fromHome(info: ArchiveInfo, homeReal: string, sessionsReal: Set<string>): boolean {
   if (info.home !== null) return info.home === homeReal;
   return info.sessionsDir !== null && sessionsReal.has(realOrSelf(info.sessionsDir));
-}
-
-const shellWord = (s: string) => (/^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-
-/** The command that restores one archive into a home, beside what is there. */
-function restoreCommand(archive: string, home: PicoClawHome | null, beside: boolean): string {
-  return (
-    `picoclaw-guard restore ${shellWord(archive)}` +
-    (home ? ` --home ${shellWord(home.home)}` : '') +
-    (beside ? ' --beside' : '')
-  );
-}
-
-function lifeText(i: ArchiveInfo): string {
-  const l = i.life;
-  const whole = l.complete
-    ? 'complete'
-    : `incomplete: only its meta (the meta counts ${l.metaCount ?? '?'} messages; the .jsonl was already ` +
-      `gone when it was archived)`;
-  return `archived ${i.archivedAt}, ${l.messages} messages, ${l.bytes} bytes, ${whole}`;
 }
 
 function entryOf(i: ArchiveInfo, action: RestoreAction): RestoreEntry {
@@ -191,32 +138,6 @@ function entryOf(i: ArchiveInfo, action: RestoreAction): RestoreEntry {
     resumed: null,
     command: null,
   };
-}
-
-const later = (a: ArchiveInfo, b: ArchiveInfo) =>
-  instantMs(a.archivedAt) - instantMs(b.archivedAt) || (basename(a.path) < basename(b.path) ? -1 : 1);
-
-/** The life a folder restores: the latest complete one (a conversation: the latest). */
-function choose(lives: ArchiveInfo[]): ArchiveInfo | null {
-  const sorted = [...lives].sort((a, b) => later(b, a));
-  if (sorted[0]!.kind === 'conversation') return sorted[0]!;
-  return sorted.find((i) => i.life.complete) ?? null;
-}
-
-/** Why a life was not the one chosen, compared with the chosen. */
-function otherReason(i: ArchiveInfo, chosen: ArchiveInfo | null, list: boolean): string {
-  const what = lifeText(i);
-  if (!chosen) return what;
-  const when = later(i, chosen) < 0 ? 'an earlier life' : 'a later life';
-  const same =
-    !i.life.complete && i.life.metaCreatedAt !== null && i.life.metaCreatedAt === chosen.life.metaCreatedAt
-      ? ' (the same life as the chosen archive, archived again after an interrupted deletion)'
-      : '';
-  const longer =
-    i.life.messages > chosen.life.messages
-      ? `; it holds more messages than the life ${list ? 'a restore would put back' : 'restored'} (${chosen.life.messages})`
-      : '';
-  return `${when}${same}: ${what}${longer}`;
 }
 
 export async function restoreArchives(path: string, o: RestoreOptions): Promise<RestoreResult> {
@@ -431,7 +352,8 @@ async function writeAll(
         entry.reason = `finished an interrupted restore (${p.inPlace.join(' and ')} already held the archive's bytes)`;
       }
       if (target.beside) entry.reason = `restored beside the session of ${info.key}, under the key ${target.key}`;
-      if (!info.life.complete) entry.reason = `${entry.reason ? `${entry.reason}; ` : ''}as archived: ${lifeText(info)}`;
+      if (!info.life.complete)
+        entry.reason = `${entry.reason ? `${entry.reason}; ` : ''}as archived: ${lifeText(info)}`;
     } catch (err) {
       failed.push(p);
       entry.restored_as = null;

@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, createWriteStream, existsSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  createWriteStream,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
@@ -154,7 +163,9 @@ describe('archive memory', () => {
       expect(gz).toBeLessThan(1 << 20);
       const state = tempDir();
       const rest = measured(['restore', file, '--home', home, '--state-dir', state, '--json'], state);
-      console.info(`restore of a version-1 archive: ${gz} bytes, expands to ${expanded}: peak ${rest.rssMiB.toFixed(1)} MiB`);
+      console.info(
+        `restore of a version-1 archive: ${gz} bytes, expands to ${expanded}: peak ${rest.rssMiB.toFixed(1)} MiB`,
+      );
       expect(rest.code, rest.stderr).toBe(0);
       expect(rest.rssMiB).toBeLessThan(100);
       expect(

@@ -114,12 +114,18 @@ describe('restore: the lives of a key', () => {
     const r = restore(w, [w.archive]);
     expect(r.code).toBe(7);
     const e = json(r).entries[0]!;
-    expect(e).toMatchObject({ action: 'skipped', complete: false, command: `picoclaw-guard restore ${a} --home ${w.home}` });
+    expect(e).toMatchObject({
+      action: 'skipped',
+      complete: false,
+      command: `picoclaw-guard restore ${a} --home ${w.home}`,
+    });
     expect(readdirSync(w.sessionsDir).filter((n) => n.includes('half'))).toEqual([]);
     // By name it is restored as archived, and the report says what it lacks.
     const one = restore(w, [a!]);
     expect(one.code, one.stderr).toBe(0);
-    expect(json(one).entries[0]!.reason).toMatch(/as archived: .*incomplete: only its meta \(the meta counts 4 messages/);
+    expect(json(one).entries[0]!.reason).toMatch(
+      /as archived: .*incomplete: only its meta \(the meta counts 4 messages/,
+    );
   });
 
   it('the choice over generated lives: the latest complete life is restored, every other one is listed', async () => {

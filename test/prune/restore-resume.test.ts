@@ -174,7 +174,8 @@ describe('restore: kills and full disks at every step', () => {
           day++;
           // Never a .jsonl without its meta, outside a run.
           for (const n of readdirSync(w.sessionsDir))
-            if (n.endsWith('.jsonl')) expect(existsSync(join(w.sessionsDir, n.replace(/\.jsonl$/, '.meta.json')))).toBe(true);
+            if (n.endsWith('.jsonl'))
+              expect(existsSync(join(w.sessionsDir, n.replace(/\.jsonl$/, '.meta.json')))).toBe(true);
           expect(readdirSync(w.sessionsDir).filter((n) => n.startsWith(RESTORE_TMP_PREFIX))).toEqual([]);
           // Every archive stays as written, and restorable.
           for (const [p, h] of archives) {
@@ -190,7 +191,7 @@ describe('restore: kills and full disks at every step', () => {
     );
   }, 300_000);
 
-  it('finishes what the earlier release left when killed between its links: a .jsonl without meta, two temp files', async () => {
+  it('finishes what the earlier release left when killed between its links: a .jsonl, no meta, two temps', async () => {
     const w = world();
     live(w, KEY, 3, '2026-07-01');
     const [a] = await prune(w, '2026-11-01T00:00:00Z');

@@ -273,7 +273,9 @@ describe('restore', () => {
       // Run again: what is in place holds exactly the archives' bytes (done already), nothing is skipped.
       const again = runCli(['restore', archive, '--home', home, '--state-dir', state]);
       expect(again.code).toBe(0);
-      expect(again.stdout).toMatch(/Restored 3 session\(s\) \(2 of them finished from an interrupted restore, or\s+already/);
+      expect(again.stdout).toMatch(
+        /Restored 3 session\(s\) \(2 of them finished from an interrupted restore, or\s+already/,
+      );
       // A session changed since (PicoClaw appended to it): another session, never overwritten.
       writeFileSync(join(home, 'workspace', 'sessions', 'sk_v1_a1.jsonl'), '{"role":"user","content":"new"}\n', {
         flag: 'a',
