@@ -63,11 +63,12 @@ export interface RestoreOptions {
   list: boolean;
   /** Restore under a new key (besideKey) instead of the archived one. */
   beside?: boolean;
-  /** The guard's state folder: the holds, and the pass lock where the home cannot hold it. */
-  stateDir: string | null;
-  /** Hold restored sessions from pruning this many days (0: no hold). */
-  holdDays: number;
-  nowMs: number;
+  /** The guard's state folder: the holds, and the pass lock where the home cannot hold it (default: none). */
+  stateDir?: string | null;
+  /** Hold restored sessions from pruning this many days (default 0: no hold). */
+  holdDays?: number;
+  /** The clock (default: now). */
+  nowMs?: number;
   /** Test hook: called after each step of the writing (./restore-write.ts). */
   onStep?: (step: RestoreStep, key: string) => void;
 }
@@ -233,7 +234,7 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
 
   // One restore or pass at a time per home: what is checked below stays true while it is written,
   // and any restore temp file in a sessions folder is a dead run's.
-  const lock = tryLock(lockPathFor(home, o.stateDir), `restore pid ${process.pid}`);
+  const lock = tryLock(lockPathFor(home, o.stateDir ?? null), `restore pid ${process.pid}`);
   if (!lock.ok) {
     const h = lock.holder;
     throw new GuardError(
@@ -314,20 +315,22 @@ async function writeAll(
   const homeReal = realOrSelf(home.home);
   const heldBefore = new Set<string>();
   let holding = false;
-  if (o.stateDir && o.holdDays > 0 && planned.length > 0) {
-    const until = new Date(o.nowMs + o.holdDays * DAY_MS).toISOString();
+  const nowMs = o.nowMs ?? Date.now();
+  const holdDays = o.holdDays ?? 0;
+  if (o.stateDir && holdDays > 0 && planned.length > 0) {
+    const until = new Date(nowMs + holdDays * DAY_MS).toISOString();
     try {
-      for (const h of activeHolds(o.stateDir, homeReal, o.nowMs)) heldBefore.add(`${h.agent}\0${h.key}`);
+      for (const h of activeHolds(o.stateDir, homeReal, nowMs)) heldBefore.add(`${h.agent}\0${h.key}`);
       addHolds(
         o.stateDir,
         planned.map((p) => ({
           home: homeReal,
           agent: p.info.agent!,
           key: p.target.key,
-          restored_at: new Date(o.nowMs).toISOString(),
+          restored_at: new Date(nowMs).toISOString(),
           until,
         })),
-        o.nowMs,
+        nowMs,
       );
       holding = true;
       res.holdUntil = until;
@@ -374,7 +377,7 @@ async function writeAll(
   if (holding && release.length > 0) {
     try {
       const gone = new Set(release.map((p) => p.target.key));
-      releaseHolds(o.stateDir!, homeReal, (k) => gone.has(k), o.nowMs);
+      releaseHolds(o.stateDir!, homeReal, (k) => gone.has(k), nowMs);
     } catch {
       // A hold left behind only keeps a session longer; it ends by itself.
     }

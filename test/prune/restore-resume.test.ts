@@ -12,7 +12,9 @@ import {
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { tryLock } from '../../src/io/lock.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
+import { lockPathFor } from '../../src/prune/pass-lock.js';
 import { inspectArchive } from '../../src/prune/archive-read.js';
 import { restoreArchives, type RestoreResult } from '../../src/prune/restore.js';
 import { RESTORE_STEPS, RESTORE_TMP_PREFIX, type RestoreStep } from '../../src/prune/restore-write.js';
@@ -210,5 +212,26 @@ describe('restore: kills and full disks at every step', () => {
     expect(readFileSync(meta)).toEqual(metaBytes);
     expect(sha(jsonl)).toBe(info.files.find((f) => f.role === 'jsonl')!.sha256);
     expect(readdirSync(w.sessionsDir).filter((n) => n.startsWith('.'))).toEqual([]);
+  });
+
+  it('while a pass holds the lock of the home, restore writes nothing and says so (exit 4)', async () => {
+    const w = world();
+    live(w, KEY, 2, '2026-07-01');
+    const [a] = await prune(w, '2026-11-01T00:00:00Z');
+    const home = discoverHome({ home: w.home });
+    const held = tryLock(lockPathFor(home, w.state), 'prune pid 1');
+    expect(held.ok).toBe(true);
+    try {
+      await expect(restoreArchives(a!, { home, list: false, stateDir: w.state, holdDays: 7 })).rejects.toMatchObject({
+        exitCode: 4,
+        message: expect.stringMatching(/a prune pass or restore holds the lock/),
+      });
+      expect(readdirSync(w.sessionsDir).filter((n) => n.includes(KEY))).toEqual([]);
+      expect(existsSync(join(w.state, 'restore-holds.json'))).toBe(false);
+    } finally {
+      if (held.ok) held.lock.release();
+    }
+    const r = (await run(w, a!, null)) as RestoreResult;
+    expect(r.entries[0]!.action).toBe('restored');
   });
 });
