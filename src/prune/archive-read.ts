@@ -176,6 +176,9 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
   let meta: Buffer | null = null;
   let lines = 0;
   const seen = new Set<string>();
+  // The first failure of an entry is the one to tell (tearing the extractor down may make it fail on
+  // its own, with a less telling "premature close").
+  let failure: unknown = null;
   const ex = extract();
   ex.on('entry', (header, stream, next) => {
     const handle = async () => {
@@ -214,7 +217,7 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
           JSON.stringify(name),
           `holds ${header.size} bytes, the manifest says ${want.bytes}`,
         );
-      const tap = file ? new FileTap(path, file.role, sink ? sink(file.role) : null) : null;
+      const tap = file ? new FileTap(path, file.role, sink ? openSink(sink, file.role) : null) : null;
       const h = tap ? null : createHash('sha256');
       // Each piece is consumed synchronously (hashed, written): the entry streams no faster than it is written.
       await new Promise<void>((res, rej) => {
@@ -223,7 +226,9 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
             if (tap) tap.write(c);
             else h!.update(c);
           } catch (err) {
-            stream.destroy();
+            // Told first, before the extractor is torn down with it.
+            failure ??= err;
+            stream.removeAllListeners('data');
             rej(err instanceof Error ? err : new Error(String(err)));
           }
         });
@@ -242,6 +247,7 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
     handle().then(
       () => next(),
       (err: unknown) => {
+        failure ??= err;
         stream.resume();
         ex.destroy(err instanceof Error ? err : new Error(String(err)));
       },
@@ -249,7 +255,8 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
   });
   try {
     await pipeline(gunzipCapped(path, TAR_MAX_BYTES + (64 << 20), fd), ex);
-  } catch (err) {
+  } catch (caught) {
+    const err = failure ?? caught;
     if (err instanceof ArchiveInvalid) throw err;
     if (err instanceof SinkFailed) throw err.cause;
     throw new ArchiveInvalid(
@@ -269,11 +276,20 @@ async function walkTar(path: string, fd: number, sink: FileSink | null): Promise
   return done;
 }
 
+/** The sink's writer for a file; its failure (no room for a temp file...) is not the archive's fault. */
+function openSink(sink: FileSink, role: 'jsonl' | 'meta') {
+  try {
+    return sink(role);
+  } catch (err) {
+    throw new SinkFailed(err);
+  }
+}
+
 /** Read a version-1 archive as a stream: the document parsed piece by piece, its two files tapped as they decode. */
 async function walkLegacy(path: string, fd: number, sink: FileSink | null): Promise<ArchiveInfo> {
   const taps = new Map<'jsonl' | 'meta', FileTap>();
   const parser = new LegacyDocParser((role) => {
-    const tap = new FileTap(path, role, sink ? sink(role) : null);
+    const tap = new FileTap(path, role, sink ? openSink(sink, role) : null);
     taps.set(role, tap);
     return tap;
   });

@@ -332,6 +332,7 @@ async function writeAll(
         })),
         nowMs,
       );
+      o.onStep?.('holds', '');
       holding = true;
       res.holdUntil = until;
     } catch (err) {
@@ -340,8 +341,7 @@ async function writeAll(
         `): the next prune pass may delete the restored sessions again; pass --state-dir ` +
         `as prune does`;
     }
-  }
-  o.onStep?.('holds', '');
+  } else o.onStep?.('holds', '');
 
   const failed: Planned[] = [];
   for (const p of planned) {
