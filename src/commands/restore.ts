@@ -133,8 +133,8 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     if (count('other_life') > 0)
       out.push(
         `${count('other_life')} other life/lives of the same keys ${list ? 'would be' : 'were'} left in the archive ` +
-          `folder (the latest complete life of each key is ${list ? 'the one restored' : 'restored'}); ` +
-          `each is listed above with the command that restores it.`,
+          `folder (a folder restores the latest complete life of each key); each is listed above with the ` +
+          `command that restores it.`,
       );
     if (count('invalid') > 0)
       out.push(`${count('invalid')} archive(s) could not be used (see above); nothing of them was restored.`);

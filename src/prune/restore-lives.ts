@@ -75,7 +75,7 @@ export function choose(lives: ArchiveInfo[]): ArchiveInfo | null {
 }
 
 /** Why a life was not the one chosen, compared with the chosen. */
-export function otherReason(i: ArchiveInfo, chosen: ArchiveInfo | null, list: boolean): string {
+export function otherReason(i: ArchiveInfo, chosen: ArchiveInfo | null): string {
   const what = lifeText(i);
   if (!chosen) return what;
   const when = later(i, chosen) < 0 ? 'an earlier life' : 'a later life';
@@ -85,7 +85,7 @@ export function otherReason(i: ArchiveInfo, chosen: ArchiveInfo | null, list: bo
       : '';
   const longer =
     i.life.messages > chosen.life.messages
-      ? `; it holds more messages than the life ${list ? 'a restore would put back' : 'restored'} (${chosen.life.messages})`
+      ? `; it holds more messages than the latest complete life (${chosen.life.messages})`
       : '';
   return `${when}${same}: ${what}${longer}`;
 }

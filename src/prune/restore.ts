@@ -209,7 +209,7 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
       entries.push(entry);
       if (i !== chosen) {
         entry.action = 'other_life';
-        entry.reason = otherReason(i, chosen, o.list);
+        entry.reason = otherReason(i, chosen);
         entry.command = restoreCommand(i.path, home, chosen !== null);
         continue;
       }

@@ -67,7 +67,9 @@ describe('restore: the lives of a key', () => {
         [a3, 'other_life'],
       ]);
       // Never a shorter history in place of a longer one without saying so.
-      expect(e[0]!.reason).toMatch(/^an earlier life: .*6 messages.*holds more messages than the life restored \(2\)/);
+      expect(e[0]!.reason).toMatch(
+        /^an earlier life: .*6 messages.*holds more messages than the latest complete life \(2\)/,
+      );
       expect(e[2]!.reason).toMatch(/same life as the chosen archive, archived again after an interrupted deletion/);
       expect(e[2]!.reason).toMatch(/incomplete: only its meta/);
       expect(e[0]!.command).toBe(`picoclaw-guard restore ${a1} --home ${w.home} --beside`);
