@@ -210,7 +210,8 @@ export async function restoreArchives(path: string, o: RestoreOptions): Promise<
       if (i !== chosen) {
         entry.action = 'other_life';
         entry.reason = otherReason(i, chosen);
-        entry.command = restoreCommand(i.path, home, chosen !== null);
+        // A conversation's rows are not restored by any command.
+        entry.command = i.kind === 'session' ? restoreCommand(i.path, home, chosen !== null) : null;
         continue;
       }
       if (i.kind === 'conversation') {
