@@ -23,10 +23,14 @@ function parse(text: string, cuts: number[]): { doc: unknown; data: Map<string, 
 describe('the streamed version-1 document parser', () => {
   it('builds what JSON.parse builds, for any JSON and any cut of its bytes', () => {
     fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 5, stringUnit: 'binary' }), fc.array(fc.nat(), { maxLength: 8 }), (v, cuts) => {
-        const text = JSON.stringify(v);
-        expect(parse(text, cuts).doc).toEqual(JSON.parse(text));
-      }),
+      fc.property(
+        fc.jsonValue({ maxDepth: 5, stringUnit: 'binary' }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (v, cuts) => {
+          const text = JSON.stringify(v);
+          expect(parse(text, cuts).doc).toEqual(JSON.parse(text));
+        },
+      ),
       { numRuns: 400 },
     );
   });
