@@ -27,6 +27,7 @@ const E2E = [
   'test/prune/memory-budget.test.ts',
   'test/prune/memory-limit.test.ts',
   'test/prune/restore.test.ts',
+  'test/prune/restore-lives.test.ts',
   'test/prune/size.test.ts',
   'test/repo/demo.test.ts',
   'test/repo/launcher.test.ts',

@@ -79,7 +79,7 @@ Exit codes:
   4   another prune pass is running
   5   gateway is starting or hung: prune skipped
   6   a store cannot delete: prune skipped, nothing deleted
-  7   prune kept sessions it planned to delete; restore: some already existed
+  7   prune kept sessions it planned to delete; restore: some skipped or unusable
   10  health: WARN
   11  health: CRITICAL
 
@@ -202,7 +202,11 @@ program
   )
   .addOption(homeOpt())
   .option('--key <key>', 'restore only this session key (a unique prefix, or the shortened form --list prints)')
-  .option('--list', 'list the archives and restore nothing (no PicoClaw home needed)')
+  .option('--list', 'list every life of each key (the archives) and restore nothing (no PicoClaw home needed)')
+  .option(
+    '--beside',
+    'restore under a new key, <key>.restored-<archive time>, that PicoClaw lists beside the session of the key',
+  )
   .option(
     '--hold-days <n>',
     'keep restored sessions out of every prune pass for this many days (0: no hold)',

@@ -1,13 +1,11 @@
 import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
-import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
+import { ExitCode, GuardError } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { activeHolds, addHolds, holdDetail, holdsPath, releaseHolds } from '../state/holds.js';
-import { resolveKey, restoreArchives } from '../prune/restore.js';
+import { activeHolds, holdDetail, holdsPath, releaseHolds } from '../state/holds.js';
+import { resolveKey, restoreArchives, type RestoreAction } from '../prune/restore.js';
 import { homeFromOpts } from './common.js';
 import { fitTable, layout, outputWidth, printJson, shortKey } from './format.js';
-
-const DAY_MS = 86_400_000;
 
 async function release(opts: Record<string, unknown>, stateDir: string, now: Date): Promise<number> {
   const home = homeFromOpts(opts);
@@ -48,43 +46,43 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   const list = opts.list === true;
   // Listing needs no PicoClaw; with --home (or $PICOCLAW_HOME) it lists that home's archives only.
   const home = list && typeof opts.home !== 'string' && !process.env.PICOCLAW_HOME ? null : homeFromOpts(opts);
-  const { entries, otherHomes } = await restoreArchives(path, {
+  const r = await restoreArchives(path, {
     home,
     key: typeof opts.key === 'string' ? opts.key : undefined,
     list,
+    beside: opts.beside === true,
+    stateDir,
+    holdDays,
+    nowMs: now.getTime(),
   });
-
+  const { entries, otherHomes, holdProblem } = r;
   const restored = entries.filter((e) => e.action === 'restored');
-  const until = new Date(now.getTime() + holdDays * DAY_MS).toISOString();
-  let holdProblem: string | null = null;
-  if (home && restored.length > 0 && holdDays > 0) {
-    const homeReal = realpathSync(home.home);
-    try {
-      addHolds(
-        stateDir,
-        restored.map((e) => ({ home: homeReal, agent: e.agent!, key: e.key!, restored_at: now.toISOString(), until })),
-        now.getTime(),
-      );
-    } catch (err) {
-      holdProblem =
-        `could not record the holds in ${stateDir} (${errnoCode(err) ?? errorMessage(err)}` +
-        `): the next prune pass may delete the restored sessions again; pass --state-dir ` +
-        `as prune does`;
-    }
-  }
-  const count = (a: string) => entries.filter((e) => e.action === a).length;
+  const count = (a: RestoreAction) => entries.filter((e) => e.action === a).length;
   const failed = count('invalid') + count('skipped');
+  const code = failed > 0 || holdProblem ? ExitCode.PARTIAL : ExitCode.OK;
   if (opts.json) {
     printJson({
       home: home?.home ?? null,
-      hold_until: restored.length > 0 && holdDays > 0 && !holdProblem ? until : null,
+      exit_code: code,
+      hold_until: r.holdUntil,
       hold_problem: holdProblem,
       other_homes: otherHomes,
+      temps_removed: r.tempsRemoved,
+      totals: {
+        restored: restored.length,
+        resumed: restored.filter((e) => e.resumed !== null).length,
+        skipped: count('skipped'),
+        invalid: count('invalid'),
+        other_lives: count('other_life'),
+        rows_only: count('rows_only'),
+        listed: count('listed'),
+      },
       entries,
     });
   } else {
     const width = outputWidth(opts);
-    const out: string[] = [];
+    // A command is never wrapped: it is there to be copied.
+    const out: (string | { raw: string })[] = [];
     if (entries.length > 0) {
       out.push(
         ...fitTable(
@@ -93,44 +91,59 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
             { header: 'AGENT', fit: 'end', min: 8 },
             { header: 'KEY', fit: 'middle', min: 24 },
             { header: 'ARCHIVED' },
+            { header: 'MESSAGES', align: 'right' },
+            { header: 'WHOLE' },
           ],
           entries.map((e) => [
-            e.action,
+            e.action === 'other_life' ? 'other life' : e.action,
             e.agent ?? '-',
             e.key ?? basename(e.archive),
             e.archived_at?.slice(0, 16).replace('T', ' ') ?? '-',
+            e.messages === null ? '-' : String(e.messages),
+            e.complete === null ? '-' : e.complete ? 'yes' : 'no',
           ]),
           width,
         ),
       );
-      for (const e of entries)
-        if (e.reason && e.action !== 'listed')
+      for (const e of entries) {
+        if (e.reason && (e.action !== 'listed' || list))
           out.push(
-            `  ${e.action} ${e.key === null ? basename(e.archive) : width === Infinity ? e.key : shortKey(e.key, 24)}` +
+            `  ${e.action === 'other_life' ? 'other life' : e.action} ` +
+              `${e.key === null ? basename(e.archive) : width === Infinity ? e.key : shortKey(e.key, 24)}` +
               `: ${e.reason}`,
           );
+        if (e.command) out.push({ raw: `    to restore it: ${e.command}` });
+      }
     } else out.push('No archives.');
     if (restored.length > 0) {
-      out.push(`Restored ${restored.length} session(s); PicoClaw re-indexes them into seahorse.db at its next start.`);
+      const resumed = restored.filter((e) => e.resumed !== null).length;
+      out.push(
+        `Restored ${restored.length} session(s)` +
+          (resumed > 0 ? ` (${resumed} of them finished from an interrupted restore, or already in place)` : '') +
+          `; PicoClaw re-indexes them into seahorse.db at its next start.`,
+      );
       // The pass sees the hold only in its own state folder: say which one this is.
-      if (holdDays > 0 && !holdProblem)
+      if (r.holdUntil)
         out.push(
-          `Held from pruning until ${until.slice(0, 16).replace('T', ' ')}Z, recorded in ` +
+          `Held from pruning until ${r.holdUntil.slice(0, 16).replace('T', ' ')}Z, recorded in ` +
             `${holdsPath(stateDir)} (restore --release KEY ends a hold).`,
         );
     }
     if (count('skipped') > 0) out.push(`Skipped ${count('skipped')} session(s) (see above); nothing was overwritten.`);
-    if (count('superseded') > 0)
+    if (count('other_life') > 0)
       out.push(
-        `${count('superseded')} older archive(s) of the same sessions ${list ? 'would be' : 'were'}` +
-          ` left aside: the newest of each is ${list ? 'the one restored' : 'used'}` +
-          `.`,
+        `${count('other_life')} other life/lives of the same keys ${list ? 'would be' : 'were'} left in the archive ` +
+          `folder (a folder restores the latest complete life of each key); each is listed above with the ` +
+          `command that restores it.`,
       );
     if (count('invalid') > 0)
       out.push(`${count('invalid')} archive(s) could not be used (see above); nothing of them was restored.`);
+    if (r.tempsRemoved > 0) out.push(`Removed ${r.tempsRemoved} temp file(s) an interrupted restore had left.`);
     if (otherHomes > 0) out.push(`${otherHomes} archive(s) taken from other PicoClaw homes were left alone.`);
     if (holdProblem) out.push(`warning: ${holdProblem}`);
-    process.stdout.write(layout(out, width) + '\n');
+    process.stdout.write(
+      out.map((l) => (typeof l === 'string' ? layout([l], width) : layout([l.raw], Infinity))).join('\n') + '\n',
+    );
   }
-  return failed > 0 || holdProblem ? ExitCode.PARTIAL : ExitCode.OK;
+  return code;
 }

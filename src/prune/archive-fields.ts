@@ -34,6 +34,29 @@ export interface ArchiveInfo {
   key: string;
   aliases: string[];
   files: ArchivedFileInfo[];
+  /** What the archive holds of the session's life, read as it is checked (./archive-read.ts). */
+  life: LifeFacts;
+}
+
+/** How much of a session's life an archive holds. */
+export interface LifeFacts {
+  /** Non-empty lines of the archived .jsonl (0 without one). */
+  messages: number;
+  /** Bytes of the archived files. */
+  bytes: number;
+  /** The archived meta's count, created_at and updated_at, when it says. */
+  metaCount: number | null;
+  metaCreatedAt: string | null;
+  metaUpdatedAt: string | null;
+  /** The meta is JSON with the archive's key (else it cannot be restored: PicoClaw would not list it). */
+  metaProblem: string | null;
+  /**
+   * The whole session: a .jsonl, or a meta that counts no message. An archive written after an
+   * interrupted deletion (older releases) holds only the meta of a session that had messages.
+   */
+  complete: boolean;
+  /** The archived meta's bytes (small); dropped by a reader that keeps many archives' facts. */
+  meta: Buffer | null;
 }
 
 /** A crafted or damaged archive: names the archive and the field. */
@@ -112,7 +135,7 @@ export function aliasesOf(path: string, o: Obj): string[] {
 }
 
 /** The archive's bytes, decompressed as a stream that fails once more than `cap` bytes come out. */
-export function gunzipCapped(path: string, cap: number): Readable {
+export function gunzipCapped(path: string, cap: number, fd?: number): Readable {
   let n = 0;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
@@ -129,7 +152,7 @@ export function gunzipCapped(path: string, cap: number): Readable {
       else cb(null, chunk);
     },
   });
-  const src = createReadStream(path);
+  const src = fd === undefined ? createReadStream(path) : createReadStream('', { fd, autoClose: true });
   const gz = createGunzip();
   pipeline(src, gz, counter).catch((err: unknown) =>
     counter.destroy(err instanceof Error ? err : new Error(String(err))),

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { extract } from 'tar-stream';
 import { formatBytes } from '../io/bytes.js';
@@ -15,10 +14,15 @@ import {
   isObj,
   stamp,
   str,
-  type ArchivedFileInfo,
   type Obj,
   type ArchiveInfo,
 } from './archive-fields.js';
+import { LegacyDocParser, StreamedData } from './archive-legacy.js';
+import { FileTap, lifeOf, noLife, SinkFailed, type FileSink } from './archive-life.js';
+import { openArchive } from './archive-open.js';
+
+export { fileKind, openArchive } from './archive-open.js';
+export type { FileSink } from './archive-life.js';
 
 /**
  * Reading archives, both formats, without trusting them: everything is decompressed
@@ -28,10 +32,14 @@ import {
  *   - `.tar.gz` (version 2): manifest.json first, then session/<base>.meta.json,
  *     session/<base>.jsonl and seahorse/rows.jsonl, each exactly as the manifest says.
  *   - `.session.json.gz` (version 1, earlier releases): one JSON object with the files
- *     base64-encoded; read whole, so it has a smaller cap.
+ *     base64-encoded, parsed as a stream (./archive-legacy.ts), the two files decoded piece by
+ *     piece: memory is bounded by a chunk, not by what the archive expands to.
+ * Nothing in an archive folder can block a read: an archive is opened non-blocking after a
+ * stat, and must be a regular file by fstat of what was opened (a FIFO, a device, or a symlink
+ * to one, named *.tar.gz, is refused with its type, never read).
  */
 export const MANIFEST_MAX_BYTES = 1 << 20;
-/** A version-1 archive is one JSON document, parsed whole: the earlier writer never made one this large. */
+/** A version-1 archive is one JSON document: the earlier writer never made one this large. */
 export const LEGACY_MAX_BYTES = 256 << 20;
 /** What a version-2 archive may declare in all; its entries are streamed, so this bounds time, not memory. */
 export const TAR_MAX_BYTES = 4 * 1024 ** 3;
@@ -63,6 +71,7 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
     key: str(path, m, 'key')!,
     aliases: aliasesOf(path, m),
     files: [],
+    life: noLife(),
   };
   if (!Array.isArray(m.files)) throw new ArchiveInvalid(path, 'files', 'must be a list');
   m.files.forEach((f, i) => {
@@ -110,8 +119,8 @@ export function validateManifest(path: string, m: unknown): ArchiveInfo {
   return info;
 }
 
-/** Validate a version-1 document; returns its info and the decoded files. */
-function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Map<'jsonl' | 'meta', Buffer> } {
+/** Validate a version-1 document (the files' data already streamed out and hashed). */
+function validateLegacy(path: string, a: unknown, hashes: Map<'jsonl' | 'meta', string>): ArchiveInfo {
   if (!isObj(a)) throw new ArchiveInvalid(path, 'the document', 'is not a JSON object');
   if (a.format !== ARCHIVE_FORMAT) throw new ArchiveInvalid(path, 'format', `is not "${ARCHIVE_FORMAT}"`);
   if (a.version !== 1) throw new ArchiveInvalid(path, 'version', `${JSON.stringify(a.version)} is not 1`);
@@ -128,9 +137,9 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
     key: str(path, a, 'key')!,
     aliases: aliasesOf(path, a),
     files: [],
+    life: noLife(),
   };
   if (!isObj(a.files)) throw new ArchiveInvalid(path, 'files', 'must be an object');
-  const data = new Map<'jsonl' | 'meta', Buffer>();
   for (const role of ['meta', 'jsonl'] as const) {
     const f = a.files[role];
     const field = `files.${role}`;
@@ -141,44 +150,35 @@ function validateLegacy(path: string, a: unknown): { info: ArchiveInfo; data: Ma
       throw new ArchiveInvalid(path, `${field}.name`, `must be ${JSON.stringify(base + suffix)}`);
     if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256))
       throw new ArchiveInvalid(path, `${field}.sha256`, 'must be 64 hex digits');
-    if (typeof f.data_base64 !== 'string') throw new ArchiveInvalid(path, `${field}.data_base64`, 'must be a string');
-    const b = Buffer.from(f.data_base64, 'base64');
-    if (createHash('sha256').update(b).digest('hex') !== f.sha256)
+    const data = f.data_base64;
+    // A short string value (one that was not where the data goes) is still data: JSON.parse's reader took it.
+    const bytes = data instanceof StreamedData ? data.bytes : typeof data === 'string' ? -1 : null;
+    if (bytes === null) throw new ArchiveInvalid(path, `${field}.data_base64`, 'must be a string');
+    if (hashes.get(role) !== f.sha256)
       throw new ArchiveInvalid(
         path,
         `${field}.sha256`,
         'does not match the data (the archive is damaged or was altered)',
       );
-    data.set(role, b);
-    info.files.push({
-      role,
-      name: `${SESSION_PREFIX}${base}${suffix}`,
-      bytes: b.length,
-      sha256: f.sha256,
-      mode: 0o644,
-    });
+    info.files.push({ role, name: `${SESSION_PREFIX}${base}${suffix}`, bytes, sha256: f.sha256, mode: 0o644 });
   }
-  return { info, data };
+  return info;
 }
-
-/** Writing a file out failed (no room, no permission): not the archive's fault. */
-class SinkFailed extends Error {
-  constructor(override readonly cause: unknown) {
-    super('writing a restored file failed');
-  }
-}
-
-export type FileSink = (f: ArchivedFileInfo, data: Readable) => Promise<void>;
 
 /**
  * Walk a version-2 archive: validate the manifest (first entry), check every entry
- * against it (name, size, SHA-256). With a sink, each session file is also handed
- * to it as a stream (the sink must consume it).
+ * against it (name, size, SHA-256). Each session file is tapped (facts) and, with a
+ * sink, handed to it piece by piece.
  */
-async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo> {
+async function walkTar(path: string, fd: number, sink: FileSink | null): Promise<ArchiveInfo> {
   let info: ArchiveInfo | null = null;
   let rows: { bytes: number; sha256: string } | null = null;
+  let meta: Buffer | null = null;
+  let lines = 0;
   const seen = new Set<string>();
+  // The first failure of an entry is the one to tell (tearing the extractor down may make it fail on
+  // its own, with a less telling "premature close").
+  let failure: unknown = null;
   const ex = extract();
   ex.on('entry', (header, stream, next) => {
     const handle = async () => {
@@ -217,36 +217,46 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
           JSON.stringify(name),
           `holds ${header.size} bytes, the manifest says ${want.bytes}`,
         );
-      const h = createHash('sha256');
-      // Listen for the end before anyone reads: tar-stream's entry streams have no readableEnded.
-      const ended = new Promise<void>((res, rej) => stream.once('end', res).once('error', rej));
-      stream.on('data', (c: Buffer) => h.update(c));
-      if (file && sink) {
-        try {
-          await sink(file, stream);
-        } catch (err) {
-          throw new SinkFailed(err);
-        }
-      } else stream.resume();
-      await ended;
-      if (h.digest('hex') !== want.sha256)
+      const tap = file ? new FileTap(path, file.role, sink ? openSink(sink, file.role) : null) : null;
+      const h = tap ? null : createHash('sha256');
+      // Each piece is consumed synchronously (hashed, written): the entry streams no faster than it is written.
+      await new Promise<void>((res, rej) => {
+        stream.on('data', (c: Buffer) => {
+          try {
+            if (tap) tap.write(c);
+            else h!.update(c);
+          } catch (err) {
+            // Told first, before the extractor is torn down with it.
+            failure ??= err;
+            stream.removeAllListeners('data');
+            rej(err instanceof Error ? err : new Error(String(err)));
+          }
+        });
+        stream.once('end', res).once('error', rej);
+      });
+      const got = tap ? tap.finish() : { sha256: h!.digest('hex'), meta: null, lines: 0 };
+      if (got.sha256 !== want.sha256)
         throw new ArchiveInvalid(
           path,
           JSON.stringify(name),
           'does not match its SHA-256 in the manifest (the archive is damaged or was altered)',
         );
+      if (file?.role === 'meta') meta = got.meta;
+      if (file?.role === 'jsonl') lines = got.lines;
     };
     handle().then(
       () => next(),
       (err: unknown) => {
+        failure ??= err;
         stream.resume();
         ex.destroy(err instanceof Error ? err : new Error(String(err)));
       },
     );
   });
   try {
-    await pipeline(gunzipCapped(path, TAR_MAX_BYTES + (64 << 20)), ex);
-  } catch (err) {
+    await pipeline(gunzipCapped(path, TAR_MAX_BYTES + (64 << 20), fd), ex);
+  } catch (caught) {
+    const err = failure ?? caught;
     if (err instanceof ArchiveInvalid) throw err;
     if (err instanceof SinkFailed) throw err.cause;
     throw new ArchiveInvalid(
@@ -262,35 +272,61 @@ async function walkTar(path: string, sink: FileSink | null): Promise<ArchiveInfo
       throw new ArchiveInvalid(path, JSON.stringify(f.name), 'is listed in the manifest but missing');
   if (rows && !seen.has(ROWS_NAME))
     throw new ArchiveInvalid(path, JSON.stringify(ROWS_NAME), 'is listed in the manifest but missing');
+  done.life = lifeOf(done, meta, lines);
   return done;
 }
 
-async function readLegacy(path: string) {
+/** The sink's writer for a file; its failure (no room for a temp file...) is not the archive's fault. */
+function openSink(sink: FileSink, role: 'jsonl' | 'meta') {
+  try {
+    return sink(role);
+  } catch (err) {
+    throw new SinkFailed(err);
+  }
+}
+
+/** Read a version-1 archive as a stream: the document parsed piece by piece, its two files tapped as they decode. */
+async function walkLegacy(path: string, fd: number, sink: FileSink | null): Promise<ArchiveInfo> {
+  const taps = new Map<'jsonl' | 'meta', FileTap>();
+  const parser = new LegacyDocParser((role) => {
+    const tap = new FileTap(path, role, sink ? openSink(sink, role) : null);
+    taps.set(role, tap);
+    return tap;
+  });
   let doc: unknown;
   try {
-    doc = JSON.parse((await collect(gunzipCapped(path, LEGACY_MAX_BYTES))).toString('utf8'));
+    for await (const c of gunzipCapped(path, LEGACY_MAX_BYTES, fd)) parser.write(c as Buffer);
+    doc = parser.end();
   } catch (err) {
     if (err instanceof ArchiveInvalid) throw err;
+    if (err instanceof SinkFailed) throw err.cause;
     throw new ArchiveInvalid(
       path,
       'the archive',
       `is not a readable gzip JSON archive (${err instanceof Error ? err.message : String(err)})`,
     );
   }
-  return validateLegacy(path, doc);
-}
-
-/** Read and check a whole archive (shape and every SHA-256); restores nothing. */
-export async function inspectArchive(path: string): Promise<ArchiveInfo> {
-  if (path.endsWith(LEGACY_SUFFIX)) return (await readLegacy(path)).info;
-  return walkTar(path, null);
-}
-
-/** Read an archive again, handing each session file to the sink; every check runs again. */
-export async function readArchiveFiles(path: string, sink: FileSink): Promise<ArchiveInfo> {
-  if (!path.endsWith(LEGACY_SUFFIX)) return walkTar(path, sink);
-  const { info, data } = await readLegacy(path);
-  const { Readable } = await import('node:stream');
-  for (const f of info.files) await sink(f, Readable.from([data.get(f.role)!]));
+  const got = new Map([...taps].map(([role, t]) => [role, t.finish()]));
+  const info = validateLegacy(path, doc, new Map([...got].map(([role, g]) => [role, g.sha256])));
+  // A data_base64 too short to be streamed cannot occur (every one is); sizes come from the taps.
+  for (const f of info.files) f.bytes = got.get(f.role)?.bytes ?? 0;
+  info.life = lifeOf(info, got.get('meta')?.meta ?? null, got.get('jsonl')?.lines ?? 0);
   return info;
+}
+
+/**
+ * Read an archive and check it whole (shape and every SHA-256), handing each session file to
+ * the sink as it streams (none: only checked). The sink's files are complete and correct only
+ * once this resolves: a caller links nothing before.
+ */
+export async function readArchiveFiles(path: string, sink: FileSink | null = null): Promise<ArchiveInfo> {
+  const fd = openArchive(path);
+  // The read stream closes fd when it ends or fails.
+  if (path.endsWith(LEGACY_SUFFIX)) return walkLegacy(path, fd, sink);
+  return walkTar(path, fd, sink);
+}
+
+/** Read and check a whole archive; restores nothing. */
+export async function inspectArchive(path: string): Promise<ArchiveInfo> {
+  return readArchiveFiles(path, null);
 }

@@ -234,7 +234,7 @@ describe('the exit-code tables are true', () => {
       },
     },
     7: {
-      what: /restore.*already existed/,
+      what: /restore.*skipped/,
       run: () => {
         const h = home();
         const archive = join(h.root, 'archive');
@@ -242,6 +242,8 @@ describe('the exit-code tables are true', () => {
           runCli(['prune', '--apply', '--home', h.home, '--max-age-days', '30', '--archive', archive], h.env).code,
         ).toBe(0);
         expect(runCli(['restore', archive, '--home', h.home], h.env).code).toBe(0);
+        // The restored session changes (PicoClaw appends): another restore finds another session there.
+        writeFileSync(join(h.sessionsDir, 'sk_v1_old.jsonl'), '{"role":"user","content":"later"}\n', { flag: 'a' });
         const r = runCli(['restore', archive, '--home', h.home], h.env);
         return { code: r.code, out: r.stdout };
       },

@@ -197,25 +197,34 @@ describe('restore', () => {
 
   it('stops a gzip bomb at the cap in bounded memory and says the archive is too large', async () => {
     const { home, state } = setup([]);
-    const p = join(tempDir(), 'bomb.session.json.gz');
-    const zeros = Buffer.alloc(1 << 20);
+    const dir = tempDir();
+    // A bomb of JSON: the data of a file that never ends (read as a stream, up to the cap).
+    const bomb = join(dir, 'bomb.session.json.gz');
+    const chunk = Buffer.alloc(1 << 20, 'A');
     let left = 300;
     await pipeline(
       Readable.from(
         (function* () {
-          while (left-- > 0) yield zeros;
+          yield Buffer.from('{"format":"picoclaw-guard-session-archive","version":1,"files":{"jsonl":{"data_base64":"');
+          while (left-- > 0) yield chunk;
         })(),
       ),
       createGzip({ level: 1 }),
-      createWriteStream(p),
+      createWriteStream(bomb),
     );
-    const r = runCli(['restore', p, '--list', '--state-dir', state]);
+    const r = runCli(['restore', bomb, '--list', '--state-dir', state]);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/decompresses to more than 256\.0 MiB: too large/);
+    // Zeros are not JSON: said at the first byte, without reading the rest.
+    const zeros = join(dir, 'zeros.session.json.gz');
+    writeFileSync(zeros, gzipSync(Buffer.alloc(1 << 20)));
+    const z = runCli(['restore', zeros, '--list', '--state-dir', state]);
+    expect(z.code).toBe(3);
+    expect(z.stderr).toMatch(/is not a readable gzip JSON archive \(unexpected "\\u0000" at character 1\)/);
     void home;
   });
 
-  it('restores the newest archive of each key and says which older ones it left aside', async () => {
+  it('restores the newest complete life of each key and lists the older one as another life', async () => {
     const { home, sessionsDir, archive, state } = setup();
     await pass(home, '2026-11-30T12:00:00Z');
     expect(runCli(['restore', archive, '--home', home, '--state-dir', state, '--hold-days', '0']).code).toBe(0);
@@ -230,9 +239,9 @@ describe('restore', () => {
     const r = runCli(['restore', archive, '--home', home, '--state-dir', state, '--json']);
     expect(r.code, r.stderr).toBe(0);
     const entries = JSON.parse(r.stdout).entries as { action: string; archive: string; reason: string }[];
-    expect(entries.map((e) => e.action).sort()).toEqual(['restored', 'superseded']);
+    expect(entries.map((e) => e.action).sort()).toEqual(['other_life', 'restored']);
     expect(entries.find((e) => e.action === 'restored')!.archive).toMatch(/20261130T130000/);
-    expect(entries.find((e) => e.action === 'superseded')!.reason).toMatch(/older than 20261130T130000/);
+    expect(entries.find((e) => e.action === 'other_life')!.reason).toMatch(/^an earlier life: archived 2026-11-30T12/);
     expect(readFileSync(join(sessionsDir, 'sk_v1_old.jsonl'), 'utf8')).toMatch(/second life/);
     // PicoClaw's own mode comes back (0644), whatever the umask of the restore.
     expect(statSync(join(sessionsDir, 'sk_v1_old.jsonl')).mode & 0o777).toBe(0o644);
@@ -261,9 +270,20 @@ describe('restore', () => {
       expect(JSON.parse(one.stdout).entries.map((e: { key: string }) => e.key)).toEqual([long]);
       const pre = runCli(['restore', archive, '--home', home, '--key', 'sk_v1_a1', '--state-dir', state]);
       expect(pre.code).toBe(0);
+      // Run again: what is in place holds exactly the archives' bytes (done already), nothing is skipped.
       const again = runCli(['restore', archive, '--home', home, '--state-dir', state]);
-      expect(again.code).toBe(7);
-      expect(again.stdout).toMatch(/Skipped 2 session\(s\) \(see above\); nothing was overwritten\./);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(
+        /Restored 3 session\(s\) \(2 of them finished from an interrupted restore, or\s+already/,
+      );
+      // A session changed since (PicoClaw appended to it): another session, never overwritten.
+      writeFileSync(join(home, 'workspace', 'sessions', 'sk_v1_a1.jsonl'), '{"role":"user","content":"new"}\n', {
+        flag: 'a',
+      });
+      const changed = runCli(['restore', archive, '--home', home, '--state-dir', state]);
+      expect(changed.code).toBe(7);
+      expect(changed.stdout).toMatch(/Skipped 1 session\(s\) \(see above\); nothing was overwritten\./);
+      expect(changed.stdout).toMatch(/--beside/);
       expect(realpathSync(home)).toBeTruthy();
     },
   );
@@ -350,8 +370,8 @@ describe('restore', () => {
       expect(r.code, r.stderr).toBe(0);
       const entries = JSON.parse(r.stdout).entries as { action: string; archive: string }[];
       expect(entries.map((e) => `${e.action}:${e.archive.endsWith('.tar.gz') ? 'tar' : 'json'}`).sort()).toEqual([
+        'other_life:json',
         'restored:tar',
-        'superseded:json',
       ]);
     },
   );
