@@ -215,6 +215,41 @@ program
   .addOption(wideOpt())
   .action(lazy('restore'));
 
+const keyArg = 'the full session key, a unique prefix, or the shortened form the tables print (head…tail)';
+const agentOpt = () => new Option('--agent <id>', 'the agent whose session it is, when two agents have that key');
+
+program
+  .command('pin')
+  .description('keep one session (with its alias group) out of every prune rule until it is unpinned')
+  .argument('<KEY>', keyArg)
+  .option('--note <text>', `why it is kept, shown by sessions and prune (one line, at most 200 characters)`)
+  .addOption(agentOpt())
+  .addOption(homeOpt())
+  .option('--state-dir <dir>', `where the pins are kept (${STATE_DIR_DEFAULT})`)
+  .addOption(jsonOpt())
+  .addHelpText(
+    'after',
+    `
+A pinned session is never deleted by any rule (age, max_sessions, size, cron rules, the startup budget),
+nor is any session of its alias group; it still counts toward max_sessions, so it may push an
+unpinned one out (prune says how many). The daemon's passes and the pre-start unit read the same
+state folder when this is run as root or as the units' user; any other user is refused (exit 2).
+
+Example:
+  picoclaw-guard pin sk_v1_3f9a --note "the recipe thread"`,
+  )
+  .action(lazy('pin'));
+
+program
+  .command('unpin')
+  .description('end a pin: the next prune pass decides on the session by the policy again')
+  .argument('<KEY>', 'a pinned key: full, a unique prefix or the shortened form')
+  .addOption(agentOpt())
+  .addOption(homeOpt())
+  .option('--state-dir <dir>', `where the pins are kept (as for pin)`)
+  .addOption(jsonOpt())
+  .action(lazy('unpin'));
+
 program
   .command('health')
   .description(

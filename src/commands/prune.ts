@@ -33,6 +33,7 @@ const REASON_TEXT: Record<string, string> = {
   unreadable_meta: 'meta unreadable: kept',
   not_regular_file: '.jsonl is a symlink or folder: kept',
   restored_hold: 'restored: held (see below)',
+  pinned: 'pinned (never deleted; see below)',
   changed_since_plan: 'changed since planning: kept',
   archive_failed: 'archive failed: kept',
   not_writable: 'not writable: kept',
@@ -60,6 +61,7 @@ const REASON_SHORT: Record<string, string> = {
   interrupted: 'pass stopped',
   // Longer than 20 columns, as the table has always shown it (it used to fall back to the full text).
   restored_hold: 'restored: held (see below)',
+  pinned: 'pinned',
   ...EXTRA_REASON_SHORT,
 } satisfies Record<Reason, string>;
 

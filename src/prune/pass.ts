@@ -12,6 +12,7 @@ import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
+import { homePins, pinsPath, type Pin } from '../state/pins.js';
 import { appendHistory } from '../state/history.js';
 import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
@@ -202,13 +203,20 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     // Sessions put back by restore are kept until their hold ends.
     // A holds file that cannot be read may hide a hold: when in doubt the data is kept, so an
     // apply deletes nothing until it can be read again (the dry-run warns).
+    // Pins likewise: a pins file that cannot be read may hide a pin.
     let holds: Hold[] = [];
+    let pins: Pin[] = [];
     let holdsProblem: string | null = null;
     if (o.stateDir) {
       try {
         holds = activeHolds(o.stateDir, realpathSync(home.home), now.getTime());
       } catch (err) {
         holdsProblem = `the restore holds in ${holdsPath(o.stateDir)} cannot be read (${errorMessage(err)})`;
+      }
+      try {
+        pins = homePins(o.stateDir, realpathSync(home.home));
+      } catch (err) {
+        holdsProblem ??= `the pins in ${pinsPath(o.stateDir)} cannot be read (${errorMessage(err)})`;
       }
     }
     if (holdsProblem && o.apply) {
@@ -218,7 +226,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         plan: null,
         result: null,
         skipped:
-          `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: ` +
+          `${holdsProblem}; nothing was deleted, since a restored or pinned session could be among the victims: ` +
           `fix or remove that file`,
         exitCode: ExitCode.SKIPPED,
         warnings,
@@ -261,6 +269,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       // Taken over by the planner, which lets them go once its own groups are made.
       aliasGroups: groupSessions(inv.sessions, agentIds),
       holds,
+      pins,
       bootstrap,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,

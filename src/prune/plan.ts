@@ -25,6 +25,8 @@ export type KeepReason =
   | 'not_regular_file'
   /** Put back by `restore`: kept until its hold ends. */
   | 'restored_hold'
+  /** Pinned by `picoclaw-guard pin`: kept by every rule until unpinned. */
+  | 'pinned'
   /** Decided at apply time: */
   | 'changed_since_plan'
   | 'archive_failed'
@@ -55,6 +57,16 @@ export interface PlanGroup {
   detail?: string;
   /** The restore hold that keeps it, if any. */
   hold?: PlanHold;
+  /** The pin that keeps it (on one of its members), if any. */
+  pin?: PlanPin;
+}
+
+/** A session the operator pinned (read from the guard's state by the caller): its whole group is kept. */
+export interface PlanPin {
+  agent: string;
+  key: string;
+  pinned_at: string;
+  note: string | null;
 }
 
 /** A session `restore` put back, kept until `until` (read from the guard's state by the caller). */
@@ -115,6 +127,8 @@ export interface Plan {
   size: SizePlan;
   /** Undated groups (no usable timestamp: never deleted, yet counted) and the dated ones they push out. */
   undated: { groups: number; displaced: number };
+  /** Pinned groups (never deleted, yet counted) and the unpinned ones they push out under max_sessions. */
+  pinned: { groups: number; displaced: number };
   cron: CronPlan;
   /** The max_bootstrap_seconds step; null when the key is off. */
   bootstrap: BootstrapPlan | null;
@@ -131,6 +145,8 @@ export interface PlanInput {
   skipAgeCheck?: boolean;
   /** Active restore holds of this home. */
   holds?: PlanHold[];
+  /** The pins of this home. */
+  pins?: PlanPin[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
   bootstrap?: BootstrapInput | null;
   /**
@@ -221,13 +237,20 @@ export function planPrune(input: PlanInput): Plan {
   /** By group id: 1 when no rule protects the group (a typed array: one byte a group, not a pointer). */
   const deletable = new Uint8Array(groups.length);
   const holds = new Map((input.holds ?? []).map((h) => [`${h.agent}\0${h.key}`, h]));
+  const pins = new Map((input.pins ?? []).map((p) => [`${p.agent}\0${p.key}`, p]));
   for (const g of groups) {
     let unsafe: KeepReason | null = null;
     for (const m of g.members) if ((unsafe = unsafeReason(m)) !== null) break;
     let hold: PlanHold | undefined;
     if (holds.size > 0) for (const m of g.members) if ((hold = holds.get(`${m.agent}\0${m.key}`)) !== undefined) break;
+    let pin: PlanPin | undefined;
+    if (pins.size > 0) for (const m of g.members) if ((pin = pins.get(`${m.agent}\0${m.key}`)) !== undefined) break;
     if (unsafe) g.reason = unsafe;
-    else if (hold) {
+    else if (pin) {
+      // Kept as the newest and undated are: not deletable by any rule below, yet counted.
+      g.reason = 'pinned';
+      g.pin = pin;
+    } else if (hold) {
       g.reason = 'restored_hold';
       g.hold = hold;
     } else if (g.lastActivityMs === null) g.reason = 'undated';
@@ -268,7 +291,9 @@ export function planPrune(input: PlanInput): Plan {
   // another session.
   const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
   const undatedGroups = count(groups, (g) => g.reason === 'undated');
+  const pinnedGroups = count(groups, (g) => g.reason === 'pinned');
   let displacedByUndated = 0;
+  let displacedByPinned = 0;
   if (policy.max_sessions > 0) {
     const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
     let remaining = count(groups, counted);
@@ -276,6 +301,8 @@ export function planPrune(input: PlanInput): Plan {
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
     displacedByUndated = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
+    // Pinned ones too: the operator chose them, and the report says what that choice costs.
+    displacedByPinned = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'pinned' && counted(g)));
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -364,7 +391,7 @@ export function planPrune(input: PlanInput): Plan {
       }
       if (projected > limit)
         size.shortfall =
-          `the limit cannot be met: only protected sessions (newest, undated or unreadable) ` +
+          `the limit cannot be met: only protected sessions (newest, undated, pinned or unreadable) ` +
           `hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
@@ -384,6 +411,7 @@ export function planPrune(input: PlanInput): Plan {
     shared: [...shared.values()],
     size,
     undated: { groups: undatedGroups, displaced: displacedByUndated },
+    pinned: { groups: pinnedGroups, displaced: displacedByPinned },
     cron,
     bootstrap,
   };
