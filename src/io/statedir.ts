@@ -28,14 +28,14 @@ function writableDir(path: string): boolean {
 export function resolveStateDir(
   flag?: string,
   env: NodeJS.ProcessEnv = process.env,
-  canWrite: (dir: string) => boolean = writableDir,
+  user: { uid: number | null; canWrite: (dir: string) => boolean } = {
+    uid: typeof process.getuid === 'function' ? process.getuid() : null,
+    canWrite: writableDir,
+  },
 ): string {
   if (flag) return flag;
   if (env.STATE_DIRECTORY) return env.STATE_DIRECTORY.split(':')[0]!;
-  if (!env.PICOGUARD_NO_SYSTEM_STATE) {
-    if (typeof process.getuid === 'function' && process.getuid() === 0) return SYSTEM_STATE_DIR;
-    if (canWrite(SYSTEM_STATE_DIR)) return SYSTEM_STATE_DIR;
-  }
+  if (!env.PICOGUARD_NO_SYSTEM_STATE && (user.uid === 0 || user.canWrite(SYSTEM_STATE_DIR))) return SYSTEM_STATE_DIR;
   if (env.XDG_STATE_HOME) return join(env.XDG_STATE_HOME, 'picoclaw-guard');
   return join(env.HOME || homedir(), '.local', 'state', 'picoclaw-guard');
 }
