@@ -251,6 +251,79 @@ program
   .action(lazy('unpin'));
 
 program
+  .command('show')
+  .description("one session's metadata: files, sizes, meta fields, seahorse rows, alias group, pins, holds and verdict")
+  .argument('<KEY>', keyArg)
+  .addOption(agentOpt())
+  .addOption(homeOpt())
+  .option('--config <file>', "the guard's config file (for the verdict; as for prune)")
+  .option('--state-dir <dir>', `where pins and holds are read (${STATE_DIR_DEFAULT})`)
+  .addOption(jsonOpt())
+  .addOption(wideOpt())
+  .addHelpText(
+    'after',
+    `
+Metadata only: never a message's text (export prints that). The verdict is what prune (a dry-run
+with the same config) would do with the session now, and why.
+
+Example:
+  picoclaw-guard show sk_v1_3f9a --json | jq .verdict`,
+  )
+  .action(lazy('show'));
+
+program
+  .command('delete')
+  .description('delete one session and its whole alias group; without --apply it only says what would go')
+  .argument('<KEY>', keyArg)
+  .addOption(agentOpt())
+  .option('--apply', 'delete (without it nothing is written anywhere)')
+  .option('-y, --yes', 'do not ask (on a terminal --apply asks first; scripts and units are never asked)')
+  .addOption(homeOpt())
+  .option('--config <file>', "the guard's config file (archive_dir, vacuum; as for prune)")
+  .option('--archive <dir>', 'archive the sessions (files + seahorse rows, gzip) before deleting them')
+  .option('--no-vacuum', 'never VACUUM seahorse.db')
+  .option('--state-dir <dir>', `where the prune history is kept and pins are read (${STATE_DIR_DEFAULT})`)
+  .addOption(jsonOpt())
+  .addOption(wideOpt())
+  .addHelpText(
+    'after',
+    `
+The same pass as prune --apply, narrowed to one group: the pass lock, the gateway check, each
+file and seahorse row re-checked just before it goes (a session that changed is kept, exit 7),
+the archive, the history line. A pinned session is refused (exit 2: unpin it first), and so is
+one the guard cannot read safely (exit 3). The group goes whole or not at all.
+
+Examples:
+  picoclaw-guard delete sk_v1_3f9a                     what would go
+  picoclaw-guard delete sk_v1_3f9a --apply --archive /var/backups/picoclaw`,
+  )
+  .action(lazy('delete'));
+
+program
+  .command('export')
+  .description("print one session's conversation (roles, times, text, tool calls): the only command that prints content")
+  .argument('<KEY>', keyArg)
+  .addOption(agentOpt())
+  .addOption(
+    new Option('--format <fmt>', 'md (readable) or json (one JSON document, its messages written one by one)')
+      .choices(['md', 'json'])
+      .default('md'),
+  )
+  .option('-o, --output <file>', 'write to this file (created with mode 0600; never overwritten) instead of stdout')
+  .addOption(homeOpt())
+  .addHelpText(
+    'after',
+    `
+This prints what was said in the session (and what tools were called with): it may hold secrets.
+Every other command prints metadata only. The .jsonl is read line by line, never whole.
+
+Examples:
+  picoclaw-guard export sk_v1_3f9a | less
+  picoclaw-guard export sk_v1_3f9a --format json -o /tmp/session.jsonl`,
+  )
+  .action(lazy('export'));
+
+program
   .command('health')
   .description(
     'board temperature, throttling, under-voltage, CPU frequency, memory, disk and the gateway, with a status',

@@ -8,7 +8,7 @@ import { groupSessions, memberList } from '../prune/plan-groups.js';
 import { addPin, MAX_NOTE_CHARS, pinDetail, pinsPath } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
 import { escapeControl, layout, outputWidth, printJson } from './format.js';
-import { resolveSessionKey, sessionCandidates } from './session-key.js';
+import { resolveSessionKey, sessionCandidates } from '../prune/session-key.js';
 
 /**
  * `picoclaw-guard pin KEY [--note TEXT]`: every prune pass (the CLI's, the daemon's, the pre-start

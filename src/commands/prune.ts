@@ -34,6 +34,8 @@ const REASON_TEXT: Record<string, string> = {
   not_regular_file: '.jsonl is a symlink or folder: kept',
   restored_hold: 'restored: held (see below)',
   pinned: 'pinned (never deleted; see below)',
+  requested: 'asked for (picoclaw-guard delete)',
+  not_selected: 'not the session asked for',
   changed_since_plan: 'changed since planning: kept',
   archive_failed: 'archive failed: kept',
   not_writable: 'not writable: kept',
@@ -62,6 +64,8 @@ const REASON_SHORT: Record<string, string> = {
   // Longer than 20 columns, as the table has always shown it (it used to fall back to the full text).
   restored_hold: 'restored: held (see below)',
   pinned: 'pinned',
+  requested: 'asked for',
+  not_selected: 'not asked for',
   ...EXTRA_REASON_SHORT,
 } satisfies Record<Reason, string>;
 

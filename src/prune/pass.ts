@@ -17,6 +17,7 @@ import { appendHistory } from '../state/history.js';
 import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
+import { selectForDelete, type Selection } from './plan-select.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReportOf, type PruneReport } from './report.js';
 import { lockPathFor } from './pass-lock.js';
@@ -59,6 +60,8 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
+  /** `delete KEY`: the plan narrowed to this one alias group (src/prune/plan-select.ts). */
+  only?: Selection;
 }
 
 function skipped(
@@ -283,6 +286,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     // Those aliases and the size walk's rows are dead: the plan starts clean.
     releaseGarbage();
     const plan: Plan = planPrune(planInput);
+    // Before anything else reads the plan: the one group asked for, or a refusal naming it.
+    if (o.only) selectForDelete(plan, o.only, home.home);
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
     warnings.push(...planWarnings(plan, { skipAgeCheck: o.skipAgeCheck, apply: o.apply, now }));

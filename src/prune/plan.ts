@@ -16,7 +16,14 @@ import { sharedClaims, StoredGroup } from './plan-group.js';
  */
 
 export type DeleteReason =
-  'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
+  | 'max_age_days'
+  | 'max_sessions'
+  | 'max_db_size_mb'
+  | 'cron_keep_runs'
+  | 'cron_max_age_days'
+  | 'max_bootstrap_seconds'
+  /** `picoclaw-guard delete KEY` (src/prune/plan-select.ts). */
+  | 'requested';
 export type KeepReason =
   | 'newest'
   | 'undated'
@@ -27,6 +34,8 @@ export type KeepReason =
   | 'restored_hold'
   /** Pinned by `picoclaw-guard pin`: kept by every rule until unpinned. */
   | 'pinned'
+  /** `picoclaw-guard delete KEY`: not the group asked for. */
+  | 'not_selected'
   /** Decided at apply time: */
   | 'changed_since_plan'
   | 'archive_failed'

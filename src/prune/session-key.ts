@@ -1,12 +1,12 @@
 import { ExitCode, GuardError } from '../errors.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import { keyMatcher } from '../prune/restore.js';
-import { escapeControl } from './format.js';
+import { keyMatcher } from './restore.js';
 
 /**
  * KEY as the one-session commands (pin, unpin, show, delete, export) take it: the full key, a unique
  * prefix, or the shortened form the tables print (`head…tail`, see shortKey). The same key in two
- * agents' folders needs --agent. Anything else is refused with exit 2, naming the candidates.
+ * agents' folders needs --agent. Anything else is refused with exit 2, naming the candidates (cli.ts prints
+ * messages with control characters escaped).
  */
 export interface KeyCandidate {
   agent: string;
@@ -16,7 +16,7 @@ export interface KeyCandidate {
 const SHOWN = 10;
 
 function listed<T extends KeyCandidate>(xs: readonly T[]): string {
-  const names = xs.slice(0, SHOWN).map((x) => `${x.agent} ${escapeControl(x.key)}`);
+  const names = xs.slice(0, SHOWN).map((x) => `${x.agent} ${x.key}`);
   return names.join(', ') + (xs.length > SHOWN ? `, and ${xs.length - SHOWN} more` : '');
 }
 
