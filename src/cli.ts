@@ -119,6 +119,7 @@ program
   .addOption(homeOpt())
   .addOption(jsonOpt())
   .addOption(wideOpt())
+  .option('--state-dir <dir>', `where the pins and restore holds are read (${STATE_DIR_DEFAULT})`)
   .addHelpText('after', '\nExample:\n  picoclaw-guard sessions --home /srv/picoclaw --json | jq .totals')
   .action(lazy('sessions'));
 

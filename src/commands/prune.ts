@@ -23,7 +23,7 @@ import {
   type Column,
 } from './format.js';
 
-const REASON_TEXT: Record<string, string> = {
+export const REASON_TEXT: Record<string, string> = {
   max_age_days: 'older than max_age_days',
   max_sessions: 'over max_sessions',
   max_db_size_mb: 'seahorse.db over max_db_size_mb',
