@@ -100,6 +100,9 @@ const jsonOpt = () => new Option('--json', 'print one JSON object instead of the
 const wideOpt = () =>
   new Option('--wide', 'do not fit the text to the terminal (or to 80 columns): full keys, paths and every column');
 
+/** The commands that read the guard config: each checks every section of it first (src/commands/config-sections.ts). */
+const READS_GUARD_CONFIG = new Set(['prune', 'health', 'run', 'install-units', 'show', 'delete']);
+
 /** Lazily import a command module and run it; its return value is the exit code. */
 function lazy(name: string) {
   return async (...args: unknown[]) => {
@@ -108,8 +111,14 @@ function lazy(name: string) {
       run: (opts: Record<string, unknown>, args: unknown[]) => Promise<number> | number;
     };
     const positional = args.slice(0, -2);
+    const opts = cmd.optsWithGlobals();
+    // Every section of the guard config, not only the command's own: a typo in health.* fails prune too.
+    if (READS_GUARD_CONFIG.has(name))
+      (await import('./commands/config-sections.js')).assertSectionsValid(
+        typeof opts.config === 'string' ? opts.config : undefined,
+      );
     if (name !== 'run') blockingStdout();
-    process.exitCode = await mod.run(cmd.optsWithGlobals(), positional);
+    process.exitCode = await mod.run(opts, positional);
   };
 }
 
@@ -323,6 +332,32 @@ Examples:
   picoclaw-guard export sk_v1_3f9a --format json -o /tmp/session.jsonl`,
   )
   .action(lazy('export'));
+
+const config = program
+  .command('config')
+  .description("the guard's config file: check every section and show the effective settings");
+config
+  .command('check')
+  .description('validate every section of the guard config and print each effective value with its source')
+  .option(
+    '--config <file>',
+    "the guard's config file (default: $PICOCLAW_GUARD_CONFIG, else /etc/picoclaw-guard/config.json if present)",
+  )
+  .addOption(homeOpt())
+  .addOption(jsonOpt())
+  .addOption(wideOpt())
+  .addHelpText(
+    'after',
+    `
+Sources, highest first: flag, env (PICOCLAW_SESSION_PRUNE_*, PICOCLAW_GUARD_TOKEN), guard config,
+PicoClaw config.json (session.prune, from --home), default. Secrets show as (set).
+Every command that reads the guard config checks every section the same way.
+Exit code: 0 valid, 2 any error (each refused section is listed).
+
+Example:
+  picoclaw-guard config check --config /etc/picoclaw-guard/config.json`,
+  )
+  .action(lazy('config'));
 
 program
   .command('health')
