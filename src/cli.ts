@@ -94,7 +94,7 @@ Examples:
 
 /** One wording of the state folder's default (src/io/statedir.ts), for every command that has one. */
 const STATE_DIR_DEFAULT =
-  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else ' +
+  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root or a user who can write it, else ' +
   '$XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
 const homeOpt = () => new Option('--home <dir>', 'PicoClaw home (default: $PICOCLAW_HOME, else ~/.picoclaw)');
 const jsonOpt = () => new Option('--json', 'print one JSON object instead of the table');
