@@ -40,7 +40,7 @@ const SECRET = /token|secret|password/i;
 /** Rows of a parsed section: a key the file sets is from the guard config, any other the default. */
 export function rowsOf(values: object, c: CheckContext, section: GuardSection): ValueRow[] {
   const raw = c.config.sections[section] ?? {};
-  return Object.entries(values).map(([key, value]) => ({
+  return Object.entries(values as Record<string, unknown>).map(([key, value]) => ({
     key,
     value: SECRET.test(key) ? (value === null || value === undefined ? null : '(set)') : value,
     source: Object.hasOwn(raw, key) ? 'guard config' : 'default',
@@ -67,7 +67,8 @@ function pruneRows(c: CheckContext): ValueRow[] {
   }
   const p = resolvePolicy({
     env: c.env,
-    guardConfig: c.config.path && c.config.sections.prune ? { path: c.config.path, values: c.config.sections.prune } : null,
+    guardConfig:
+      c.config.path && c.config.sections.prune ? { path: c.config.path, values: c.config.sections.prune } : null,
     picoclawConfig: picoclaw,
   });
   return Object.entries(p).map(([key, v]) => ({ key, value: v.value, source: SOURCE[v.source], from: v.from }));
@@ -84,9 +85,16 @@ function serverRows(c: CheckContext): ValueRow[] {
 /** One line a section. */
 export const SECTION_CHECKS: SectionCheck[] = [
   { section: 'prune', check: pruneRows },
-  { section: 'health', check: (c) => rowsOf(parseHealthConfig(c.config.sections.health, c.config.path, c.config.sections.prune), c, 'health') },
+  {
+    section: 'health',
+    check: (c) =>
+      rowsOf(parseHealthConfig(c.config.sections.health, c.config.path, c.config.sections.prune), c, 'health'),
+  },
   { section: 'server', check: serverRows },
-  { section: 'metrics', check: (c) => rowsOf(parseMetricsConfig(c.config.sections.metrics, c.config.path), c, 'metrics') },
+  {
+    section: 'metrics',
+    check: (c) => rowsOf(parseMetricsConfig(c.config.sections.metrics, c.config.path), c, 'metrics'),
+  },
 ];
 
 export interface SectionResult {
@@ -113,7 +121,12 @@ export function checkSections(
       return { section: s.section, ok: true, error: null, values: s.check(c) };
     } catch (err) {
       if (!(err instanceof GuardError)) throw err;
-      return { section: s.section, ok: false, error: { message: errorMessage(err), hint: err.hint ?? null }, values: [] };
+      return {
+        section: s.section,
+        ok: false,
+        error: { message: errorMessage(err), hint: err.hint ?? null },
+        values: [],
+      };
     }
   });
   return { path: config.path, sections };
@@ -133,4 +146,3 @@ export function assertSectionsValid(
 export function uncheckedSections(): string[] {
   return GUARD_SECTIONS.filter((s) => !SECTION_CHECKS.some((c) => c.section === s));
 }
-

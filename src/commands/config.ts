@@ -9,7 +9,11 @@ import { escapeControl, fitTable, layout, outputWidth, printJson } from './forma
  */
 
 const shown = (v: unknown): string =>
-  v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v as string | number | boolean);
+  v === null || v === undefined
+    ? '-'
+    : typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+      ? String(v)
+      : JSON.stringify(v);
 
 const source = (r: ValueRow): string => (r.from ? `${r.source} (${r.from})` : r.source);
 
@@ -25,7 +29,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     return ok ? ExitCode.OK : ExitCode.USAGE;
   }
   const width = outputWidth(opts);
-  const out: string[] = [`guard config: ${r.path ?? 'none (every value is a default, the environment or PicoClaw config.json)'}`];
+  const out: string[] = [
+    `guard config: ${r.path ?? 'none (every value is a default, the environment or PicoClaw config.json)'}`,
+  ];
   for (const s of r.sections) {
     out.push('');
     if (!s.ok) {

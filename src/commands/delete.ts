@@ -44,10 +44,7 @@ function deleteJson(r: PruneReport, group: PruneSessionEntry[]) {
 
 function deleteText(r: PruneReport, group: PruneSessionEntry[], width: number): string {
   const dry = r.mode === 'dry-run';
-  const lines: string[] = [
-    dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY',
-    `home: ${r.home}`,
-  ];
+  const lines: string[] = [dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY', `home: ${r.home}`];
   if (r.gateway) lines.push(`gateway: ${r.gateway.state} (${r.gateway.reason})`);
   if (r.skipped) {
     lines.push(`SKIPPED: ${r.skipped}`);
@@ -91,7 +88,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     freeSpace: freeSpaceFromEnv(),
     stateDir: resolveStateDir(str(opts.stateDir)),
   };
-  const sel: Selection = { typed: String(args[0] ?? ''), agent: str(opts.agent) };
+  const sel: Selection = { typed: typeof args[0] === 'string' ? args[0] : '', agent: str(opts.agent) };
   const ask = apply && opts.yes !== true && !opts.json && process.stdin.isTTY && process.stdout.isTTY;
   const width = outputWidth(opts);
   let report = await runPrunePass({ ...base, apply: apply && !ask, only: sel });

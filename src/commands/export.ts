@@ -38,8 +38,13 @@ interface Message {
  * sequences, which must not reach a terminal as such (JSON escapes them anyway).
  */
 function noControls(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  let out = '';
+  for (const c of text) {
+    const n = c.charCodeAt(0);
+    const control = (n < 0x20 && c !== '\n' && c !== '\t') || (n >= 0x7f && n <= 0x9f);
+    out += control ? `\\u${n.toString(16).padStart(4, '0')}` : c;
+  }
+  return out;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
@@ -145,7 +150,7 @@ function sink(path: string | undefined): { write: (s: string) => void; close: ()
 export async function run(opts: Record<string, unknown>, args: unknown[]): Promise<number> {
   const home = homeFromOpts(opts);
   const inv = buildInventory(home, { skipSeahorse: true, withoutAliases: true });
-  const s = resolveSessionKey(String(args[0] ?? ''), sessionCandidates(inv.sessions), {
+  const s = resolveSessionKey(typeof args[0] === 'string' ? args[0] : '', sessionCandidates(inv.sessions), {
     agent: typeof opts.agent === 'string' ? opts.agent : undefined,
     where: home.home,
     listHint: 'picoclaw-guard sessions lists the keys',
@@ -171,9 +176,11 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   try {
     if (md)
       out.write(
-        noControls(`# Session ${s.key}\n\nagent: ${s.agent} · file: ${jsonl.path}` +
-          (skip > 0 ? ` · the first ${skip} line(s) are truncated by PicoClaw (meta.skip) and left out` : '') +
-          '\n\n'),
+        noControls(
+          `# Session ${s.key}\n\nagent: ${s.agent} · file: ${jsonl.path}` +
+            (skip > 0 ? ` · the first ${skip} line(s) are truncated by PicoClaw (meta.skip) and left out` : '') +
+            '\n\n',
+        ),
       );
     else
       out.write(
@@ -201,7 +208,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
       try {
         const v: unknown = JSON.parse(line.text);
         if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
-        m = v as Message;
+        m = v;
       } catch {
         // PicoClaw skips such a line too (memory: skipping corrupt line).
         emit(

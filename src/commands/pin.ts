@@ -52,8 +52,8 @@ export function aliasGroupOf(home: PicoClawHome, sessions: SessionRecord[], s: S
 
 function checkNote(note: unknown): string | null {
   if (note === undefined) return null;
-  const text = String(note);
-  if (text.length > MAX_NOTE_CHARS || /[\u0000-\u001f\u007f]/.test(text))
+  const text = typeof note === 'string' ? note : '';
+  if (text.length > MAX_NOTE_CHARS || [...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f))
     throw new GuardError(`--note: at most ${MAX_NOTE_CHARS} characters on one line, without control characters`, {
       exitCode: ExitCode.USAGE,
     });
@@ -61,7 +61,7 @@ function checkNote(note: unknown): string | null {
 }
 
 export async function run(opts: Record<string, unknown>, args: unknown[]): Promise<number> {
-  const typed = String(args[0] ?? '');
+  const typed = typeof args[0] === 'string' ? args[0] : '';
   const note = checkNote(opts.note);
   const home = homeFromOpts(opts);
   const stateDir = pinStateDir(opts);
@@ -90,7 +90,9 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   }
   const lines = [
     `pinned ${target.agent} ${escapeControl(pin.key)} (${pinDetail(pin)}): every prune pass keeps it` +
-      (group.length > 0 ? `, with its alias group (${group.map((m) => escapeControl(m.key ?? m.base)).join(', ')})` : '') +
+      (group.length > 0
+        ? `, with its alias group (${group.map((m) => escapeControl(m.key ?? m.base)).join(', ')})`
+        : '') +
       `, until picoclaw-guard unpin ${escapeControl(pin.key)}`,
     `it still counts toward max_sessions; pins are kept in ${pinsPath(stateDir)}`,
   ];

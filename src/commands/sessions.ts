@@ -171,7 +171,7 @@ function holdOf(holds: Hold[], s: SessionRecord): { restored_at: string; until: 
   return h ? { restored_at: h.restored_at, until: h.until } : null;
 }
 
-/** Restore holds and pins of this home, from the guard's state folder; a problem is a line of the output, never fatal. */
+/** Restore holds and pins of this home, from the guard's state folder; a problem is a line of the output. */
 function readHomeHolds(
   opts: Record<string, unknown>,
   home: string,

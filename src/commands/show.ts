@@ -43,7 +43,8 @@ function metaFields(path: string | undefined): { fields: Record<string, unknown>
   if (!path) return { fields: null, problem: 'no .meta.json' };
   try {
     const doc = JSON.parse(readSmallText(path, 'meta', { noFollow: true })) as Record<string, unknown>;
-    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return { fields: null, problem: 'not an object' };
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+      return { fields: null, problem: 'not an object' };
     const known = ['key', 'summary', 'skip', 'count', 'created_at', 'updated_at', 'scope', 'aliases'];
     return {
       fields: {
@@ -87,7 +88,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   const now = systemClock();
   const stateDir = resolveStateDir(str(opts.stateDir));
   const inv = buildInventory(home);
-  const s = resolveSessionKey(String(args[0] ?? ''), sessionCandidates(inv.sessions), {
+  const s = resolveSessionKey(typeof args[0] === 'string' ? args[0] : '', sessionCandidates(inv.sessions), {
     agent: str(opts.agent),
     where: home.home,
     listHint: 'picoclaw-guard sessions lists the keys',
@@ -171,8 +172,12 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
   const out: string[] = [];
   const e = escapeControl;
   out.push(`${s.agent} ${e(s.key ?? s.base)}`);
-  out.push(`  .jsonl      ${doc.files.jsonl ? `${e(doc.files.jsonl.path)}  ${formatBytes(doc.files.jsonl.bytes)}` : 'none'}`);
-  out.push(`  .meta.json  ${doc.files.meta ? `${e(doc.files.meta.path)}  ${formatBytes(doc.files.meta.bytes)}` : 'none'}`);
+  out.push(
+    `  .jsonl      ${doc.files.jsonl ? `${e(doc.files.jsonl.path)}  ${formatBytes(doc.files.jsonl.bytes)}` : 'none'}`,
+  );
+  out.push(
+    `  .meta.json  ${doc.files.meta ? `${e(doc.files.meta.path)}  ${formatBytes(doc.files.meta.bytes)}` : 'none'}`,
+  );
   if (doc.lines)
     out.push(
       `  lines       ${doc.lines.non_empty} messages (${doc.lines.lines} lines)` +
@@ -183,16 +188,19 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     const f = meta.fields;
     out.push(
       `  meta        count=${String(f.count)} skip=${String(f.skip)} created_at=${String(f.created_at)} ` +
-        `updated_at=${String(f.updated_at)} summary: ${f.summary_chars ?? 0} characters (not shown)`,
+        `updated_at=${String(f.updated_at)} summary: ${typeof f.summary_chars === 'number' ? f.summary_chars : 0} characters (not shown)`,
     );
     if (f.scope) out.push(`  scope       ${e(JSON.stringify(f.scope))}`);
     const aliases = f.aliases as unknown[];
     if (aliases.length > 0) out.push(`  aliases     ${aliases.map((a) => e(String(a))).join(', ')}`);
-    if ((f.other_fields as string[]).length > 0) out.push(`  other meta fields: ${(f.other_fields as string[]).join(', ')}`);
+    if ((f.other_fields as string[]).length > 0)
+      out.push(`  other meta fields: ${(f.other_fields as string[]).join(', ')}`);
   } else out.push(`  meta        unreadable: ${e(meta.problem ?? '')}`);
   out.push(
     `  last activity  ${doc.last_activity ?? 'none usable (undated)'}` +
-      (s.lastActivityMs !== null ? ` (${formatAge(now.getTime() - s.lastActivityMs)} ago, from the ${doc.last_activity_from ?? '?'})` : ''),
+      (s.lastActivityMs !== null
+        ? ` (${formatAge(now.getTime() - s.lastActivityMs)} ago, from the ${doc.last_activity_from ?? '?'})`
+        : ''),
   );
   out.push(
     `  timestamps  meta updated_at ${s.times.meta_updated_at ?? '-'}; meta created_at ${s.times.meta_created_at ?? '-'}; ` +
@@ -210,7 +218,9 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     );
   for (const i of doc.issues) out.push(`  issue       ${i.text}`);
   for (const p of pins)
-    out.push(`  pinned      ${e(p.key)} on ${p.pinned_at.slice(0, 10)}${p.note ? `: ${e(p.note)}` : ''} (unpin KEY ends it)`);
+    out.push(
+      `  pinned      ${e(p.key)} on ${p.pinned_at.slice(0, 10)}${p.note ? `: ${e(p.note)}` : ''} (unpin KEY ends it)`,
+    );
   for (const h of holds) out.push(`  held        ${e(h.key)} restored ${h.restored_at.slice(0, 10)}, until ${h.until}`);
   for (const p of problems) out.push(`  state       ${e(p)}`);
   if (verdict)
@@ -220,6 +230,11 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
         ' (what prune would do now, with this config)',
     );
   if (verdictProblem) out.push(`  verdict     none: ${e(verdictProblem)}`);
-  process.stdout.write(layout(out.map((text) => ({ text, indent: 14 })), outputWidth(opts)) + '\n');
+  process.stdout.write(
+    layout(
+      out.map((text) => ({ text, indent: 14 })),
+      outputWidth(opts),
+    ) + '\n',
+  );
   return ExitCode.OK;
 }

@@ -11,7 +11,7 @@ import { resolveSessionKey } from '../prune/session-key.js';
  * KEY is resolved among this home's pins, so a pin whose session is gone can be ended too.
  */
 export async function run(opts: Record<string, unknown>, args: unknown[]): Promise<number> {
-  const typed = String(args[0] ?? '');
+  const typed = typeof args[0] === 'string' ? args[0] : '';
   const home = homeFromOpts(opts);
   const homeReal = realpathSync(home.home);
   const stateDir = pinStateDir(opts);

@@ -24,7 +24,8 @@ export interface Selection {
 
 /** Reasons the guard never lets an operator override here: the session cannot be handled safely, or is pinned. */
 const REFUSED: Partial<Record<Reason, (g: PlanGroup, names: string) => string>> = {
-  unreadable_meta: (_g, names) => `${names}: a meta file cannot be read, and the guard never deletes what it cannot read`,
+  unreadable_meta: (_g, names) =>
+    `${names}: a meta file cannot be read, and the guard never deletes what it cannot read`,
   not_regular_file: (_g, names) => `${names}: a .jsonl is a symlink or not a regular file: never touched`,
   pinned: (g, names) =>
     `${names}: ${g.pin ? `${g.pin.key} is pinned` : 'pinned'}; unpin it first (picoclaw-guard unpin ${g.pin?.key ?? 'KEY'})`,
@@ -33,7 +34,8 @@ const REFUSED: Partial<Record<Reason, (g: PlanGroup, names: string) => string>> 
 /** The group a selection names in this plan (exit 2 when none or several). */
 export function selectedGroup(plan: Plan, sel: Selection, where: string): PlanGroup {
   const candidates: { agent: string; key: string; group: PlanGroup }[] = [];
-  for (const g of plan.groups) for (const m of g.members) if (m.key !== null) candidates.push({ agent: m.agent, key: m.key, group: g });
+  for (const g of plan.groups)
+    for (const m of g.members) if (m.key !== null) candidates.push({ agent: m.agent, key: m.key, group: g });
   return resolveSessionKey(sel.typed, candidates, {
     agent: sel.agent,
     where,

@@ -54,8 +54,8 @@ export function sessionEntry(
               ? `kept ${pinDetail(g.pin)}`
               : `kept with its alias group: ${g.pin.key} is ${pinDetail(g.pin)}`
             : ((outcome.reason === g.reason ? g.detail : undefined) ??
-            unsafeDetail(m, outcome.reason) ??
-            (outcome.action === 'keep' ? groupDetail(g, m, c.nowMs) : null)),
+              unsafeDetail(m, outcome.reason) ??
+              (outcome.action === 'keep' ? groupDetail(g, m, c.nowMs) : null)),
     bytes: m.jsonlBytes + m.metaBytes,
     seahorse_messages: m.conversations.reduce((n, x) => n + x.messages, 0),
     estimated_db_bytes: c.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,

@@ -45,10 +45,10 @@ export function resolveSessionKey<T extends KeyCandidate>(
     });
   const sorted = [...hits].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.agent < b.agent ? -1 : 1));
   const sameKey = sorted.every((h) => h.key === sorted[0]!.key);
-  throw new GuardError(
-    `${JSON.stringify(typed)} is ambiguous: it names ${hits.length} sessions: ${listed(sorted)}`,
-    { exitCode: ExitCode.USAGE, hint: sameKey ? 'add --agent NAME' : 'give more of the key (or --agent NAME)' },
-  );
+  throw new GuardError(`${JSON.stringify(typed)} is ambiguous: it names ${hits.length} sessions: ${listed(sorted)}`, {
+    exitCode: ExitCode.USAGE,
+    hint: sameKey ? 'add --agent NAME' : 'give more of the key (or --agent NAME)',
+  });
 }
 
 /** The sessions of an inventory as candidates (an unreadable meta has no key and cannot be named). */

@@ -33,7 +33,11 @@ describe('config check and all-sections validation (built CLI)', () => {
   });
 
   it('lists every refused section, exit 2; a valid file prints each value with its source, exit 0', () => {
-    const bad = setup({ health: { temp_warn_celsiu: 70 }, metrics: { refresh_seconds: 0 }, prune: { max_age_days: 7 } });
+    const bad = setup({
+      health: { temp_warn_celsiu: 70 },
+      metrics: { refresh_seconds: 0 },
+      prune: { max_age_days: 7 },
+    });
     const r = runCli(['config', 'check', '--home', bad.home], bad.env);
     expect(r.code).toBe(2);
     const text = r.stdout.replace(/\s+/g, ' ');
@@ -47,7 +51,10 @@ describe('config check and all-sections validation (built CLI)', () => {
     });
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).not.toContain('a-secret-of-enough-length');
-    const doc = JSON.parse(ok.stdout) as { ok: boolean; sections: { section: string; values: { key: string; source: string }[] }[] };
+    const doc = JSON.parse(ok.stdout) as {
+      ok: boolean;
+      sections: { section: string; values: { key: string; source: string }[] }[];
+    };
     expect(doc.ok).toBe(true);
     const prune = doc.sections.find((s) => s.section === 'prune')!.values;
     expect(prune.find((v) => v.key === 'max_sessions')!.source).toBe('env');

@@ -31,7 +31,8 @@ function home(): { home: string; state: string; sessionsDir: string; dbPath: str
 
 const args = (h: { home: string; state: string }) => ['--home', h.home, '--state-dir', h.state];
 /** Two snapshots hold the same files with the same bytes (compared without printing megabytes of them). */
-const same = (a: Map<string, string>, b: Map<string, string>) => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
+const same = (a: Map<string, string>, b: Map<string, string>) =>
+  a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
 /** Text as one line: the reports wrap to the terminal's width. */
 const flat = (s: string) => s.replace(/\s+/g, ' ');
 const json = (r: { stdout: string }) => JSON.parse(r.stdout) as Record<string, unknown>;
@@ -48,7 +49,9 @@ describe('pin and unpin', () => {
     const h = home();
     const pin = runCli(['pin', 'sk_v1_old1', '--note', 'the recipe thread', ...args(h)]);
     expect(pin.code, pin.stderr).toBe(0);
-    expect(pin.stdout).toMatch(/pinned main sk_v1_old1 .*the recipe thread.*alias group \(agent:main:telegram:direct:1\)/s);
+    expect(pin.stdout).toMatch(
+      /pinned main sk_v1_old1 .*the recipe thread.*alias group \(agent:main:telegram:direct:1\)/s,
+    );
     // sessions lists it (text and JSON).
     const ls = runCli(['sessions', ...args(h)]);
     expect(flat(ls.stdout)).toMatch(/Pinned .*: main sk_v1_old1 keep: pinned on \d{4}-\d\d-\d\d: the recipe thread/);
@@ -81,7 +84,9 @@ describe('pin and unpin', () => {
     const doc = json(r);
     expect(doc.pinned).toEqual({ groups: 1, displaced: 1 });
     expect(verdictsOf(r)).toMatchObject({ sk_v1_old1: 'keep:pinned', sk_v1_old2: 'delete:max_sessions' });
-    expect((doc.warnings as string[]).join('\n')).toMatch(/1 pinned session\(s\) count toward max_sessions=2.*push out 1/);
+    expect((doc.warnings as string[]).join('\n')).toMatch(
+      /1 pinned session\(s\) count toward max_sessions=2.*push out 1/,
+    );
   });
 
   it("the pre-start unit's command line honours a pin made in the units' state folder, with no flag", () => {
@@ -101,9 +106,11 @@ describe('pin and unpin', () => {
   it('the daemon pass honours a pin', async () => {
     const h = sampleHome();
     const state = join(h.root, 'state');
-    const victims = (JSON.parse(runCli(['prune', '--home', h.home, '--max-age-days', '30', '--json']).stdout) as {
-      sessions: { key: string; action: string }[];
-    }).sessions.filter((s) => s.action === 'delete');
+    const victims = (
+      JSON.parse(runCli(['prune', '--home', h.home, '--max-age-days', '30', '--json']).stdout) as {
+        sessions: { key: string; action: string }[];
+      }
+    ).sessions.filter((s) => s.action === 'delete');
     expect(victims.length).toBeGreaterThan(1);
     const pinned = victims[0]!.key;
     expect(runCli(['pin', pinned, '--home', h.home, '--state-dir', state]).code).toBe(0);
@@ -232,7 +239,12 @@ describe('delete', () => {
       return spawnSync('script', ['-qec', cmd, '/dev/null'], {
         input: answer,
         encoding: 'utf8',
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1', PICOCLAW_GUARD_CONFIG: join(h.home, 'none.json') },
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          PICOGUARD_NO_SYSTEM_STATE: '1',
+          PICOCLAW_GUARD_CONFIG: join(h.home, 'none.json'),
+        },
         timeout: 60_000,
       });
     };

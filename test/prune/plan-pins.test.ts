@@ -91,23 +91,22 @@ function plan(sessions: SessionRecord[], policy: Partial<Policy>, db: DbFacts, p
 const pin = (key: string, agent = 'main'): PlanPin => ({ agent, key, pinned_at: '2026-11-01T00:00:00Z', note: null });
 
 /** The ids of the sessions a plan deletes. */
-const deleted = (p: Plan) => new Set(p.groups.filter((g) => g.action === 'delete').flatMap((g) => g.members.map((m) => m.id)));
+const deleted = (p: Plan) =>
+  new Set(p.groups.filter((g) => g.action === 'delete').flatMap((g) => g.members.map((m) => m.id)));
 
-const homeArb = fc
-  .array(specArb, { minLength: 1, maxLength: 30 })
-  .chain((specs) =>
-    fc.tuple(
-      fc.constant(specs),
-      fc.subarray([...specs.keys()]),
-      // Faults: pins that name nothing, another agent's key, duplicates.
-      fc.array(fc.constantFrom('nosuch', 'k999', 'agent:cron-x'), { maxLength: 2 }),
-      fc.boolean(),
-      fc.boolean(),
-    ),
-  );
+const homeArb = fc.array(specArb, { minLength: 1, maxLength: 30 }).chain((specs) =>
+  fc.tuple(
+    fc.constant(specs),
+    fc.subarray([...specs.keys()]),
+    // Faults: pins that name nothing, another agent's key, duplicates.
+    fc.array(fc.constantFrom('nosuch', 'k999', 'agent:cron-x'), { maxLength: 2 }),
+    fc.boolean(),
+    fc.boolean(),
+  ),
+);
 
 describe('pins in the planner (property tests)', () => {
-  it('1-3: a pinned group is never deleted; pins never save an unpinned session; with no count rule D1 = D0 \\ P', () => {
+  it('1-3: a pinned group is never deleted; pins never save an unpinned one; no count rule: D1 = D0 \\ P', () => {
     fc.assert(
       fc.property(homeArb, policyArb, ([specs, picked, bogus, otherAgent, twice], pol) => {
         const { sessions, db } = build(specs);
@@ -148,7 +147,12 @@ describe('pins in the planner (property tests)', () => {
         const policy = { ...pol, max_db_size_mb: 0 };
         const { sessions, db } = build(specs);
         const pinned = new Set(picked.map((i) => sessions[i]!.key));
-        const p1 = plan(sessions, policy, db, [...pinned].map((k) => pin(k!)));
+        const p1 = plan(
+          sessions,
+          policy,
+          db,
+          [...pinned].map((k) => pin(k!)),
+        );
         const p0 = plan(sessions, policy, db);
         const inP = (g: Plan['groups'][number]) => g.members.some((m) => pinned.has(m.key));
         const saved = p0.groups.filter((g) => g.action === 'delete' && inP(g)).length;
@@ -168,7 +172,12 @@ describe('pins in the planner (property tests)', () => {
         const policy: Partial<Policy> = { max_age_days: 0, max_db_size_mb: 0, max_sessions: max };
         const { sessions, db } = build(specs.map((s) => ({ ...s, cron: null, unsafe: false })));
         const pinned = new Set(picked.map((i) => sessions[i]!.key));
-        const p1 = plan(sessions, policy, db, [...pinned].map((k) => pin(k!)));
+        const p1 = plan(
+          sessions,
+          policy,
+          db,
+          [...pinned].map((k) => pin(k!)),
+        );
         const pinnedGroups = p1.groups.filter((g) => g.reason === 'pinned');
         // The counterfactual "without them" drops the pinned groups; it is the same home only if none was the newest.
         fc.pre(pinnedGroups.every((g) => g.lastActivityMs === null || g.lastActivityMs < (p1.newestMs ?? Infinity)));
@@ -192,12 +201,7 @@ describe('pins in the planner (property tests)', () => {
 
 describe('pins in the planner (examples)', () => {
   it('keeps a pinned group whole, counts it, and the others make room', () => {
-    const s = [
-      rec('old', 100, { aliases: ['older'] }),
-      rec('older', 120),
-      rec('mid', 50),
-      rec('new', 0),
-    ];
+    const s = [rec('old', 100, { aliases: ['older'] }), rec('older', 120), rec('mid', 50), rec('new', 0)];
     const p = plan(s, { max_age_days: 30, max_sessions: 2 }, NO_DB, [pin('older')]);
     expect(verdicts(p)).toEqual({
       old: 'keep:pinned',
@@ -205,9 +209,12 @@ describe('pins in the planner (examples)', () => {
       mid: 'delete:max_age_days',
       new: 'keep:newest',
     });
-    const p2 = plan([rec('a', 5), rec('b', 4), rec('c', 3), rec('new', 0)], { max_age_days: 0, max_sessions: 2 }, NO_DB, [
-      pin('a'),
-    ]);
+    const p2 = plan(
+      [rec('a', 5), rec('b', 4), rec('c', 3), rec('new', 0)],
+      { max_age_days: 0, max_sessions: 2 },
+      NO_DB,
+      [pin('a')],
+    );
     expect(verdicts(p2)).toEqual({
       a: 'keep:pinned',
       b: 'delete:max_sessions',
