@@ -115,9 +115,9 @@ function lazy(name: string) {
     const opts = cmd.optsWithGlobals();
     // Every section of the guard config, not only the command's own: a typo in health.* fails prune too.
     if (READS_GUARD_CONFIG.has(name))
-      (await import('./commands/config-sections.js')).assertSectionsValid(
-        typeof opts.config === 'string' ? opts.config : undefined,
-      );
+      await (
+        await import('./commands/config-sections.js')
+      ).assertSectionsValid(typeof opts.config === 'string' ? opts.config : undefined);
     if (name !== 'run') blockingStdout();
     process.exitCode = await mod.run(opts, positional);
   };

@@ -1,9 +1,7 @@
 import { errorMessage, GuardError } from '../errors.js';
 import { GUARD_SECTIONS, loadGuardConfig, type GuardConfig, type GuardSection } from '../guard-config.js';
-import { parseHealthConfig } from '../health/config.js';
 import { discoverHome } from '../picoclaw/home.js';
 import { resolvePolicy, type ResolvedPolicy } from '../prune/policy.js';
-import { parseMetricsConfig, parseServerConfig, TOKEN_ENV } from '../daemon/settings.js';
 
 /**
  * Every section of the guard config, validated by its owner, in one list: `config check` runs them all
@@ -30,8 +28,11 @@ export interface CheckContext {
 
 export interface SectionCheck {
   section: GuardSection;
-  /** Validates the section (throws a GuardError naming the file and key); returns its effective values. */
-  check: (c: CheckContext) => ValueRow[];
+  /**
+   * Validates the section (throws a GuardError naming the file and key); returns its effective values. Its
+   * owner's module is imported when it runs: a command pays for a section's code only when the file sets it.
+   */
+  check: (c: CheckContext) => Promise<ValueRow[]> | ValueRow[];
 }
 
 /** Keys whose values are secrets: shown as set or not. */
@@ -74,11 +75,13 @@ function pruneRows(c: CheckContext): ValueRow[] {
   return Object.entries(p).map(([key, v]) => ({ key, value: v.value, source: SOURCE[v.source], from: v.from }));
 }
 
-function serverRows(c: CheckContext): ValueRow[] {
+async function serverRows(c: CheckContext): Promise<ValueRow[]> {
+  const { parseServerConfig, TOKEN_ENV } = await import('../daemon/settings.js');
   const rows = rowsOf(parseServerConfig(c.config.sections.server, c.config.path), c, 'server');
   const t = c.env[TOKEN_ENV];
   if (t !== undefined && t !== '')
-    for (const r of rows) if (r.key === 'token') Object.assign(r, { value: '(set)', source: 'env', from: TOKEN_ENV });
+    for (const r of rows)
+      if (r.key === 'token') Object.assign(r, { value: '(set)', source: 'env' as const, from: TOKEN_ENV });
   return rows;
 }
 
@@ -87,13 +90,26 @@ export const SECTION_CHECKS: SectionCheck[] = [
   { section: 'prune', check: pruneRows },
   {
     section: 'health',
-    check: (c) =>
-      rowsOf(parseHealthConfig(c.config.sections.health, c.config.path, c.config.sections.prune), c, 'health'),
+    check: async (c) =>
+      rowsOf(
+        (await import('../health/config.js')).parseHealthConfig(
+          c.config.sections.health,
+          c.config.path,
+          c.config.sections.prune,
+        ),
+        c,
+        'health',
+      ),
   },
   { section: 'server', check: serverRows },
   {
     section: 'metrics',
-    check: (c) => rowsOf(parseMetricsConfig(c.config.sections.metrics, c.config.path), c, 'metrics'),
+    check: async (c) =>
+      rowsOf(
+        (await import('../daemon/settings.js')).parseMetricsConfig(c.config.sections.metrics, c.config.path),
+        c,
+        'metrics',
+      ),
   },
 ];
 
@@ -109,37 +125,38 @@ export interface SectionResult {
  * Load the guard config (a file that cannot be read or parsed throws, exit 2) and check every section,
  * each on its own: one refused section does not hide the errors of the next.
  */
-export function checkSections(
+export async function checkSections(
   configFlag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
   home?: string,
-): { path: string | null; sections: SectionResult[] } {
+): Promise<{ path: string | null; sections: SectionResult[] }> {
   const config = loadGuardConfig(configFlag, env);
   const c: CheckContext = { config, env, home };
-  const sections = SECTION_CHECKS.map((s): SectionResult => {
+  const sections: SectionResult[] = [];
+  for (const s of SECTION_CHECKS) {
     try {
-      return { section: s.section, ok: true, error: null, values: s.check(c) };
+      sections.push({ section: s.section, ok: true, error: null, values: await s.check(c) });
     } catch (err) {
       if (!(err instanceof GuardError)) throw err;
-      return {
-        section: s.section,
-        ok: false,
-        error: { message: errorMessage(err), hint: err.hint ?? null },
-        values: [],
-      };
+      const error = { message: errorMessage(err), hint: err.hint ?? null };
+      sections.push({ section: s.section, ok: false, error, values: [] });
     }
-  });
+  }
   return { path: config.path, sections };
 }
 
-/** For every command that reads the guard config: the first refused section is the error (exit 2). */
-export function assertSectionsValid(
+/**
+ * For every command that reads the guard config: the first refused section is the error (exit 2). A section
+ * the file does not set is its defaults, valid by construction, and its code is not loaded; `prune` is always
+ * checked (its environment variables and PicoClaw's session.prune are part of it).
+ */
+export async function assertSectionsValid(
   configFlag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
   home?: string,
-): void {
+): Promise<void> {
   const c: CheckContext = { config: loadGuardConfig(configFlag, env), env, home };
-  for (const s of SECTION_CHECKS) s.check(c);
+  for (const s of SECTION_CHECKS) if (s.section === 'prune' || c.config.sections[s.section]) await s.check(c);
 }
 
 /** Sections of the file format without a line above: a test fails on them. */

@@ -18,7 +18,7 @@ const shown = (v: unknown): string =>
 const source = (r: ValueRow): string => (r.from ? `${r.source} (${r.from})` : r.source);
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
-  const r = checkSections(
+  const r = await checkSections(
     typeof opts.config === 'string' ? opts.config : undefined,
     process.env,
     typeof opts.home === 'string' ? opts.home : undefined,

@@ -80,20 +80,20 @@ describe('config check: every section', () => {
     expect(SECTION_CHECKS.map((c) => c.section).sort()).toEqual([...GUARD_SECTIONS].sort());
   });
 
-  it('accepts a config exactly when every owner accepts each section, lists every refused one, shows no secret', () => {
+  it('accepts a config exactly when every owner accepts each section, lists every refused one, shows no secret', async () => {
     const dir = tempDir();
     const env = { HOME: dir };
-    fc.assert(
-      fc.property(configArb, (cfg) => {
+    await fc.assert(
+      fc.asyncProperty(configArb, async (cfg) => {
         const path = join(dir, 'c.json');
         writeFileSync(path, JSON.stringify(cfg));
-        const r = checkSections(path, env);
+        const r = await checkSections(path, env);
         const want = GUARD_SECTIONS.filter((s) => !ownParserAccepts(s, cfg[s] ?? {}, cfg, path));
         expect(r.sections.filter((s) => !s.ok).map((s) => s.section)).toEqual(want);
         expect(JSON.stringify(r)).not.toContain(TOKEN);
         let threw = false;
         try {
-          assertSectionsValid(path, env);
+          await assertSectionsValid(path, env);
         } catch {
           threw = true;
         }
@@ -103,7 +103,7 @@ describe('config check: every section', () => {
     );
   });
 
-  it('names the source of each value: default, guard config, env, PicoClaw config.json', () => {
+  it('names the source of each value: default, guard config, env, PicoClaw config.json', async () => {
     const dir = tempDir();
     const path = join(dir, 'c.json');
     writeFileSync(path, JSON.stringify({ prune: { max_age_days: 14 }, server: { token: TOKEN } }));
@@ -111,7 +111,7 @@ describe('config check: every section', () => {
     mkdirSync(join(home, 'workspace', 'sessions'), { recursive: true });
     writeFileSync(join(home, 'config.json'), JSON.stringify({ session: { prune: { max_sessions: 50 } } }));
     const env = { HOME: dir, PICOCLAW_SESSION_PRUNE_VACUUM: 'false', PICOCLAW_GUARD_TOKEN: TOKEN + 'x' };
-    const r = checkSections(path, env, home);
+    const r = await checkSections(path, env, home);
     const prune = r.sections.find((s) => s.section === 'prune')!.values;
     const by = (k: string) => prune.find((v) => v.key === k)!;
     expect(by('max_age_days')).toMatchObject({ value: 14, source: 'guard config', from: path });
