@@ -206,6 +206,11 @@ export interface ApplyOptions {
   quietMs?: number;
   /** A VACUUM an earlier online pass deferred (from the guard's state). */
   vacuumOwed?: OwedVacuum | null;
+  /**
+   * Why a group must be kept although the plan deletes it, decided just before it goes (a pin made while the
+   * pass runs): the detail to report, or null to go on.
+   */
+  keepNow?: (g: PlanGroup) => string | null;
   /** Test hook: called after each seahorse write transaction commits or rolls back. */
   onTxn?: () => void;
   /** Test hook: called between the steps of deleting one session. */

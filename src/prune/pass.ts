@@ -12,7 +12,7 @@ import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
-import { homePins, pinsPath, type Pin } from '../state/pins.js';
+import { homePins, keptByPinSince, pinsPath, type Pin } from '../state/pins.js';
 import { appendHistory } from '../state/history.js';
 import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
@@ -324,6 +324,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         nowMs: now.getTime(),
         shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
+        keepNow: o.stateDir ? keptByPinSince(o.stateDir, realpathSync(home.home), pins) : undefined,
       });
       // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
       releaseGarbage();

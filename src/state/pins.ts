@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { writeFileAtomic } from '../io/atomic.js';
@@ -103,6 +103,63 @@ export function removePins(stateDir: string, which: Pick<Pin, 'home' | 'agent' |
       all.filter((p) => !gone.includes(p)),
     );
   return gone;
+}
+
+/**
+ * The pins of one home as they are now, for a pass that is already deleting: the file is read again only
+ * when it changed (one stat a call), so a pin made at a shell while a long pass runs still keeps its session.
+ * Returns the pin that names agent + key, null when none, or a message when the file cannot be read (the
+ * caller keeps the session: when in doubt the data is kept).
+ */
+export function pinWatch(
+  stateDir: string,
+  homeReal: string,
+  planned: Pin[],
+): (agent: string, key: string | null) => Pin | string | null {
+  const path = pinsPath(stateDir);
+  const stamp = () => {
+    try {
+      const st = statSync(path);
+      return `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return 'none';
+    }
+  };
+  // Read again at the first call: a pin made between planning and the first deletion counts too.
+  let seen = '';
+  let byKey = new Map(planned.map((p) => [`${p.agent}\0${p.key}`, p]));
+  let problem: string | null = null;
+  return (agent, key) => {
+    const now = stamp();
+    if (now !== seen) {
+      seen = now;
+      try {
+        byKey = new Map(homePins(stateDir, homeReal).map((p) => [`${p.agent}\0${p.key}`, p]));
+        problem = null;
+      } catch (err) {
+        problem = `the pins in ${path} cannot be read now (${errorMessage(err)})`;
+      }
+    }
+    if (problem) return problem;
+    return key === null ? null : (byKey.get(`${agent}\0${key}`) ?? null);
+  };
+}
+
+/** For the deleter: why a group must be kept now (a member pinned, or the pins unreadable, since planning). */
+export function keptByPinSince(
+  stateDir: string,
+  homeReal: string,
+  planned: Pin[],
+): (g: { members: { agent: string; key: string | null }[] }) => string | null {
+  const watch = pinWatch(stateDir, homeReal, planned);
+  return (g) => {
+    for (const m of g.members) {
+      const p = watch(m.agent, m.key);
+      if (typeof p === 'string') return `kept: ${p}`;
+      if (p) return `kept: ${p.key} was ${pinDetail(p)}, after this pass planned`;
+    }
+    return null;
+  };
 }
 
 /** One line for a report: "pinned on 2026-11-30: the note". */

@@ -113,3 +113,65 @@ describe('the pins file', () => {
     expect(readFileSync(join(other, 'x.json'), 'utf8')).toContain('pins');
   });
 });
+
+describe('a pin made while a pass deletes', () => {
+  it('keeps a victim the pass planned to delete (the pin made between two deletions)', async () => {
+    const { handHome } = await import('../support/home.js');
+    const { discoverHome } = await import('../../src/picoclaw/home.js');
+    const { buildInventory } = await import('../../src/picoclaw/inventory.js');
+    const { planPrune } = await import('../../src/prune/plan.js');
+    const { applyPlan } = await import('../../src/prune/apply.js');
+    const { DEFAULT_POLICY } = await import('../../src/prune/policy.js');
+    const { keptByPinSince } = await import('../../src/state/pins.js');
+    const { NOW, offlineApply } = await import('../support/plan-input.js');
+    const { existsSync, realpathSync } = await import('node:fs');
+    const root = tempDir();
+    const home = join(root, 'home');
+    const old = (d: number) => new Date(NOW - d * 86_400_000).toISOString();
+    const { sessionsDir } = handHome(
+      home,
+      [
+        { key: 'sk_v1_a', updated: old(90) },
+        { key: 'sk_v1_b', updated: old(80) },
+        { key: 'sk_v1_c', updated: old(70) },
+        { key: 'sk_v1_new', updated: old(0) },
+      ],
+      { seahorse: false },
+    );
+    const inv = buildInventory(discoverHome({ home, env: {} }), { skipSeahorse: true });
+    const plan = planPrune({
+      sessions: inv.sessions,
+      orphanConversations: [],
+      agentIds: ['main'],
+      policy: { ...DEFAULT_POLICY, max_age_days: 30, max_sessions: 0, max_db_size_mb: 0 },
+      now: NOW,
+      db: { present: false, fileBytes: 0, usedBytes: 0, contentBytes: null },
+    });
+    const state = join(root, 'state');
+    const homeReal = realpathSync(home);
+    let pinned = false;
+    const res = applyPlan(
+      offlineApply(plan, null, join(sessionsDir, 'seahorse.db'), {
+        keepNow: keptByPinSince(state, homeReal, []),
+        // While the first victim goes, the operator pins the last one.
+        onStep: () => {
+          if (pinned) return;
+          pinned = true;
+          addPin(state, pin('sk_v1_c', { home: homeReal, note: 'just now' }));
+        },
+      }),
+    );
+    const by = (k: string) => res.groups.get(plan.groups.find((g) => g.key === k)!.id)!;
+    expect(by('sk_v1_a')).toMatchObject({ action: 'delete' });
+    expect(by('sk_v1_b')).toMatchObject({ action: 'delete' });
+    expect(by('sk_v1_c')).toMatchObject({ action: 'keep', reason: 'pinned' });
+    expect(by('sk_v1_c').detail).toMatch(/sk_v1_c was pinned on .*just now, after this pass planned/);
+    expect(existsSync(join(sessionsDir, 'sk_v1_c.jsonl'))).toBe(true);
+    expect(existsSync(join(sessionsDir, 'sk_v1_c.meta.json'))).toBe(true);
+    // The pins file made unreadable mid-pass: every group not yet deleted is kept.
+    const keep = keptByPinSince(state, homeReal, []);
+    expect(keep({ members: [{ agent: 'main', key: 'sk_v1_x' }] })).toBeNull();
+    writeFileSync(pinsPath(state), '{');
+    expect(keep({ members: [{ agent: 'main', key: 'sk_v1_x' }] })).toMatch(/cannot be read now/);
+  });
+});
