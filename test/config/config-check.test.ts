@@ -80,7 +80,7 @@ describe('config check: every section', () => {
     expect(SECTION_CHECKS.map((c) => c.section).sort()).toEqual([...GUARD_SECTIONS].sort());
   });
 
-  it('accepts a config exactly when every owner accepts each section, lists every refused one, shows no secret', async () => {
+  it('accepts a config exactly when every owner accepts each section, lists each refused one, no secret', async () => {
     const dir = tempDir();
     const env = { HOME: dir };
     await fc.assert(
