@@ -10,8 +10,10 @@ import { defineConfig } from 'vitest/config';
  */
 const E2E = [
   'test/commands/cli.test.ts',
+  'test/commands/config-check-cli.test.ts',
   'test/commands/json-stream.test.ts',
   'test/commands/output.test.ts',
+  'test/commands/session-cli.test.ts',
   'test/daemon/daemon.test.ts',
   'test/daemon/startup-model.test.ts',
   'test/daemon/status-daemon.test.ts',

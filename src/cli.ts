@@ -8,6 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { blockingStdout, escapeControl, layout, outputWidth, type Line } from './commands/format.js';
 import { ExitCode, GuardError } from './errors.js';
 import { guardVersion } from './version.js';
+import { addOneSessionCommands } from './commands/cli-one-session.js';
 
 // A reader that closed the pipe (`| head`) is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -93,12 +94,15 @@ Examples:
 
 /** One wording of the state folder's default (src/io/statedir.ts), for every command that has one. */
 const STATE_DIR_DEFAULT =
-  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root, else ' +
+  'default: $STATE_DIRECTORY, else /var/lib/picoclaw-guard for root or a user who can write it, else ' +
   '$XDG_STATE_HOME/picoclaw-guard, else ~/.local/state/picoclaw-guard';
 const homeOpt = () => new Option('--home <dir>', 'PicoClaw home (default: $PICOCLAW_HOME, else ~/.picoclaw)');
 const jsonOpt = () => new Option('--json', 'print one JSON object instead of the table');
 const wideOpt = () =>
   new Option('--wide', 'do not fit the text to the terminal (or to 80 columns): full keys, paths and every column');
+
+/** The commands that read the guard config: each checks every section of it first (src/commands/config-sections.ts). */
+const READS_GUARD_CONFIG = new Set(['prune', 'health', 'run', 'install-units', 'show', 'delete']);
 
 /** Lazily import a command module and run it; its return value is the exit code. */
 function lazy(name: string) {
@@ -108,8 +112,14 @@ function lazy(name: string) {
       run: (opts: Record<string, unknown>, args: unknown[]) => Promise<number> | number;
     };
     const positional = args.slice(0, -2);
+    const opts = cmd.optsWithGlobals();
+    // Every section of the guard config, not only the command's own: a typo in health.* fails prune too.
+    if (READS_GUARD_CONFIG.has(name))
+      await (
+        await import('./commands/config-sections.js')
+      ).assertSectionsValid(typeof opts.config === 'string' ? opts.config : undefined);
     if (name !== 'run') blockingStdout();
-    process.exitCode = await mod.run(cmd.optsWithGlobals(), positional);
+    process.exitCode = await mod.run(opts, positional);
   };
 }
 
@@ -119,6 +129,7 @@ program
   .addOption(homeOpt())
   .addOption(jsonOpt())
   .addOption(wideOpt())
+  .option('--state-dir <dir>', `where the pins and restore holds are read (${STATE_DIR_DEFAULT})`)
   .addHelpText('after', '\nExample:\n  picoclaw-guard sessions --home /srv/picoclaw --json | jq .totals')
   .action(lazy('sessions'));
 
@@ -218,6 +229,8 @@ program
   .addOption(jsonOpt())
   .addOption(wideOpt())
   .action(lazy('restore'));
+
+addOneSessionCommands(program, { lazy, homeOpt, jsonOpt, wideOpt, stateDirDefault: STATE_DIR_DEFAULT });
 
 program
   .command('health')

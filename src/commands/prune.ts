@@ -23,7 +23,7 @@ import {
   type Column,
 } from './format.js';
 
-const REASON_TEXT: Record<string, string> = {
+export const REASON_TEXT: Record<string, string> = {
   max_age_days: 'older than max_age_days',
   max_sessions: 'over max_sessions',
   max_db_size_mb: 'seahorse.db over max_db_size_mb',
@@ -33,6 +33,9 @@ const REASON_TEXT: Record<string, string> = {
   unreadable_meta: 'meta unreadable: kept',
   not_regular_file: '.jsonl is a symlink or folder: kept',
   restored_hold: 'restored: held (see below)',
+  pinned: 'pinned (never deleted; see below)',
+  requested: 'asked for (picoclaw-guard delete)',
+  not_selected: 'not the session asked for',
   changed_since_plan: 'changed since planning: kept',
   archive_failed: 'archive failed: kept',
   not_writable: 'not writable: kept',
@@ -60,6 +63,9 @@ const REASON_SHORT: Record<string, string> = {
   interrupted: 'pass stopped',
   // Longer than 20 columns, as the table has always shown it (it used to fall back to the full text).
   restored_hold: 'restored: held (see below)',
+  pinned: 'pinned',
+  requested: 'asked for',
+  not_selected: 'not asked for',
   ...EXTRA_REASON_SHORT,
 } satisfies Record<Reason, string>;
 

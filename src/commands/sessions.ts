@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, type Hold } from '../state/holds.js';
+import { homePins, pinDetail, type Pin } from '../state/pins.js';
 import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
 import { systemClock, type Clock } from '../io/clock.js';
 import { issueText } from '../picoclaw/issues.js';
@@ -18,6 +19,7 @@ import {
   LayoutWriter,
   layoutToString,
   outputWidth,
+  escapeControl,
   printJson,
   shortKey,
 } from './format.js';
@@ -55,7 +57,15 @@ export function byActivity(a: SessionRecord, b: SessionRecord): number {
   return collate(a.key ?? '', b.key ?? '') || collate(a.id, b.id);
 }
 
-function sessionJson(s: SessionRecord, now: Date, holds: Hold[]) {
+/** Pins by agent and key, for one look-up a session. */
+type PinIndex = Map<string, Pin>;
+const pinIndex = (pins: Pin[]): PinIndex => new Map(pins.map((p) => [`${p.agent}\0${p.key}`, p]));
+function pinOf(pins: PinIndex, s: SessionRecord): { pinned_at: string; note: string | null } | null {
+  const p = pins.size > 0 && s.key !== null ? pins.get(`${s.agent}\0${s.key}`) : undefined;
+  return p ? { pinned_at: p.pinned_at, note: p.note } : null;
+}
+
+function sessionJson(s: SessionRecord, now: Date, holds: Hold[], pins: PinIndex) {
   return {
     agent: s.agent,
     key: s.key,
@@ -77,6 +87,7 @@ function sessionJson(s: SessionRecord, now: Date, holds: Hold[]) {
     })),
     issues: s.issues,
     hold: holdOf(holds, s),
+    pin: pinOf(pins, s),
   };
 }
 
@@ -84,17 +95,26 @@ function* lazyMap<T, U>(xs: readonly T[], f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
 }
 
-export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = []) {
-  return inventoryDoc(inv, now, holds, (sorted) => sorted.map((s) => sessionJson(s, now, holds)));
+export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = [], pins: Pin[] = []) {
+  const ix = pinIndex(pins);
+  return inventoryDoc(inv, now, holds, pins, (sorted) => sorted.map((s) => sessionJson(s, now, holds, ix)));
 }
 
 /** The same document with its sessions made one at a time as they are written (printJson streams it). */
-export function inventoryJsonLazy(inv: Inventory, now: Date, holds: Hold[] = []) {
-  return inventoryDoc(inv, now, holds, (sorted) => new LazyList(lazyMap(sorted, (s) => sessionJson(s, now, holds))));
+export function inventoryJsonLazy(inv: Inventory, now: Date, holds: Hold[] = [], pins: Pin[] = []) {
+  const ix = pinIndex(pins);
+  return inventoryDoc(
+    inv,
+    now,
+    holds,
+    pins,
+    (sorted) => new LazyList(lazyMap(sorted, (s) => sessionJson(s, now, holds, ix))),
+  );
 }
 
-function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], list: (sorted: SessionRecord[]) => L) {
+function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], pins: Pin[], list: (sorted: SessionRecord[]) => L) {
   const sessions = [...inv.sessions].sort(byActivity);
+  const present = new Set(inv.sessions.map((s) => `${s.agent}\0${s.key}`));
   return {
     home: inv.home.home,
     now: now.toISOString(),
@@ -135,6 +155,14 @@ function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], list: (sorted
       per_agent: agentTotals(inv),
     },
     cron_jobs: cronJobsOf(inv.sessions),
+    /** This home's pins; `present` false: the session is gone (unpin KEY ends the pin). */
+    pins: pins.map((p) => ({
+      agent: p.agent,
+      key: p.key,
+      pinned_at: p.pinned_at,
+      note: p.note,
+      present: present.has(`${p.agent}\0${p.key}`),
+    })),
   };
 }
 
@@ -143,24 +171,27 @@ function holdOf(holds: Hold[], s: SessionRecord): { restored_at: string; until: 
   return h ? { restored_at: h.restored_at, until: h.until } : null;
 }
 
-/** Restore holds of this home, from the guard's state folder; a problem is a line of the output, never fatal. */
+/** Restore holds and pins of this home, from the guard's state folder; a problem is a line of the output. */
 function readHomeHolds(
   opts: Record<string, unknown>,
   home: string,
   nowMs: number,
-): { holds: Hold[]; problem: string | null } {
+): { holds: Hold[]; pins: Pin[]; problem: string | null } {
+  const stateDir = resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined);
+  const problems: string[] = [];
+  let holds: Hold[] = [];
+  let pins: Pin[] = [];
   try {
-    return {
-      holds: activeHolds(
-        resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
-        realpathSync(home),
-        nowMs,
-      ),
-      problem: null,
-    };
+    holds = activeHolds(stateDir, realpathSync(home), nowMs);
   } catch (err) {
-    return { holds: [], problem: errorMessage(err) };
+    problems.push(`restore holds not read: ${errorMessage(err)}`);
   }
+  try {
+    pins = homePins(stateDir, realpathSync(home));
+  } catch (err) {
+    problems.push(`pins not read: ${errorMessage(err)}`);
+  }
+  return { holds, pins, problem: problems.length > 0 ? problems.join('; ') : null };
 }
 
 /** `deps.clock`: the goldens (dev/goldens.ts) pass a frozen one; the CLI never does. */
@@ -173,13 +204,13 @@ export async function run(
   const now = (deps.clock ?? systemClock)();
   // The text table shows no aliases: they go once they have tied the seahorse rows to sessions.
   const inv = buildInventory(home, { withoutAliases: !opts.json });
-  const { holds, problem } = readHomeHolds(opts, home.home, now.getTime());
+  const { holds, pins, problem } = readHomeHolds(opts, home.home, now.getTime());
   if (opts.json) {
-    printJson(inventoryJsonLazy(inv, now, holds));
+    printJson(inventoryJsonLazy(inv, now, holds, pins));
     return 0;
   }
   const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));
-  writeSessions(w, inv, now, holds, problem);
+  writeSessions(w, inv, now, holds, problem, pins);
   w.flush();
   return 0;
 }
@@ -191,8 +222,9 @@ export function renderSessions(
   width: number,
   holds: Hold[] = [],
   problem: string | null = null,
+  pins: Pin[] = [],
 ): string {
-  return layoutToString((w) => writeSessions(w, inv, now, holds, problem), width);
+  return layoutToString((w) => writeSessions(w, inv, now, holds, problem, pins), width);
 }
 
 /** The text report, written as it is made: the session table's rows are made twice (widths, then lines), never held. */
@@ -202,6 +234,7 @@ export function writeSessions(
   now: Date,
   holds: Hold[] = [],
   problem: string | null = null,
+  pins: Pin[] = [],
 ): void {
   const home = inv.home;
   const width = out.width;
@@ -286,14 +319,27 @@ export function writeSessions(
     for (const e of inv.storeErrors) out.push(`  ${e.dir}: ${e.error}`);
   }
   const held = inv.sessions.filter((x) => holdOf(holds, x));
-  if (held.length > 0 || problem) {
+  if (held.length > 0) {
     out.push('');
     out.push('Held after a restore (every prune pass keeps them; restore --release KEY ends a hold):');
     for (const x of held)
       out.push(
         `  ${x.agent}  ${width === Infinity ? (x.key ?? '') : shortKey(x.key)}  keep: ${holdDetail(holdOf(holds, x)!)}`,
       );
-    if (problem) out.push(`  restore holds not read: ${problem}`);
+  }
+  if (pins.length > 0) {
+    const present = new Set(inv.sessions.map((s) => `${s.agent}\0${s.key}`));
+    out.push('');
+    out.push('Pinned (every prune pass keeps them with their alias groups; unpin KEY ends a pin):');
+    for (const p of pins)
+      out.push(
+        `  ${p.agent}  ${width === Infinity ? escapeControl(p.key) : shortKey(p.key)}  keep: ${escapeControl(pinDetail(p))}` +
+          (present.has(`${p.agent}\0${p.key}`) ? '' : ' (no such session now)'),
+      );
+  }
+  if (problem) {
+    out.push('');
+    out.push(`  ${problem}`);
   }
   const symlinks = inv.ignored.filter((i) => i.entry.why === 'symlink' || i.entry.why === 'directory');
   for (const i of symlinks) out.push(`  ${i.dir}/${i.entry.name}: ${i.entry.why}, ignored (never followed)`);

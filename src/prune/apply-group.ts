@@ -63,6 +63,11 @@ export function deleteByAgeAndCount(run: ApplyRun): void {
 
 /** Delete one group; returns false (and records why) if it was kept, whole or in part. */
 export function deleteGroup(run: ApplyRun, g: PlanGroup, reason: Reason): boolean {
+  const pinned = run.o.keepNow?.(g) ?? null;
+  if (pinned !== null) {
+    run.res.groups.set(g.id, { action: 'keep', reason: 'pinned', detail: pinned });
+    return false;
+  }
   const archived: { pending: Pending | null } = { pending: null };
   const ok = deleteGroupOnce(run, g, reason, archived);
   if (!ok) run.archiver?.kept(archived.pending);

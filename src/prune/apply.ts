@@ -214,6 +214,11 @@ export interface ApplyOptions {
   vacuumOwed?: OwedVacuum | null;
   /** The size guard's estimate from an earlier pass that could not shrink the file (from the guard's state). */
   sizeEstimate?: SizeEstimate | null;
+  /**
+   * Why a group must be kept although the plan deletes it, decided just before it goes (a pin made while the
+   * pass runs): the detail to report, or null to go on.
+   */
+  keepNow?: (g: PlanGroup) => string | null;
   /** Test hook: called after each seahorse write transaction commits or rolls back. */
   onTxn?: () => void;
   /** Test hook: called between the steps of deleting one session. */

@@ -12,10 +12,12 @@ import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
+import { homePins, keptByPinSince, pinsPath, type Pin } from '../state/pins.js';
 import { appendHistory } from '../state/history.js';
 import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
+import { selectForDelete, type Selection } from './plan-select.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReportOf, type PruneReport } from './report.js';
 import { lockPathFor } from './pass-lock.js';
@@ -59,6 +61,8 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
+  /** `delete KEY`: the plan narrowed to this one alias group (src/prune/plan-select.ts). */
+  only?: Selection;
 }
 
 function skipped(
@@ -203,13 +207,20 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     // Sessions put back by restore are kept until their hold ends.
     // A holds file that cannot be read may hide a hold: when in doubt the data is kept, so an
     // apply deletes nothing until it can be read again (the dry-run warns).
+    // Pins likewise: a pins file that cannot be read may hide a pin.
     let holds: Hold[] = [];
+    let pins: Pin[] = [];
     let holdsProblem: string | null = null;
     if (o.stateDir) {
       try {
         holds = activeHolds(o.stateDir, realpathSync(home.home), now.getTime());
       } catch (err) {
         holdsProblem = `the restore holds in ${holdsPath(o.stateDir)} cannot be read (${errorMessage(err)})`;
+      }
+      try {
+        pins = homePins(o.stateDir, realpathSync(home.home));
+      } catch (err) {
+        holdsProblem ??= `the pins in ${pinsPath(o.stateDir)} cannot be read (${errorMessage(err)})`;
       }
     }
     if (holdsProblem && o.apply) {
@@ -219,7 +230,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         plan: null,
         result: null,
         skipped:
-          `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: ` +
+          `${holdsProblem}; nothing was deleted, since a restored or pinned session could be among the victims: ` +
           `fix or remove that file`,
         exitCode: ExitCode.SKIPPED,
         warnings,
@@ -265,6 +276,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       // Taken over by the planner, which lets them go once its own groups are made.
       aliasGroups: groupSessions(inv.sessions, agentIds),
       holds,
+      pins,
       bootstrap,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
@@ -278,6 +290,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     // Those aliases and the size walk's rows are dead: the plan starts clean.
     releaseGarbage();
     const plan: Plan = planPrune(planInput);
+    // Before anything else reads the plan: the one group asked for, or a refusal naming it.
+    if (o.only) selectForDelete(plan, o.only, home.home);
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
     warnings.push(...planWarnings(plan, { skipAgeCheck: o.skipAgeCheck, apply: o.apply, now }));
@@ -315,6 +329,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         nowMs: now.getTime(),
         shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
+        keepNow: o.stateDir ? keptByPinSince(o.stateDir, realpathSync(home.home), pins) : undefined,
       });
       // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
       releaseGarbage();

@@ -1,7 +1,7 @@
 import type { SessionRecord } from '../picoclaw/inventory.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
 import { cronJobId, groupCronJob } from './cron.js';
-import type { PlanGroup, PlanHold, Reason } from './plan.js';
+import type { PlanGroup, PlanHold, PlanPin, Reason } from './plan.js';
 import { smallest, type GroupMembers } from './plan-groups.js';
 
 /**
@@ -38,6 +38,7 @@ export class StoredGroup implements PlanGroup {
   // object literal it replaces (no own property holding undefined).
   declare detail?: string;
   declare hold?: PlanHold;
+  declare pin?: PlanPin;
   /** The one member whose key is the group's, or the several members with their key and last activity. */
   private readonly m: SessionRecord | Several;
   /** The conversations the group owns: none, its lone member's only one (read from it), one, or a list. */

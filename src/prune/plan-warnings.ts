@@ -25,5 +25,12 @@ export function planWarnings(plan: Plan, o: { skipAgeCheck?: string | false; app
           `or remove them by hand (picoclaw-guard sessions lists them)`),
     );
   }
+  if (plan.pinned.displaced > 0) {
+    warnings.push(
+      `${plan.pinned.groups} pinned session(s) count toward max_sessions=${values.max_sessions} and are never ` +
+        `deleted: they push out ${plan.pinned.displaced} other session(s) that would otherwise be kept ` +
+        `(picoclaw-guard sessions lists the pins; unpin KEY ends one)`,
+    );
+  }
   return warnings;
 }

@@ -1,5 +1,4 @@
 import { formatBytes } from '../io/bytes.js';
-import type { NumbersById } from '../io/id-numbers.js';
 import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
 import { compareGroups, groupSessions, type GroupMembers } from './plan-groups.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
@@ -8,97 +7,15 @@ import type { Policy } from './policy.js';
 import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
 import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, type CronPlan } from './cron.js';
 import { sharedClaims, StoredGroup } from './plan-group.js';
+import type { DbFacts, KeepReason, PlanGroup, PlanHold, PlanOrphan, PlanPin, Reason, SizePlan } from './plan-types.js';
+// The plan's records live in plan-types.ts; importers keep reading them from here.
+export type * from './plan-types.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
  * session. Pure: it touches neither the disk nor the clock, so the dry-run prints
  * exactly what --apply executes, and its invariants are property-tested.
  */
-
-export type DeleteReason =
-  'max_age_days' | 'max_sessions' | 'max_db_size_mb' | 'cron_keep_runs' | 'cron_max_age_days' | 'max_bootstrap_seconds';
-export type KeepReason =
-  | 'newest'
-  | 'undated'
-  | 'within_policy'
-  | 'unreadable_meta'
-  | 'not_regular_file'
-  /** Put back by `restore`: kept until its hold ends. */
-  | 'restored_hold'
-  /** Decided at apply time: */
-  | 'changed_since_plan'
-  | 'archive_failed'
-  | 'not_writable'
-  | 'delete_failed'
-  | 'size_limit_reached'
-  | 'interrupted';
-export type Reason = DeleteReason | KeepReason;
-
-export interface PlanGroup {
-  /** Index in `groups` (oldest first). */
-  id: number;
-  members: SessionRecord[];
-  /** The group's key for ordering and display: the smallest member key. */
-  key: string;
-  lastActivityMs: number | null;
-  action: 'keep' | 'delete';
-  reason: Reason;
-  /** Eligible for the size guard (dated, unprotected, safe, has seahorse rows). */
-  sizeEligible: boolean;
-  /** Conversations whose every claimant is in this group: deleted with it. */
-  ownConversations: ConversationStat[];
-  /** Estimated bytes of seahorse.db this group accounts for (after VACUUM). */
-  estimatedDbBytes: number;
-  /** The cron job whose run this group is (src/prune/cron.ts), or null. */
-  cronJob: string | null;
-  /** Why the planner decided so, when the reason alone does not say (the bootstrap prediction). */
-  detail?: string;
-  /** The restore hold that keeps it, if any. */
-  hold?: PlanHold;
-}
-
-/** A session `restore` put back, kept until `until` (read from the guard's state by the caller). */
-export interface PlanHold {
-  agent: string;
-  key: string;
-  restored_at: string;
-  until: string;
-}
-
-export interface PlanOrphan {
-  conversation: OrphanConversation;
-  action: 'keep' | 'delete';
-  reason: Reason;
-  estimatedDbBytes: number;
-}
-
-export interface DbFacts {
-  present: boolean;
-  /** seahorse.db + -wal, as files on disk. */
-  fileBytes: number;
-  /** (page_count - freelist_count) × page_size: what VACUUM would leave, before deleting. */
-  usedBytes: number;
-  /** Content bytes per conversation id (messages, parts, summaries): the basis of each share. */
-  contentBytes: NumbersById | null;
-  /**
-   * While the gateway runs and a VACUUM is owed (the guard's state): the estimated size after it.
-   * The file has not shrunk yet, so this, not the used pages, is what the size check measures.
-   */
-  owedEstimateBytes?: number | null;
-}
-
-export interface SizePlan {
-  checked: boolean;
-  limitBytes: number;
-  fileBytes: number;
-  /** Estimated size after the age/count deletions and a VACUUM. */
-  projectedBytesBeforeSize: number;
-  /** Estimated size after everything the plan deletes and a VACUUM. */
-  projectedBytesAfter: number;
-  method: string;
-  /** Why the size check could not get under the limit, if it cannot. */
-  shortfall: string | null;
-}
 
 export interface Plan {
   now: number;
@@ -115,6 +32,8 @@ export interface Plan {
   size: SizePlan;
   /** Undated groups (no usable timestamp: never deleted, yet counted) and the dated ones they push out. */
   undated: { groups: number; displaced: number };
+  /** Pinned groups (never deleted, yet counted) and the unpinned ones they push out under max_sessions. */
+  pinned: { groups: number; displaced: number };
   cron: CronPlan;
   /** The max_bootstrap_seconds step; null when the key is off. */
   bootstrap: BootstrapPlan | null;
@@ -131,6 +50,8 @@ export interface PlanInput {
   skipAgeCheck?: boolean;
   /** Active restore holds of this home. */
   holds?: PlanHold[];
+  /** The pins of this home. */
+  pins?: PlanPin[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
   bootstrap?: BootstrapInput | null;
   /**
@@ -221,13 +142,20 @@ export function planPrune(input: PlanInput): Plan {
   /** By group id: 1 when no rule protects the group (a typed array: one byte a group, not a pointer). */
   const deletable = new Uint8Array(groups.length);
   const holds = new Map((input.holds ?? []).map((h) => [`${h.agent}\0${h.key}`, h]));
+  const pins = new Map((input.pins ?? []).map((p) => [`${p.agent}\0${p.key}`, p]));
   for (const g of groups) {
     let unsafe: KeepReason | null = null;
     for (const m of g.members) if ((unsafe = unsafeReason(m)) !== null) break;
     let hold: PlanHold | undefined;
     if (holds.size > 0) for (const m of g.members) if ((hold = holds.get(`${m.agent}\0${m.key}`)) !== undefined) break;
+    let pin: PlanPin | undefined;
+    if (pins.size > 0) for (const m of g.members) if ((pin = pins.get(`${m.agent}\0${m.key}`)) !== undefined) break;
     if (unsafe) g.reason = unsafe;
-    else if (hold) {
+    else if (pin) {
+      // Kept as the newest and undated are: not deletable by any rule below, yet counted.
+      g.reason = 'pinned';
+      g.pin = pin;
+    } else if (hold) {
       g.reason = 'restored_hold';
       g.hold = hold;
     } else if (g.lastActivityMs === null) g.reason = 'undated';
@@ -268,7 +196,9 @@ export function planPrune(input: PlanInput): Plan {
   // another session.
   const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
   const undatedGroups = count(groups, (g) => g.reason === 'undated');
+  const pinnedGroups = count(groups, (g) => g.reason === 'pinned');
   let displacedByUndated = 0;
+  let displacedByPinned = 0;
   if (policy.max_sessions > 0) {
     const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
     let remaining = count(groups, counted);
@@ -276,6 +206,8 @@ export function planPrune(input: PlanInput): Plan {
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
     displacedByUndated = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
+    // Pinned ones too: the operator chose them, and the report says what that choice costs.
+    displacedByPinned = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'pinned' && counted(g)));
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
@@ -364,7 +296,7 @@ export function planPrune(input: PlanInput): Plan {
       }
       if (projected > limit)
         size.shortfall =
-          `the limit cannot be met: only protected sessions (newest, undated or unreadable) ` +
+          `the limit cannot be met: only protected sessions (newest, undated, pinned or unreadable) ` +
           `hold the remaining rows: ${sizeHolders({ groups }, null)}`;
     }
     size.projectedBytesAfter = projected;
@@ -384,6 +316,7 @@ export function planPrune(input: PlanInput): Plan {
     shared: [...shared.values()],
     size,
     undated: { groups: undatedGroups, displaced: displacedByUndated },
+    pinned: { groups: pinnedGroups, displaced: displacedByPinned },
     cron,
     bootstrap,
   };

@@ -1,6 +1,7 @@
 import { LazyList } from '../io/lazy-list.js';
 import { issueText, issueTodo } from '../picoclaw/issues.js';
 import { holdDetail } from '../state/holds.js';
+import { pinDetail } from '../state/pins.js';
 import type { ApplyResult, Outcome } from './apply.js';
 import { cronJobId } from './cron.js';
 import type { DbFacts, Plan, PlanGroup } from './plan.js';
@@ -48,9 +49,13 @@ export function sessionEntry(
         ? outcome.detail
         : outcome.reason === 'restored_hold' && g.hold
           ? holdDetail(g.hold)
-          : ((outcome.reason === g.reason ? g.detail : undefined) ??
-            unsafeDetail(m, outcome.reason) ??
-            (outcome.action === 'keep' ? groupDetail(g, m, c.nowMs) : null)),
+          : outcome.reason === 'pinned' && g.pin
+            ? m.key === g.pin.key && m.agent === g.pin.agent
+              ? `kept ${pinDetail(g.pin)}`
+              : `kept with its alias group: ${g.pin.key} is ${pinDetail(g.pin)}`
+            : ((outcome.reason === g.reason ? g.detail : undefined) ??
+              unsafeDetail(m, outcome.reason) ??
+              (outcome.action === 'keep' ? groupDetail(g, m, c.nowMs) : null)),
     bytes: m.jsonlBytes + m.metaBytes,
     seahorse_messages: m.conversations.reduce((n, x) => n + x.messages, 0),
     estimated_db_bytes: c.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,

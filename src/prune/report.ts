@@ -46,6 +46,8 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
    * push out.
    */
   undated: { sessions: number; displaced: number } | null;
+  /** Pinned sessions' groups: never deleted, yet counted toward max_sessions; `displaced`: others they push out. */
+  pinned: { groups: number; displaced: number } | null;
   sessions: S;
   orphans: {
     key: string;
@@ -261,6 +263,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
     policy,
     age_check: r.plan?.ageCheck ?? null,
     undated: r.plan ? { sessions: r.plan.undated.groups, displaced: r.plan.undated.displaced } : null,
+    pinned: r.plan ? { groups: r.plan.pinned.groups, displaced: r.plan.pinned.displaced } : null,
     sessions,
     orphans,
     shared_conversations: shared,
