@@ -1,0 +1,62 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { tryLock } from '../io/lock.js';
+import { cutLog, resumeCut, type CutContext, type CutOutcome, type Resumed } from './cut.js';
+import { readJournal } from './journal.js';
+
+export { cutLog, resumeCut, type CutAction, type CutContext, type CutOutcome, type CutStep, type Resumed } from './cut.js';
+export { CollapseError, fallocateCollapse, probeCollapse, type Collapser } from './collapse.js';
+export { DEFAULT_LOGS, MIB, parseLogsConfig, type LogsConfig } from './config.js';
+export { JOURNAL_NAME, readJournal } from './journal.js';
+
+/** The two logs PicoClaw's gateway writes (pkg/gateway/gateway.go: logPath, logFile, panicFile). */
+export function gatewayLogs(logPath: string): string[] {
+  return [logPath, join(dirname(logPath), 'gateway_panic.log')];
+}
+
+export interface LogsReport {
+  version: 1;
+  dry_run: boolean;
+  limit_bytes: number;
+  keep_parts: number;
+  /** Another run holds the logs lock: nothing was looked at. */
+  locked: boolean;
+  /** The cut a killed run left, finished or undone first (in a dry-run: only named, as `pending`). */
+  resumed: Resumed | null;
+  pending: { file: string; step: string } | null;
+  files: CutOutcome[];
+}
+
+/**
+ * One run over `files`: take the logs lock (<state>/logs.lock, released by the kernel if
+ * killed), finish or undo the journal of a killed run, then cut each file that is over the
+ * limit and prune its parts. A dry-run takes no lock and writes nothing.
+ */
+export async function boundLogs(files: string[], ctx: CutContext): Promise<LogsReport> {
+  const report: LogsReport = {
+    version: 1,
+    dry_run: ctx.dryRun === true,
+    limit_bytes: ctx.limitBytes,
+    keep_parts: ctx.keepParts,
+    locked: false,
+    resumed: null,
+    pending: null,
+    files: [],
+  };
+  if (ctx.dryRun) {
+    const j = readJournal(ctx.stateDir);
+    if (j) report.pending = { file: j.file, step: j.step };
+    for (const f of files) report.files.push(await cutLog(f, ctx));
+    return report;
+  }
+  mkdirSync(ctx.stateDir, { recursive: true });
+  const lock = tryLock(join(ctx.stateDir, 'logs.lock'), `logs pid ${process.pid}`);
+  if (!lock.ok) return { ...report, locked: true };
+  try {
+    report.resumed = await resumeCut(ctx);
+    for (const f of files) report.files.push(await cutLog(f, ctx));
+  } finally {
+    lock.lock.release();
+  }
+  return report;
+}
