@@ -99,6 +99,11 @@ export function collapseByType(dir: string): Support {
   }
 }
 
+/** What the probe found in this folder earlier in this process, if it ran. */
+export function probedBefore(dir: string): Support | undefined {
+  return probed.get(dir);
+}
+
 async function probeOnce(dir: string, collapse: Collapser): Promise<Support> {
   const byType = collapseByType(dir);
   if (!byType.ok) return byType;

@@ -21,7 +21,11 @@ export const DEFAULT_LOGS: Readonly<LogsConfig> = Object.freeze({ max_size_mb: 1
 const isWhole = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
 
 const LOGS_FIELDS: { [K in keyof LogsConfig]: Field<LogsConfig[K]> } = {
-  max_size_mb: field('a whole number of MiB from 0 (off) to 102400', ['number'], (v) => isWhole(v) && v >= 0 && v <= 102400),
+  max_size_mb: field(
+    'a whole number of MiB from 0 (off) to 102400',
+    ['number'],
+    (v) => isWhole(v) && v >= 0 && v <= 102400,
+  ),
   keep_parts: field('a whole number from 1 to 1000', ['number'], (v) => isWhole(v) && v >= 1 && v <= 1000),
 };
 

@@ -7,7 +7,15 @@ import { createGzip } from 'node:zlib';
 import { errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
 import { keptParts, partPath } from '../picoclaw/log-parts.js';
-import { CollapseError, collapseBlock, collapseByType, fallocateCollapse, probeCollapse, type Collapser } from './collapse.js';
+import {
+  CollapseError,
+  collapseBlock,
+  collapseByType,
+  probedBefore,
+  fallocateCollapse,
+  probeCollapse,
+  type Collapser,
+} from './collapse.js';
 import { clearJournal, readJournal, writeJournal, type CutJournal } from './journal.js';
 
 /**
@@ -253,7 +261,7 @@ export async function resumeCut(ctx: CutContext): Promise<Resumed | null> {
   }
 }
 
-/** Delete the oldest parts beyond `keep` (only names of the part shape); returns the deleted (or, dry, doomed) paths. */
+/** Delete the oldest parts beyond `keep` (only names of the part shape): the deleted (in a dry-run, doomed) paths. */
 async function pruneParts(file: string, keep: number, dry: boolean): Promise<{ removed: string[]; kept: number }> {
   const parts = keptParts(file);
   const doomed = parts.slice(0, Math.max(0, parts.length - keep)).map((p) => p.path);
@@ -299,7 +307,7 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
 
   // A dry-run writes nothing, not even the probe: the file system's type is all it goes by.
   const support = ctx.dryRun
-    ? collapseByType(dirname(file))
+    ? (probedBefore(dirname(file)) ?? collapseByType(dirname(file)))
     : await probeCollapse(dirname(file), ctx.collapse ?? fallocateCollapse);
   if (!support.ok) return done({ action: 'unsupported', reason: support.reason });
   const block = Math.max(support.block, collapseBlock(file));
@@ -311,20 +319,24 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
   try {
     fh = await open(file, ctx.dryRun ? 'r' : 'r+');
   } catch (err) {
-    return done({ action: 'skipped', reason: `cannot open it for writing: ${errnoCode(err) ?? errorMessage(err)}` });
+    return done({
+      action: 'skipped',
+      reason: `cannot open it for writing: ${errnoCode(err) ?? errorMessage(err)}`,
+    });
   }
   try {
     const fst = await fh.stat();
-    if (fst.ino !== st.ino || fst.dev !== st.dev) return done({ action: 'skipped', reason: 'replaced while looked at' });
+    if (fst.ino !== st.ino || fst.dev !== st.dev)
+      return await done({ action: 'skipped', reason: 'replaced while looked at' });
     const end = await lineEndFrom(fh, cut, fst.size);
     if (end === null)
-      return done({ action: 'skipped', reason: `no line ends within ${MAX_FRAGMENT} bytes after the cut point` });
+      return await done({ action: 'skipped', reason: `no line ends within ${MAX_FRAGMENT} bytes after the cut point` });
     const seq = (keptParts(file).at(-1)?.seq ?? 0) + 1;
     const part = partPath(file, seq);
     out.removed_bytes = cut;
     out.part_bytes = end;
     out.part = part;
-    if (ctx.dryRun) return done({ action: 'would_cut' });
+    if (ctx.dryRun) return await done({ action: 'would_cut' });
     const fragment = (await readAt(fh, cut, end - 1 - cut)).toString('base64');
     const j: CutJournal = { version: 1, file, dev: st.dev, ino: st.ino, cut, end, seq, part, fragment, step: 'start' };
     writeJournal(ctx.stateDir, j);
@@ -339,7 +351,7 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
       out.part_bytes = 0;
       out.part = null;
     }
-    return done(r);
+    return await done(r);
   } finally {
     await fh.close();
   }

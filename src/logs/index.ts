@@ -1,10 +1,20 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { tryLock } from '../io/lock.js';
+import { probedBefore } from './collapse.js';
 import { cutLog, resumeCut, type CutContext, type CutOutcome, type Resumed } from './cut.js';
-import { readJournal } from './journal.js';
+import { journalPath, readJournal } from './journal.js';
+import { keptParts } from '../picoclaw/log-parts.js';
 
-export { cutLog, resumeCut, type CutAction, type CutContext, type CutOutcome, type CutStep, type Resumed } from './cut.js';
+export {
+  cutLog,
+  resumeCut,
+  type CutAction,
+  type CutContext,
+  type CutOutcome,
+  type CutStep,
+  type Resumed,
+} from './cut.js';
 export { CollapseError, fallocateCollapse, probeCollapse, type Collapser } from './collapse.js';
 export { DEFAULT_LOGS, MIB, parseLogsConfig, type LogsConfig } from './config.js';
 export { JOURNAL_NAME, readJournal } from './journal.js';
@@ -28,6 +38,25 @@ export interface LogsReport {
 }
 
 /**
+ * Whether a run has anything to do: a journal to finish, a file over the limit, more parts
+ * than kept. Looked at without the lock, which is not taken otherwise: the daemon asks every
+ * refresh, and an idle board must not write (taking the lock writes its holder note).
+ */
+function needsWork(files: string[], ctx: CutContext): boolean {
+  if (existsSync(journalPath(ctx.stateDir))) return true;
+  for (const f of files) {
+    if (keptParts(f).length > ctx.keepParts) return true;
+    if (ctx.limitBytes <= 0 || (ctx.collapse === undefined && probedBefore(dirname(f))?.ok === false)) continue;
+    try {
+      if (statSync(f).size > ctx.limitBytes) return true;
+    } catch {
+      /* absent: nothing to cut */
+    }
+  }
+  return false;
+}
+
+/**
  * One run over `files`: take the logs lock (<state>/logs.lock, released by the kernel if
  * killed), finish or undo the journal of a killed run, then cut each file that is over the
  * limit and prune its parts. A dry-run takes no lock and writes nothing.
@@ -47,6 +76,10 @@ export async function boundLogs(files: string[], ctx: CutContext): Promise<LogsR
     const j = readJournal(ctx.stateDir);
     if (j) report.pending = { file: j.file, step: j.step };
     for (const f of files) report.files.push(await cutLog(f, ctx));
+    return report;
+  }
+  if (!needsWork(files, ctx)) {
+    for (const f of files) report.files.push(await cutLog(f, { ...ctx, dryRun: true }));
     return report;
   }
   mkdirSync(ctx.stateDir, { recursive: true });

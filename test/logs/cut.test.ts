@@ -67,7 +67,8 @@ const canCollapse = (() => {
 
 describe('cutting a log that a writer appends to', () => {
   it('keeps every line exactly once, in order, whatever the sizes, line lengths and kill point', async (ctx) => {
-    if (!(await canCollapse())) return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
+    if (!(await canCollapse()))
+      return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
     await fc.assert(
       fc.asyncProperty(
         fc.record({
@@ -121,7 +122,8 @@ describe('cutting a log that a writer appends to', () => {
   });
 
   it('loses nothing while another process appends as fast as it can (O_APPEND, and O_APPEND|O_SYNC)', async (ctx) => {
-    if (!(await canCollapse())) return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
+    if (!(await canCollapse()))
+      return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
     for (const sync of [false, true]) {
       const { file, stateDir } = setup();
       mkdirSync(join(file, '..'), { recursive: true });
@@ -141,8 +143,9 @@ describe('cutting a log that a writer appends to', () => {
     }
   });
 
-  it('undoes the cut when the collapse fails, and finishes it when the collapse happened but the tool failed', async (ctx) => {
-    if (!(await canCollapse())) return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
+  it('undoes the cut when the collapse fails, and finishes it when it happened but the tool failed', async (ctx) => {
+    if (!(await canCollapse()))
+      return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.integer({ min: 50, max: 2000 }), async (happened, lineLen) => {
         const { file, stateDir } = setup();
@@ -207,13 +210,20 @@ describe('where a range cannot be collapsed', () => {
 
 describe('parts and dry-runs', () => {
   it('keeps at most keep_parts parts, deleting the oldest, and touches no other file', async (ctx) => {
-    if (!(await canCollapse())) return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
+    if (!(await canCollapse()))
+      return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 7 }), async (keep, cuts) => {
         const { file, stateDir } = setup();
         const w = new AppendWriter(file);
         const dir = join(file, '..');
-        const others = ['gateway.log.old', 'gateway.log.1.gz.bak', 'other.log.1.gz', 'gateway.log.0.gz', 'launcher.log'];
+        const others = [
+          'gateway.log.old',
+          'gateway.log.1.gz.bak',
+          'other.log.1.gz',
+          'gateway.log.0.gz',
+          'launcher.log',
+        ];
         for (const o of others) writeFileSync(join(dir, o), 'keep me\n');
         const seqs: number[] = [];
         for (let i = 0; i < cuts; i++) {

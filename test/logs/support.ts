@@ -93,9 +93,9 @@ export function childWriter(
     burst();`;
   const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const ready = new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       if (d.toString().includes('ready')) resolve();
     });
     child.on('exit', (c) => reject(new Error(`writer exited early (${c})`)));
@@ -103,7 +103,7 @@ export function childWriter(
   const stop = () =>
     new Promise<number>((resolve, reject) => {
       child.on('exit', (c) => (c === 0 ? resolve(Number(out.trim())) : reject(new Error(`writer exited ${c}`))));
-      child.stdin!.end();
+      child.stdin.end();
     });
   return { child, ready, stop };
 }
