@@ -295,8 +295,9 @@ The daemon (run) does this at each refresh; this command is for boards without i
 A cut needs a file system that can collapse a range (ext4, xfs, f2fs); elsewhere nothing
 is changed and the reason is printed. Parts: gateway.log.<n>.gz, the highest is the newest;
 startup reads them before the log. Reference: docs/logs.md.
-Exit codes: 0 done or nothing to do, 2 bad option or config, 4 another cut is running,
-6 a log over its limit could not be cut (nothing of it changed).
+Exit codes: 0 done or nothing to do, 2 bad option or config, 3 the journal of a cut
+cannot be used, 4 another cut is running, 6 a log over its limit could not be cut
+(nothing of it changed).
 
 Examples:
   picoclaw-guard logs --dry-run

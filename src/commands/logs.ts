@@ -10,7 +10,8 @@ import { escapeControl, formatBytes, printJson } from './format.js';
  * grown past logs.max_size_mb, keeping what is cut in compressed parts (docs/logs.md). The
  * daemon does the same at each refresh; this is for boards without it, and to look.
  * Exit 0 done (or nothing to do), 4 another cut holds the lock, 6 a log over its limit could
- * not be cut (nothing of it changed: the reason is printed), 2 bad option or config.
+ * not be cut (nothing of it changed: the reason is printed), 2 bad option or config, 3 the
+ * journal of a cut in progress cannot be used (src/logs/journal.ts).
  */
 function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;

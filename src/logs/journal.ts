@@ -1,6 +1,6 @@
 import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoCode } from '../errors.js';
+import { errnoCode, errorMessage, ExitCode, GuardError } from '../errors.js';
 import { writeFileAtomic } from '../io/atomic.js';
 import { readSmallText, SmallFileError } from '../io/smallfile.js';
 
@@ -45,14 +45,20 @@ export function journalPath(stateDir: string): string {
 
 /** The journal, null when there is none; a journal that does not parse is reported, never guessed at. */
 export function readJournal(stateDir: string): CutJournal | null {
+  const path = journalPath(stateDir);
   let text: string;
   try {
-    text = readSmallText(journalPath(stateDir), 'state');
+    text = readSmallText(path, 'state');
   } catch (err) {
     if (err instanceof SmallFileError && err.problem === 'absent') return null;
-    throw err;
+    throw badJournal(path, err instanceof SmallFileError ? err.message.slice(path.length + 1) : errorMessage(err));
   }
-  const j = JSON.parse(text) as Partial<CutJournal>;
+  let j: Partial<CutJournal>;
+  try {
+    j = JSON.parse(text) as Partial<CutJournal>;
+  } catch {
+    throw badJournal(path, 'it is not JSON');
+  }
   const num = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
   if (
     j.version !== 1 ||
@@ -63,8 +69,18 @@ export function readJournal(stateDir: string): CutJournal | null {
     ![j.dev, j.ino, j.cut, j.end, j.seq].every(num) ||
     j.end! < j.cut!
   )
-    throw new Error('not a log cut journal of this version');
+    throw badJournal(path, 'it is not a log cut journal of this version');
   return j as CutJournal;
+}
+
+function badJournal(path: string, why: string): GuardError {
+  return new GuardError(`the log cut journal ${path} cannot be used: ${why}`, {
+    exitCode: ExitCode.DATA,
+    path,
+    hint:
+      'delete it: a cut it described is then left as it is (its lines may be both in the newest part and in ' +
+      'the log, none is lost)',
+  });
 }
 
 export function writeJournal(stateDir: string, j: CutJournal): void {

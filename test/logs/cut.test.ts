@@ -11,6 +11,7 @@ import {
   type CutContext,
   type CutStep,
 } from '../../src/logs/index.js';
+import { ExitCode, GuardError } from '../../src/errors.js';
 import { keptParts } from '../../src/picoclaw/log-parts.js';
 import { skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
@@ -274,5 +275,26 @@ describe('parts and dry-runs', () => {
     }
     expect(readFileSync(file).equals(before)).toBe(true);
     w.close();
+  });
+});
+
+describe('the journal', () => {
+  it('one that cannot be used is an error naming it and what to do, and nothing is touched', async () => {
+    for (const text of ['{not json', '{"version":2}', JSON.stringify({ version: 1, file: 'x', step: 'padded' })]) {
+      const { file, stateDir } = setup();
+      const w = new AppendWriter(file);
+      while (statSync(file).size < 64 * 1024) w.write();
+      const before = readFileSync(file);
+      mkdirSync(stateDir, { recursive: true });
+      writeFileSync(join(stateDir, JOURNAL_NAME), text);
+      const err = await boundLogs([file], { stateDir, limitBytes: 16 * 1024, keepParts: 2 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GuardError);
+      expect((err as GuardError).exitCode).toBe(ExitCode.DATA);
+      expect((err as GuardError).message).toContain(join(stateDir, JOURNAL_NAME));
+      expect((err as GuardError).hint).toMatch(/delete it/);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(keptParts(file)).toEqual([]);
+      w.close();
+    }
   });
 });
