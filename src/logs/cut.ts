@@ -337,7 +337,8 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
     out.part_bytes = end;
     out.part = part;
     if (ctx.dryRun) return await done({ action: 'would_cut' });
-    const fragment = (await readAt(fh, cut, end - 1 - cut)).toString('base64');
+    // end === cut: the cut falls on a line end, nothing straddles it, nothing is padded.
+    const fragment = (await readAt(fh, cut, Math.max(0, end - 1 - cut))).toString('base64');
     const j: CutJournal = { version: 1, file, dev: st.dev, ino: st.ino, cut, end, seq, part, fragment, step: 'start' };
     writeJournal(ctx.stateDir, j);
     await ctx.step?.('journal', file);

@@ -60,12 +60,14 @@ export class AppendWriter {
 
 /**
  * A writer in another process, appending numbered lines as fast as it can (O_APPEND, and
- * O_SYNC like gateway_panic.log when asked) until its standard input closes; it then prints
- * how many lines it wrote. `ready` resolves once it has written `first` lines.
+ * O_SYNC like gateway_panic.log when asked; `paced`: 200 lines a millisecond at most) until
+ * its standard input closes; it then prints
+ * the number of its last line. Its lines are numbered from `after` + 1. `ready` resolves once
+ * it has written up to line `first`.
  */
 export function childWriter(
   path: string,
-  opts: { sync?: boolean; lineBytes?: number; first?: number } = {},
+  opts: { sync?: boolean; lineBytes?: number; first?: number; after?: number; paced?: boolean } = {},
 ): {
   child: ChildProcess;
   ready: Promise<void>;
@@ -76,7 +78,7 @@ export function childWriter(
     const c = fs.constants;
     const fd = fs.openSync(${JSON.stringify(path)}, c.O_WRONLY | c.O_CREAT | c.O_APPEND ${opts.sync ? '| c.O_SYNC' : ''}, 0o644);
     const pad = ${opts.lineBytes ?? 120};
-    let n = 0, stop = false, told = false;
+    let n = ${opts.after ?? 0}, stop = false, told = false;
     process.stdin.on('data', () => {});
     process.stdin.on('end', () => { stop = true; });
     function line(n) {
@@ -88,7 +90,7 @@ export function childWriter(
       for (let i = 0; i < 200 && !stop; i++) fs.writeSync(fd, line(++n));
       if (!told && n >= ${opts.first ?? 1000}) { told = true; process.stderr.write('ready\\n'); }
       if (stop) { fs.closeSync(fd); process.stdout.write(String(n) + '\\n'); return; }
-      setImmediate(burst);
+      ${opts.paced ? 'setTimeout(burst, 1)' : 'setImmediate(burst)'};
     }
     burst();`;
   const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'pipe'] });
