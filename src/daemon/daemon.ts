@@ -21,9 +21,12 @@ import { StatusState } from './status.js';
  *   (routes.ts, server.ts), and optionally mirrors /metrics into a node_exporter textfile folder;
  * - on SIGTERM/SIGINT stops the pass between sessions, stops serving and resolves 0;
  *   on SIGHUP re-reads its configuration and reschedules;
- * - keeps gateway.log and gateway_panic.log under logs.max_size_mb (src/logs/, at each refresh).
+ * - keeps gateway.log and gateway_panic.log under logs.max_size_mb (src/logs/, every 5 minutes).
  * This file is the lifecycle: start, the background refresh, reload and stop.
  */
+/** The gateway logs are looked at (and cut when over logs.max_size_mb) at the first refresh, then this often. */
+const LOGS_CHECK_MS = 300_000;
+
 export interface DaemonOptions {
   flags: RunFlags;
   env?: NodeJS.ProcessEnv;
@@ -51,6 +54,8 @@ export class Daemon {
   private readonly stopSignal = new AbortController();
   /** The last error logged per background job: a failure that repeats every refresh is logged once. */
   private readonly lastProblem = new Map<string, string>();
+  /** When the gateway logs were last looked at (performance.now()); null: not yet. */
+  private logsCheckedAt: number | null = null;
 
   constructor(private readonly opts: DaemonOptions) {
     this.settings = resolveSettings(opts.flags, opts.env ?? process.env);
@@ -201,6 +206,10 @@ export class Daemon {
    * left). Costs two stat calls when there is nothing to do; writes nothing then.
    */
   private async cutLogs(): Promise<void> {
+    // A log at the gateway's pace takes days to fill 10 MiB: every few minutes is soon enough.
+    const now = performance.now();
+    if (this.logsCheckedAt !== null && now - this.logsCheckedAt < LOGS_CHECK_MS) return;
+    this.logsCheckedAt = now;
     const s = this.settings;
     const files = gatewayLogs(s.home.logPath);
     const r = await boundLogs(files, {
@@ -291,6 +300,7 @@ export class Daemon {
       return;
     }
     this.settings = { ...next, host: old.host, port: old.port };
+    this.logsCheckedAt = null; // a new logs section applies at this reload's refresh
     this.readings.reconfigure(this.settings);
     this.status.reconfigure(this.settings);
     this.scheduler.schedule('reload');

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { errnoCode } from '../errors.js';
 import { tryLock } from '../io/lock.js';
 import { probedBefore } from './collapse.js';
 import { cutLog, resumeCut, type CutContext, type CutOutcome, type Resumed } from './cut.js';
@@ -38,22 +39,47 @@ export interface LogsReport {
 }
 
 /**
- * Whether a run has anything to do: a journal to finish, a file over the limit, more parts
- * than kept. Looked at without the lock, which is not taken otherwise: the daemon asks every
- * refresh, and an idle board must not write (taking the lock writes its holder note).
+ * What a run would find without doing anything: the outcomes, or null when there is work (a
+ * journal to finish, a file over the limit, more parts than kept). Looked at without the lock,
+ * which is not taken otherwise: the daemon asks every few minutes, and an idle board must not
+ * write (taking the lock writes its holder note). One stat and one folder listing per file.
  */
-function needsWork(files: string[], ctx: CutContext): boolean {
-  if (existsSync(journalPath(ctx.stateDir))) return true;
-  for (const f of files) {
-    if (keptParts(f).length > ctx.keepParts) return true;
-    if (ctx.limitBytes <= 0 || (ctx.collapse === undefined && probedBefore(dirname(f))?.ok === false)) continue;
+function idleOutcomes(files: string[], ctx: CutContext): CutOutcome[] | null {
+  if (existsSync(journalPath(ctx.stateDir))) return null;
+  const out: CutOutcome[] = [];
+  for (const file of files) {
+    const kept = keptParts(file).length;
+    if (kept > ctx.keepParts) return null;
+    let size: number | null = null;
     try {
-      if (statSync(f).size > ctx.limitBytes) return true;
-    } catch {
-      /* absent: nothing to cut */
+      const st = statSync(file);
+      if (!st.isFile()) return null;
+      size = st.size;
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') return null;
     }
+    const o: CutOutcome = {
+      file,
+      action: size === null ? 'absent' : ctx.limitBytes <= 0 ? 'off' : 'under_limit',
+      size_bytes: size,
+      limit_bytes: ctx.limitBytes,
+      removed_bytes: 0,
+      part_bytes: 0,
+      part: null,
+      parts_removed: [],
+      parts_kept: kept,
+      reason: null,
+    };
+    if (o.action === 'under_limit' && size! > ctx.limitBytes) {
+      // Over the limit where the probe already said no (this process): nothing a run could do.
+      const probe = ctx.collapse === undefined ? probedBefore(dirname(file)) : undefined;
+      if (probe?.ok !== false) return null;
+      o.action = 'unsupported';
+      o.reason = probe.reason;
+    }
+    out.push(o);
   }
-  return false;
+  return out;
 }
 
 /**
@@ -78,10 +104,8 @@ export async function boundLogs(files: string[], ctx: CutContext): Promise<LogsR
     for (const f of files) report.files.push(await cutLog(f, ctx));
     return report;
   }
-  if (!needsWork(files, ctx)) {
-    for (const f of files) report.files.push(await cutLog(f, { ...ctx, dryRun: true }));
-    return report;
-  }
+  const idle = idleOutcomes(files, ctx);
+  if (idle) return { ...report, files: idle };
   mkdirSync(ctx.stateDir, { recursive: true });
   const lock = tryLock(join(ctx.stateDir, 'logs.lock'), `logs pid ${process.pid}`);
   if (!lock.ok) return { ...report, locked: true };

@@ -275,6 +275,8 @@ describe('parts and dry-runs', () => {
       expect(r.files[0]!.action).toBe(limitBytes === 0 ? 'off' : 'under_limit');
     }
     expect(readFileSync(file).equals(before)).toBe(true);
+    // Nothing to do writes nothing: no lock, no journal, not even the state folder (the daemon asks often).
+    expect(existsSync(stateDir)).toBe(false);
     w.close();
   });
 });
