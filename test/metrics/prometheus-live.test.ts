@@ -252,6 +252,12 @@ describe('a real Prometheus scrapes the guard', () => {
     }[];
     expect(textfileErrors.map((r) => r.value[1])).toEqual(['0']);
 
+    // The board variable's query (label_values(picoclaw_guard_build_info, instance)) lists both daemons.
+    const boards = (await api(
+      `/api/v1/label/instance/values?${new URLSearchParams({ 'match[]': 'picoclaw_guard_build_info{job="picoclaw-guard"}' })}`,
+    )) as string[];
+    expect(boards.sort()).toEqual([guard1, guard2].sort());
+
     // Every dashboard query returns a series (increase() needs two samples in its range: polled).
     const empty: string[] = [];
     for (const q of dashboardExprs()) {
