@@ -79,6 +79,8 @@ export interface CutOutcome {
 
 /** A line's tail this long or longer is not padded (the undo keeps it in the journal): the cut waits. */
 const MAX_FRAGMENT = 32 * 1024;
+/** Bytes at the head hashed at the start (before the cut point: the pad never touches them). */
+const HEAD = 64 * 1024;
 /** Bytes hashed to tell the file before the collapse from after it. */
 const WINDOW = 1024 * 1024;
 const SPACE = 0x20;
@@ -129,12 +131,15 @@ function tmpOf(part: string): string {
   return join(dirname(part), `.${basename(part)}.tmp`);
 }
 
-/** gzip [0, end) of `file` into `part`: temp file, fsync, rename, fsync the folder; owned like the log. */
-async function writePart(file: string, end: number, part: string, st: Stats): Promise<void> {
+/**
+ * gzip [0, end) of the open log into `part`: temp file, fsync, rename, fsync the folder; owned
+ * like the log. Read through the handle the cut holds, so it is the very file being cut.
+ */
+async function writePart(log: FileHandle, end: number, part: string, st: Stats): Promise<void> {
   const tmp = tmpOf(part);
   await unlinkIfThere(tmp);
   await pipeline(
-    createReadStream(file, { start: 0, end: end - 1 }),
+    createReadStream('', { fd: log, start: 0, end: end - 1, autoClose: false }),
     createGzip(),
     createWriteStream(tmp, { flags: 'wx', mode: st.mode & 0o666 }),
   );
@@ -243,13 +248,24 @@ export async function resumeCut(ctx: CutContext): Promise<Resumed | null> {
   const j = readJournal(ctx.stateDir);
   if (!j) return null;
   const st = await statOrNull(j.file);
-  const ours = st !== null && st.isFile() && st.dev === j.dev && st.ino === j.ino && st.size >= j.end - j.cut;
+  // Before the collapse the file holds at least [0, end); after it, at least what followed the cut.
+  const least = j.step === 'padded' ? j.end - j.cut : j.end;
+  let ours = st !== null && st.isFile() && st.dev === j.dev && st.ino === j.ino && st.size >= least;
+  if (ours && j.step === 'part') {
+    // Not yet collapsed: its head must be what the part begins with, or the pad would land on other lines.
+    const fh = await open(j.file, 'r');
+    try {
+      ours = sha(await readAt(fh, 0, Math.min(j.cut, HEAD))) === j.head;
+    } finally {
+      await fh.close();
+    }
+  }
   if (j.step === 'start' || !ours) {
     await unlinkIfThere(tmpOf(j.part));
     if (j.step === 'start' && ours) await unlinkIfThere(j.part);
     clearJournal(ctx.stateDir);
     const outcome = j.step === 'start' && ours ? 'undone' : 'abandoned';
-    return { file: j.file, step: j.step, outcome, reason: ours ? null : 'the log is gone or was replaced' };
+    return { file: j.file, step: j.step, outcome, reason: ours ? null : 'the log is gone, was replaced or rewritten' };
   }
   const fh = await open(j.file, 'r+');
   try {
@@ -329,7 +345,7 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
     if (fst.ino !== st.ino || fst.dev !== st.dev)
       return await done({ action: 'skipped', reason: 'replaced while looked at' });
     const end = await lineEndFrom(fh, cut, fst.size);
-    if (end === null)
+    if (end === null || end - 1 - cut > MAX_FRAGMENT)
       return await done({ action: 'skipped', reason: `no line ends within ${MAX_FRAGMENT} bytes after the cut point` });
     const seq = (keptParts(file).at(-1)?.seq ?? 0) + 1;
     const part = partPath(file, seq);
@@ -339,10 +355,23 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
     if (ctx.dryRun) return await done({ action: 'would_cut' });
     // end === cut: the cut falls on a line end, nothing straddles it, nothing is padded.
     const fragment = (await readAt(fh, cut, Math.max(0, end - 1 - cut))).toString('base64');
-    const j: CutJournal = { version: 1, file, dev: st.dev, ino: st.ino, cut, end, seq, part, fragment, step: 'start' };
+    const head = sha(await readAt(fh, 0, Math.min(cut, HEAD)));
+    const j: CutJournal = {
+      version: 1,
+      file,
+      dev: st.dev,
+      ino: st.ino,
+      cut,
+      end,
+      seq,
+      part,
+      fragment,
+      head,
+      step: 'start',
+    };
     writeJournal(ctx.stateDir, j);
     await ctx.step?.('journal', file);
-    await writePart(file, end, part, st);
+    await writePart(fh, end, part, st);
     await ctx.step?.('part', file);
     writeJournal(ctx.stateDir, { ...j, step: 'part' });
     await ctx.step?.('journal-part', file);

@@ -27,6 +27,8 @@ export interface CutJournal {
   part: string;
   /** The original bytes [cut, end - 1), base64: the pad overwrites them, an undo writes them back. */
   fragment: string;
+  /** sha256 of the file's first min(cut, 64 KiB) bytes: still the same file, not rewritten, before the collapse. */
+  head: string;
   /**
    * - start: the part may be half written; the log is untouched.
    * - part: the part is complete; the pad may be (partly) written.
@@ -65,6 +67,7 @@ export function readJournal(stateDir: string): CutJournal | null {
     typeof j.file !== 'string' ||
     typeof j.part !== 'string' ||
     typeof j.fragment !== 'string' ||
+    typeof j.head !== 'string' ||
     !['start', 'part', 'padded'].includes(j.step as string) ||
     ![j.dev, j.ino, j.cut, j.end, j.seq].every(num) ||
     j.end! < j.cut!

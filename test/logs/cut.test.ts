@@ -300,4 +300,32 @@ describe('the journal', () => {
       w.close();
     }
   });
+
+  it('a log rewritten in place after a kill is neither padded nor collapsed; the part stays', async (ctx) => {
+    if (!(await canCollapse()))
+      return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
+    for (const killAt of ['journal-part', 'journal-padded'] as const) {
+      const { file, stateDir } = setup();
+      const w = new AppendWriter(file);
+      while (statSync(file).size < 100 * 1024) w.write();
+      const c: CutContext = { stateDir, limitBytes: 32 * 1024, keepParts: 5 };
+      const killed = await boundLogs([file], {
+        ...c,
+        step: (st) => {
+          if (st === killAt) throw new Kill(st);
+        },
+      }).catch((e: unknown) => e);
+      expect(killed).toBeInstanceOf(Kill);
+      // Someone truncates and rewrites the log in place (an editor, a copy-and-truncate rotation).
+      // Longer than the cut's end, so only the head hash tells it from the log the journal describes.
+      const other = '{"level":"info","message":"someone else wrote this"}\n'.repeat(3000);
+      writeFileSync(file, other);
+      const r = await boundLogs([file], { ...c, limitBytes: 1024 * 1024 });
+      expect(r.resumed?.outcome).toMatch(/^(abandoned|skipped)$/);
+      expect(readFileSync(file, 'utf8')).toBe(other);
+      expect(keptParts(file)).toHaveLength(1);
+      expect(existsSync(join(stateDir, JOURNAL_NAME))).toBe(false);
+      w.close();
+    }
+  });
 });
