@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { closeSync, openSync, statSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { errnoCode, errorMessage } from '../errors.js';
 
 /**
  * Removing the head of a file in place: fallocate(2) with FALLOC_FL_COLLAPSE_RANGE, through
@@ -69,7 +70,8 @@ export function collapseBlock(path: string): number {
   return Math.max(4096, fsBlock, fileBlock);
 }
 
-export type Support = { ok: true; block: number } | { ok: false; reason: string };
+/** `transient`: the probe itself failed (no space, no permission): asked again next time, not remembered. */
+export type Support = { ok: true; block: number } | { ok: false; reason: string; transient?: true };
 
 const probed = new Map<string, Support>();
 
@@ -77,13 +79,13 @@ const probed = new Map<string, Support>();
  * Whether collapsing works in `dir` (the folder of the log): known file systems answer from
  * their type; any other by collapsing one block of a two-block scratch file of our own
  * (`.picoclaw-guard-collapse-probe.<pid>`, removed at once). Cached per folder for the life of
- * the process, but a failed probe is tried again at the next call with a new `collapse`.
+ * the process, except a probe that could not be written (it is tried again next time).
  */
 export async function probeCollapse(dir: string, collapse: Collapser = fallocateCollapse): Promise<Support> {
   const cached = probed.get(dir);
   if (cached && collapse === fallocateCollapse) return cached;
   const r = await probeOnce(dir, collapse);
-  if (collapse === fallocateCollapse) probed.set(dir, r);
+  if (collapse === fallocateCollapse && !(r.ok === false && r.transient)) probed.set(dir, r);
   return r;
 }
 
@@ -102,6 +104,10 @@ export function collapseByType(dir: string): Support {
 /** What the probe found in this folder earlier in this process, if it ran. */
 export function probedBefore(dir: string): Support | undefined {
   return probed.get(dir);
+}
+
+function transient(reason: string): Support {
+  return { ok: false, reason, transient: true };
 }
 
 async function probeOnce(dir: string, collapse: Collapser): Promise<Support> {
@@ -123,7 +129,10 @@ async function probeOnce(dir: string, collapse: Collapser): Promise<Support> {
     if (after !== block) return { ok: false, reason: `collapsing a scratch file left ${after} bytes, not ${block}` };
     return { ok: true, block };
   } catch (err) {
-    return { ok: false, reason: err instanceof CollapseError ? err.message : String((err as Error).message ?? err) };
+    if (err instanceof CollapseError)
+      return err.unsupported ? { ok: false, reason: err.message } : transient(err.message);
+    // Writing the scratch file failed (a full card: exactly when a cut is wanted): try again next time.
+    return transient(`cannot write the probe: ${errnoCode(err) ?? errorMessage(err)}`);
   } finally {
     try {
       unlinkSync(probe);

@@ -325,7 +325,7 @@ export async function cutLog(file: string, ctx: CutContext): Promise<CutOutcome>
   const support = ctx.dryRun
     ? (probedBefore(dirname(file)) ?? collapseByType(dirname(file)))
     : await probeCollapse(dirname(file), ctx.collapse ?? fallocateCollapse);
-  if (!support.ok) return done({ action: 'unsupported', reason: support.reason });
+  if (!support.ok) return done({ action: support.transient ? 'skipped' : 'unsupported', reason: support.reason });
   const block = Math.max(support.block, collapseBlock(file));
   const keep = Math.floor(ctx.limitBytes / 2);
   const cut = Math.floor((st.size - keep) / block) * block;
