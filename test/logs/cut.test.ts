@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -13,7 +14,7 @@ import {
 } from '../../src/logs/index.js';
 import { ExitCode, GuardError } from '../../src/errors.js';
 import { keptParts } from '../../src/picoclaw/log-parts.js';
-import { skipWithReason } from '../support/skip.js';
+import { requireRoot, skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 import { AppendWriter, childWriter, numbersOf } from './support.js';
 
@@ -327,5 +328,30 @@ describe('the journal', () => {
       expect(existsSync(join(stateDir, JOURNAL_NAME))).toBe(false);
       w.close();
     }
+  });
+
+  it('a probe that cannot be written (a full or locked folder) is asked again, not remembered', async (ctx) => {
+    if (!(await canCollapse()))
+      return skipWithReason(ctx, 'the temporary folder cannot collapse ranges (not ext4/xfs)');
+    requireRoot(ctx, 'make the logs folder immutable (chattr +i), so that even root cannot create the probe in it');
+    const { file, stateDir } = setup();
+    const w = new AppendWriter(file);
+    while (statSync(file).size < 64 * 1024) w.write();
+    const dir = join(file, '..');
+    const c = { stateDir, limitBytes: 16 * 1024, keepParts: 2 };
+    execFileSync('chattr', ['+i', dir]);
+    let r;
+    try {
+      r = await boundLogs([file], c);
+    } finally {
+      execFileSync('chattr', ['-i', dir]);
+    }
+    expect(r.files[0]!.action).toBe('skipped');
+    expect(r.files[0]!.reason).toMatch(/cannot write the probe: EPERM/);
+    // The same process, the folder writable again: the cut happens (the failure was not cached).
+    const again = await boundLogs([file], c);
+    expect(again.files[0]!.action).toBe('cut');
+    expect(numbersOf(file)).toEqual(range(w.n));
+    w.close();
   });
 });
