@@ -20,6 +20,8 @@ const E2E = [
   'test/daemon/stuck.test.ts',
   'test/health/cli.test.ts',
   'test/io/io.test.ts',
+  'test/logs/cli.test.ts',
+  'test/metrics/prometheus-live.test.ts',
   'test/picoclaw/inventory.test.ts',
   'test/prune/apply.test.ts',
   'test/prune/archive-rss.test.ts',

@@ -289,6 +289,40 @@ Examples:
   .action(lazy('startup'));
 
 program
+  .command('logs')
+  .description(
+    'keep gateway.log and gateway_panic.log under logs.max_size_mb: cut the oldest lines off in place ' +
+      '(no line lost) into compressed parts beside them',
+  )
+  .addOption(homeOpt())
+  .option('--config <file>', "the guard's config file (the logs section)")
+  .option(
+    '--max-size-mb <n>',
+    'cut a log larger than this many MiB (default: logs.max_size_mb, 10; 0: never)',
+    wholeNumber(0),
+  )
+  .option('--keep-parts <n>', 'compressed parts kept per log (default: logs.keep_parts, 5)', wholeNumber(1))
+  .option('--dry-run', 'say what would be cut and deleted; write nothing')
+  .option('--state-dir <dir>', `where the journal of a cut in progress is kept (${STATE_DIR_DEFAULT})`)
+  .addOption(jsonOpt())
+  .addHelpText(
+    'after',
+    `
+The daemon (run) does this at each refresh; this command is for boards without it.
+A cut needs a file system that can collapse a range (ext4, xfs, f2fs); elsewhere nothing
+is changed and the reason is printed. Parts: gateway.log.<n>.gz, the highest is the newest;
+startup reads them before the log. Reference: docs/logs.md.
+Exit codes: 0 done or nothing to do, 2 bad option or config, 3 the journal of a cut
+cannot be used, 4 another cut is running, 6 a log over its limit could not be cut
+(nothing of it changed).
+
+Examples:
+  picoclaw-guard logs --dry-run
+  picoclaw-guard logs --max-size-mb 5 --json`,
+  )
+  .action(lazy('logs'));
+
+program
   .command('run')
   .description(
     'the sidecar daemon: scheduled prune passes, a status page at /, and /health, /metrics, /startup, /prune over HTTP',

@@ -111,6 +111,11 @@ export const SECTION_CHECKS: SectionCheck[] = [
         'metrics',
       ),
   },
+  {
+    section: 'logs',
+    check: async (c) =>
+      rowsOf((await import('../logs/config.js')).parseLogsConfig(c.config.sections.logs, c.config.path), c, 'logs'),
+  },
 ];
 
 export interface SectionResult {

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { GuardError, errnoCode, errorMessage } from '../errors.js';
+import { boundLogs, gatewayLogs, MIB } from '../logs/index.js';
 import { TextfileWriter } from '../metrics/textfile.js';
 import { assertPicoClawHome } from '../picoclaw/home.js';
 import { guardVersion } from '../version.js';
@@ -19,9 +20,13 @@ import { StatusState } from './status.js';
  * - serves the status page (/) and /health, /metrics, /startup and /prune from that cache
  *   (routes.ts, server.ts), and optionally mirrors /metrics into a node_exporter textfile folder;
  * - on SIGTERM/SIGINT stops the pass between sessions, stops serving and resolves 0;
- *   on SIGHUP re-reads its configuration and reschedules.
+ *   on SIGHUP re-reads its configuration and reschedules;
+ * - keeps gateway.log and gateway_panic.log under logs.max_size_mb (src/logs/, every 5 minutes).
  * This file is the lifecycle: start, the background refresh, reload and stop.
  */
+/** The gateway logs are looked at (and cut when over logs.max_size_mb) at the first refresh, then this often. */
+const LOGS_CHECK_MS = 300_000;
+
 export interface DaemonOptions {
   flags: RunFlags;
   env?: NodeJS.ProcessEnv;
@@ -49,6 +54,8 @@ export class Daemon {
   private readonly stopSignal = new AbortController();
   /** The last error logged per background job: a failure that repeats every refresh is logged once. */
   private readonly lastProblem = new Map<string, string>();
+  /** When the gateway logs were last looked at (performance.now()); null: not yet. */
+  private logsCheckedAt: number | null = null;
 
   constructor(private readonly opts: DaemonOptions) {
     this.settings = resolveSettings(opts.flags, opts.env ?? process.env);
@@ -160,6 +167,12 @@ export class Daemon {
     this.refreshing ??= (async () => {
       try {
         try {
+          await this.cutLogs();
+          this.problem('logs', null, {}, '');
+        } catch (err) {
+          this.problem('logs', errorMessage(err), {}, 'bounding the gateway logs failed');
+        }
+        try {
           await this.readings.refreshStartup();
           this.problem('startup', null, {}, '');
         } catch (err) {
@@ -186,6 +199,39 @@ export class Daemon {
       }
     })();
     return this.refreshing;
+  }
+
+  /**
+   * Cut gateway.log / gateway_panic.log when over logs.max_size_mb (and finish a cut a kill
+   * left). Costs two stat calls when there is nothing to do; writes nothing then.
+   */
+  private async cutLogs(): Promise<void> {
+    // A log at the gateway's pace takes days to fill 10 MiB: every few minutes is soon enough.
+    const now = performance.now();
+    if (this.logsCheckedAt !== null && now - this.logsCheckedAt < LOGS_CHECK_MS) return;
+    this.logsCheckedAt = now;
+    const s = this.settings;
+    const files = gatewayLogs(s.home.logPath);
+    const r = await boundLogs(files, {
+      stateDir: s.stateDir,
+      limitBytes: s.logs.max_size_mb * MIB,
+      keepParts: s.logs.keep_parts,
+    });
+    if (r.resumed) this.log.info({ ...r.resumed }, 'gateway log cut left by a killed run: resumed');
+    for (const f of r.files) {
+      if (f.action === 'cut')
+        this.log.info(
+          { file: f.file, removed_bytes: f.removed_bytes, part: f.part, parts_removed: f.parts_removed },
+          'gateway log cut',
+        );
+      const stuck = f.action === 'unsupported' || f.action === 'skipped' ? f.reason : null;
+      this.problem(
+        `logs ${f.file}`,
+        stuck,
+        { file: f.file, size_bytes: f.size_bytes },
+        'gateway log over its limit: not cut',
+      );
+    }
   }
 
   /** Rebuild the bodies requests are answered with, the status page and the textfile. */
@@ -254,6 +300,7 @@ export class Daemon {
       return;
     }
     this.settings = { ...next, host: old.host, port: old.port };
+    this.logsCheckedAt = null; // a new logs section applies at this reload's refresh
     this.readings.reconfigure(this.settings);
     this.status.reconfigure(this.settings);
     this.scheduler.schedule('reload');

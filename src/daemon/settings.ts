@@ -6,6 +6,7 @@ import { parseHealthConfig, type HealthThresholds } from '../health/config.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { isLoopback } from './server.js';
 import { scheduleOf, type PassSchedule } from './schedule.js';
+import { parseLogsConfig, type LogsConfig } from '../logs/config.js';
 import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy, type Policy, type ResolvedPolicy } from '../prune/policy.js';
 
@@ -120,6 +121,8 @@ export interface DaemonSettings {
   token: string | null;
   tokenSource: 'env' | 'config' | null;
   metrics: MetricsConfig;
+  /** The `logs` section: when the daemon cuts gateway.log and gateway_panic.log (src/logs/). */
+  logs: LogsConfig;
   thresholds: HealthThresholds;
   policy: Policy;
   /** The same values with where each came from (the status page shows them). */
@@ -141,6 +144,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
   const cfg = loadGuardConfig(flags.config, env);
   const server = parseServerConfig(cfg.sections.server, cfg.path);
   const metrics = parseMetricsConfig(cfg.sections.metrics, cfg.path);
+  const logs = parseLogsConfig(cfg.sections.logs, cfg.path);
   const thresholds = parseHealthConfig(cfg.sections.health, cfg.path, cfg.sections.prune);
 
   const home = discoverHome({ home: flags.home, env });
@@ -214,6 +218,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
     token,
     tokenSource,
     metrics: { ...metrics, textfile_dir: flags.textfileDir ?? metrics.textfile_dir },
+    logs,
     thresholds,
     policy,
     policySources,

@@ -176,6 +176,15 @@ export function scanLine(str: string, s: number, e: number, out: LineScan): void
     return;
   }
   let c = str.charCodeAt(s);
+  if (c === 32) {
+    // A line of spaces is what the guard's cut leaves of the line it straddled (src/logs/cut.ts): blank.
+    let k = s + 1;
+    while (k < e && str.charCodeAt(k) === 32) k++;
+    if (k === e) {
+      out.format = LineFormat.EMPTY;
+      return;
+    }
+  }
   if (c === 0) {
     // copy-and-truncate against a writer without O_APPEND leaves a run of NULs.
     while (s < e && str.charCodeAt(s) === 0) s++;

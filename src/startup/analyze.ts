@@ -112,6 +112,7 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
       bytes_read: rs.bytesRead,
       truncated_while_reading: rs.truncated,
       replaced_while_reading: rs.replaced,
+      ...(rs.parts.length > 0 ? { parts: rs.parts } : {}),
     },
     lines,
     levels,

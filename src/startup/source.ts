@@ -1,5 +1,8 @@
-import { constants } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { createGunzip } from 'node:zlib';
+import { errnoCode } from '../errors.js';
+import { keptParts } from '../picoclaw/log-parts.js';
 import type { LogSource } from './types.js';
 
 /**
@@ -7,6 +10,10 @@ import type { LogSource } from './types.js';
  * rotation under the reader is seen), a descriptor read in order (standard input), or a
  * stream of chunks. Each yields chunks into reused buffers: a chunk is valid only until the
  * next one is asked for.
+ *
+ * A file is read after its kept parts (`gateway.log.<n>.gz`, written when the guard cuts the
+ * log: src/logs/cut.ts), oldest first, so a restart whose lines were cut off the file is still
+ * in the report. Each part ends at a line end.
  */
 
 /** Reads between two size checks of the file being read (copy-and-truncate detection). */
@@ -15,22 +22,52 @@ const STAT_EVERY = 8;
 /** What the reader saw of its source: bytes read, and a truncation or rewrite under it. */
 export interface ReadState {
   bytesRead: number;
+  /** The kept parts read before the file (bytes once uncompressed), and why one could not be read to its end. */
+  parts: { path: string; bytes: number; error: string | null }[];
   truncated: { at_byte: number; size_after: number } | null;
   replaced: boolean;
 }
 
 export function newReadState(): ReadState {
-  return { bytesRead: 0, truncated: null, replaced: false };
+  return { bytesRead: 0, parts: [], truncated: null, replaced: false };
 }
 
 /** The chunks of any source; what the reader saw goes to `rs`. */
 export function chunksOf(source: LogSource, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
-  if ('path' in source) return fileChunks(source.path, chunkBytes, rs);
+  if ('path' in source) return partsThenFile(source.path, source.parts !== false, chunkBytes, rs);
   if ('fd' in source) return fdChunks(source.fd, chunkBytes, rs);
   return streamChunks(source.stream, rs);
 }
 
-async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
+async function* partsThenFile(path: string, parts: boolean, chunkBytes: number, rs: ReadState): AsyncGenerator<Buffer> {
+  if (parts) {
+    for (const p of keptParts(path)) {
+      const entry = { path: p.path, bytes: 0, error: null as string | null };
+      rs.parts.push(entry);
+      try {
+        for await (const chunk of createReadStream(p.path).pipe(createGunzip()) as AsyncIterable<Buffer>) {
+          entry.bytes += chunk.length;
+          rs.bytesRead += chunk.length;
+          yield chunk;
+        }
+      } catch (err) {
+        entry.error = errnoCode(err) ?? (err instanceof Error ? err.message : String(err));
+        // A part cut short: its last line ends here, so the next part's first line stays whole.
+        if (entry.bytes > 0) yield Buffer.from('\n');
+      }
+    }
+  }
+  const base = rs.bytesRead;
+  try {
+    yield* fileChunks(path, chunkBytes, rs, base);
+  } catch (err) {
+    // The log itself is gone (the gateway has not started since): the parts are the report.
+    if (base > 0 && errnoCode(err) === 'ENOENT') return;
+    throw err;
+  }
+}
+
+async function* fileChunks(path: string, chunkBytes: number, rs: ReadState, base: number): AsyncGenerator<Buffer> {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (a pipe is read with --log -).
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   let next: Promise<{ bytesRead: number }> | null = null;
@@ -57,7 +94,7 @@ async function* fileChunks(path: string, chunkBytes: number, rs: ReadState): Asy
       const buf = bufs[which]!;
       if (offset === 0) headLen = buf.copy(head, 0, 0, Math.min(64, bytesRead));
       offset += bytesRead;
-      rs.bytesRead = offset;
+      rs.bytesRead = base + offset;
       // Checked every few chunks: after a truncation the reads at our offset return 0 anyway,
       // and the checks after the last read (size, first bytes) catch what happened in between.
       const st = ++reads % STAT_EVERY === 0 ? await fh.stat() : null;

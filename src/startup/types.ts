@@ -8,7 +8,10 @@
  * file descriptor read sequentially (standard input: a pipe or a redirected file), or any
  * stream of chunks (tests, the daemon).
  */
-export type LogSource = { path: string } | { fd: number } | { stream: AsyncIterable<Buffer | string>; name?: string };
+export type LogSource =
+  | { path: string; /** Read its kept parts first (default true; src/startup/source.ts). */ parts?: boolean }
+  | { fd: number }
+  | { stream: AsyncIterable<Buffer | string>; name?: string };
 
 export interface AnalyzeOptions {
   /** Restarts kept in the report (the latest ones); all are counted. Default DEFAULT_MAX_RESTARTS. */
@@ -150,6 +153,11 @@ export interface StartupReport {
     truncated_while_reading: { at_byte: number; size_after: number } | null;
     /** The file's first bytes changed while it was read (rotated and rewritten). */
     replaced_while_reading: boolean;
+    /**
+     * The kept parts of a cut log read before the file, oldest first (`bytes` uncompressed;
+     * `error` when one could not be read to its end). Present only when there were any.
+     */
+    parts?: { path: string; bytes: number; error: string | null }[];
   };
   lines: LineCounts;
   /** Lines per level. */

@@ -11,6 +11,7 @@ import {
 } from '../../src/daemon/settings.js';
 import { ExitCode, GuardError } from '../../src/errors.js';
 import { GUARD_SECTIONS, loadGuardConfig } from '../../src/guard-config.js';
+import { DEFAULT_LOGS, parseLogsConfig } from '../../src/logs/config.js';
 import { DEFAULT_THRESHOLDS, parseHealthConfig } from '../../src/health/config.js';
 import { DEFAULT_POLICY, policyValues, resolvePolicy } from '../../src/prune/policy.js';
 import { tempDir } from '../support/tmp.js';
@@ -21,6 +22,7 @@ const DEFAULTS: Record<string, Readonly<object>> = {
   health: DEFAULT_THRESHOLDS,
   server: DEFAULT_SERVER,
   metrics: DEFAULT_METRICS,
+  logs: DEFAULT_LOGS,
 };
 
 /** The commented-out `// "key": value` lines of each section of the example file. */
@@ -90,6 +92,7 @@ describe('config/picoclaw-guard.example.jsonc', () => {
     });
     expect(parseServerConfig(cfg.sections.server, path)).toEqual({ ...DEFAULT_SERVER });
     expect(parseMetricsConfig(cfg.sections.metrics, path)).toEqual({ ...DEFAULT_METRICS });
+    expect(parseLogsConfig(cfg.sections.logs, path)).toEqual({ ...DEFAULT_LOGS });
   });
 });
 

@@ -14,7 +14,7 @@ const LAYERS: string[][] = [
   ['guard-config.ts', 'config'],
   ['picoclaw'],
   ['state'],
-  ['health', 'startup'],
+  ['health', 'startup', 'logs'],
   ['startup-model'],
   ['prune', 'metrics'],
   ['daemon', 'install'],
