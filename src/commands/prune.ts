@@ -7,6 +7,16 @@ import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import type { SessionList } from '../prune/report-sessions.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
+import {
+  confirmSummary,
+  deleteTotals,
+  reportSummary,
+  writeSummary,
+  writeWarnings,
+  writeWhere,
+} from './prune-summary.js';
+import { writeJson } from './json-stream.js';
+import { ExitCode } from '../errors.js';
 import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
 import {
   DEFAULT_WIDTH,
@@ -64,8 +74,8 @@ const REASON_SHORT: Record<string, string> = {
 } satisfies Record<Reason, string>;
 
 /** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */
-function progressReporter(): (done: number, total: number, what: string) => void {
-  const tty = process.stderr.isTTY;
+function progressReporter(io: PruneIo): (done: number, total: number, what: string) => void {
+  const tty = io.stderrTTY;
   let last = 0;
   let shown = '';
   return (done, total) => {
@@ -77,22 +87,34 @@ function progressReporter(): (done: number, total: number, what: string) => void
       if (now - last < 100 && done < total) return;
       last = now;
       shown = line;
-      process.stderr.write(`\r${line}${done >= total ? '\n' : ''}`);
+      io.err(`\r${line}${done >= total ? '\n' : ''}`);
     } else if (now - last >= 5000 || (done >= total && last !== 0)) {
       last = now;
       shown = line;
-      process.stderr.write(`${line}\n`);
+      io.err(`${line}\n`);
     }
   };
 }
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
-export function renderPruneText(r: PruneReport<SessionList>, width: number = DEFAULT_WIDTH): string {
-  return layoutToString((w) => writePruneText(w, r), width);
+export function renderPruneText(r: PruneReport<SessionList>, width: number = DEFAULT_WIDTH, o: TextOptions = {}): string {
+  return layoutToString((w) => writePruneText(w, r, o), width);
 }
 
-/** The text report, written as it is made: the table's rows are made for each pass over them, never held. */
-export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): void {
+export interface TextOptions {
+  /** Rows of the session table to print (a terminal: the first screens); the rest are counted. Default: all. */
+  tableRows?: number;
+}
+
+/** A reason as a person reads it; a reason this file does not know (a new verdict) as its name. */
+export const reasonText = (reason: string): string => REASON_TEXT[reason] ?? reason;
+
+/**
+ * The text report, written as it is made: the table's rows are made for each pass over them, never held.
+ * First where and what (the summary, src/commands/prune-summary.ts), then the table, then the totals;
+ * the warnings once more at the end.
+ */
+export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o: TextOptions = {}): void {
   const width = out.width;
   const dry = r.mode === 'dry-run';
   const pol = Object.entries(r.policy)
@@ -110,6 +132,7 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
     .join('  ');
   out.push(dry ? 'DRY-RUN: nothing is changed. Add --apply to delete.' : 'APPLY');
   out.push(`home: ${r.home}   now: ${r.now}`);
+  writeWhere(out, r.where);
   out.push({ text: `policy: ${pol}`, indent: 8 });
   if (r.gateway) out.push({ text: `gateway: ${r.gateway.state} (${r.gateway.reason})`, indent: 9 });
   if (r.skipped) {
@@ -122,6 +145,9 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
   else if (r.age_check === 'skipped_clock_jump')
     out.push('age check: SKIPPED this pass (the wall clock jumped since the last pass; see the warning below)');
+  out.push('');
+  const summary = reportSummary(r);
+  writeSummary(out, summary, reasonText);
   out.push('');
   const nowMs = Date.parse(r.now);
   const cron = cronRulesOn(r);
@@ -152,8 +178,15 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
     // The full reasons when the whole table fits, else the short ones.
     // The rule under the header is the widest line of a table at its natural width.
     const full = tableShape(columns, rows(REASON_TEXT)(), Infinity);
-    if (displayWidth(tableRule(full)) <= width) out.tableOfShape(full, rows(REASON_TEXT));
-    else out.table(columns, rows(REASON_SHORT));
+    const limit = o.tableRows ?? Infinity;
+    const first = (make: () => Iterable<string[]>) => () => take(make(), limit);
+    if (displayWidth(tableRule(full)) <= width) out.tableOfShape(full, first(rows(REASON_TEXT)));
+    else out.tableOfShape(tableShape(columns, rows(REASON_SHORT)(), width), first(rows(REASON_SHORT)));
+    if (r.sessions.length > limit)
+      out.push(
+        `  ... ${r.sessions.length - limit} more row(s) not shown on a terminal: --full prints them all, ` +
+          `--json the whole report`,
+      );
   }
   // Fewer groups than sessions: some session is one of an alias group (read without making every entry).
   if (r.totals.groups < r.totals.sessions) out.push('  * part of an alias group: kept or deleted together');
@@ -220,7 +253,6 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
       );
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
   out.push(...pruneExtraLines(r));
-  for (const w of r.warnings) out.push(`warning: ${w}`);
   // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
   // Per detail, how many and the first three keys: all that is printed.
   const byDetail = new Map<string, { n: number; keys: string[] }>();
@@ -236,16 +268,79 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>): 
     if (n <= 3) for (const k of keys) out.push(`kept ${k}${why.startsWith(':') ? why : ` ${why}`}`);
     else out.push(`kept ${n} sessions (${keys.slice(0, 2).join(', ')}, ...)${why.startsWith(':') ? why : ` ${why}`}`);
   }
+  // The warnings once more, where a long table ends.
+  writeWarnings(out, summary.warnings);
   out.push(`(${r.duration_ms} ms)`);
+}
+
+function* take<T>(xs: Iterable<T>, n: number): Generator<T> {
+  if (n <= 0) return;
+  let i = 0;
+  for (const x of xs) {
+    yield x;
+    if (++i >= n) return;
+  }
 }
 
 function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
 }
 
+/** On a terminal the table shows its first rows (the summary stays on the first screen); --full, --wide or a pipe: all. */
+export const TERMINAL_TABLE_ROWS = 20;
+
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
+/**
+ * Where a run of the command writes and how it is stopped. The main thread gives its own streams; an
+ * apply runs in a worker (./prune-apply.ts says why) that writes to the same file descriptors.
+ */
+export interface PruneIo {
+  out: (chunk: string) => void;
+  err: (chunk: string) => void;
+  width: number;
+  stdoutTTY: boolean;
+  stderrTTY: boolean;
+  /** A signal asked the apply to stop between two sessions (its name), else null. */
+  signalled?: () => string | null;
+  /** The prompt before an apply (a terminal without --yes): true to go on. */
+  confirm?: (text: string, question: string) => Promise<boolean>;
+}
+
+export function mainIo(opts: Record<string, unknown>): PruneIo {
+  return {
+    out: (c) => process.stdout.write(c),
+    err: (c) => process.stderr.write(c),
+    width: outputWidth(opts),
+    stdoutTTY: !!process.stdout.isTTY,
+    stderrTTY: !!process.stderr.isTTY,
+  };
+}
+
 export async function run(opts: Record<string, unknown>): Promise<number> {
+  if (opts.apply === true) {
+    const { runApply } = await import('./prune-apply.js');
+    return runApply(opts);
+  }
+  return execute(opts, mainIo(opts));
+}
+
+/** The prompt's question: how many sessions, how many bytes, and that it is about the folders just listed. */
+export function confirmQuestion(sessions: number, bytes: number): string {
+  return `Delete ${sessions} sessions (${formatBytes(bytes)}) from these folders? [y/N] `;
+}
+
+/** `interrupted: deleted N of M sessions, freed X; run again to finish` for a pass a signal stopped. */
+export function interruptedLine(r: PruneReport<SessionList>, signal: string): string {
+  const left = r.totals.by_reason.interrupted ?? 0;
+  const n = r.totals.deleted_sessions;
+  return (
+    `interrupted (${signal}): deleted ${n} of ${n + left} sessions, freed ${formatBytes(r.totals.freed_bytes)}; ` +
+    `run again to finish`
+  );
+}
+
+export async function execute(opts: Record<string, unknown>, io: PruneIo): Promise<number> {
   const flags = {
     // Whole numbers: cli.ts checks them while parsing.
     max_age_days: num(opts.maxAgeDays),
@@ -262,8 +357,27 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   // A deadline keeps a pre-start pass from holding the gateway back: it stops between sessions.
   const deadline = num(opts.deadline) ?? (opts.preStart ? 120 : undefined);
   const stopAt = deadline === undefined ? Infinity : Date.now() + deadline * 1000;
+  const signalled = io.signalled ?? (() => null);
+  const ask = io.confirm;
   const report = await runPrunePass({
-    shouldStop: () => Date.now() > stopAt,
+    shouldStop: () => Date.now() > stopAt || signalled() !== null,
+    stopReason: () => {
+      const sig = signalled();
+      return sig ? `interrupted by ${sig}` : null;
+    },
+    refuseOutsideHome: opts.allowOutsideHome !== true,
+    confirm: ask
+      ? (c) => {
+          const text = layoutToString((w) => {
+            const v = confirmSummary(c);
+            writeWhere(w, v.where);
+            w.push('');
+            writeSummary(w, v, reasonText);
+          }, io.width);
+          const del = deleteTotals(c.verdicts);
+          return ask(text + '\n', confirmQuestion(del.sessions, del.bytes));
+        }
+      : undefined,
     home: typeof opts.home === 'string' ? opts.home : undefined,
     configPath: typeof opts.config === 'string' ? opts.config : undefined,
     flags,
@@ -275,7 +389,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     // Read by the dry-run too (restore holds, an owed VACUUM, the startup-time model's samples), so it
     // shows what apply would do; only --apply writes there.
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
-    onProgress: apply && !opts.json ? progressReporter() : undefined,
+    onProgress: apply && !opts.json ? progressReporter(io) : undefined,
     noArchivePaths: !opts.json,
     // Printed or written as JSON entry by entry: never all held at once.
     streamSessions: true,
@@ -291,11 +405,17 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   }
   // The inventory and the plan are dead once the report is made: what prints it starts clean.
   releaseGarbage();
-  if (opts.json) printJson(report);
+  if (opts.json) writeJson(report, io.out);
   else {
-    const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));
-    writePruneText(w, report);
+    const w = new LayoutWriter(io.width, io.out);
+    writePruneText(w, report, { tableRows: io.stdoutTTY && opts.full !== true && opts.wide !== true ? TERMINAL_TABLE_ROWS : undefined });
     w.flush();
+  }
+  const sig = signalled();
+  if (apply && sig) {
+    if (report.skipped) io.err(`interrupted (${sig}): nothing was deleted\n`);
+    else io.err(interruptedLine(report, sig) + '\n');
+    return ExitCode.INTERRUPTED;
   }
   return report.exit_code;
 }

@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
+import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
 import { tryLock } from '../io/lock.js';
@@ -7,7 +7,7 @@ import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
-import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, discoverHome, placePaths, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
@@ -18,6 +18,7 @@ import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReportOf, type PruneReport } from './report.js';
+import { planVerdicts, type VerdictCount } from './report-summary.js';
 import { lockPathFor } from './pass-lock.js';
 import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
@@ -45,6 +46,8 @@ export interface PassOptions {
   stateDir: string | null;
   probe?: (home: PicoClawHome) => Promise<GatewayState>;
   shouldStop?: () => boolean;
+  /** Why `shouldStop` stopped the pass, for the history line ("interrupted by SIGINT"), or null. */
+  stopReason?: () => string | null;
   onProgress?: (done: number, total: number, what: string) => void;
   /** Why the age check must be skipped this pass (the daemon saw the wall clock jump), or undefined. */
   skipAgeCheck?: string;
@@ -58,6 +61,38 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
+  /**
+   * Refuse an apply (GuardError, exit 2) when a sessions folder or seahorse.db lies outside a home
+   * given by --home (`homeSource` 'flag'): the `prune` command sets it, unless --allow-outside-home.
+   */
+  refuseOutsideHome?: boolean;
+  /**
+   * Asked once the plan is made and before anything is deleted, when the plan deletes something:
+   * false skips the pass (nothing deleted). The prompt of an interactive `prune --apply`.
+   */
+  confirm?: (c: ConfirmInput) => Promise<boolean>;
+}
+
+/** What the prompt before an apply shows: the same summary the report starts with. */
+export interface ConfirmInput {
+  where: Whereabouts;
+  verdicts: VerdictCount[];
+  /** Orphan conversations the plan deletes. */
+  orphans: number;
+  warnings: string[];
+}
+
+/** The one line an apply outside an explicit --home is refused with (exit 2). */
+export function outsideHomeRefusal(w: Whereabouts): string | null {
+  const out = w.paths.filter((p) => !p.inside);
+  if (out.length === 0) return null;
+  const first = out[0]!;
+  return (
+    `refused: ${first.kind === 'seahorse.db' ? 'seahorse.db' : 'the sessions folder'} ${first.real}` +
+    `${first.kind === 'sessions' ? ` (agent ${first.agents.join(', ')})` : ''} lies outside --home ${w.home_real}` +
+    `${out.length > 1 ? ` (and ${out.length - 1} more)` : ''}, as config.json names it; nothing was deleted. ` +
+    `Pass --allow-outside-home to prune there anyway`
+  );
 }
 
 function skipped(
@@ -69,6 +104,7 @@ function skipped(
     t0: number;
     gateway: GatewayState | null;
     stream: boolean;
+    where: Whereabouts | null;
   },
   reason: string,
   exitCode: ExitCodeValue,
@@ -105,7 +141,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   const t0 = performance.now();
   const env = o.env ?? process.env;
   const now = o.clock();
-  const mode = o.apply ? 'apply' : 'dry-run';
+  const mode: 'apply' | 'dry-run' = o.apply ? 'apply' : 'dry-run';
   const home = o.resolvedHome ?? discoverHome({ home: o.home, env });
   const guardConfig = loadGuardConfig(o.configPath, env);
   const policy = resolvePolicy({
@@ -126,8 +162,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     t0,
     gateway: null as GatewayState | null,
     stream: !!o.streamSessions,
-  } as const;
+    where: null as Whereabouts | null,
+  };
   assertPicoClawHome(home);
+  const where = placePaths(home);
+  base.where = where;
+  if (o.apply && o.refuseOutsideHome && home.homeSource === 'flag') {
+    const why = outsideHomeRefusal(where);
+    if (why) throw new GuardError(why, { exitCode: ExitCode.USAGE, path: home.home });
+  }
   if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(
@@ -296,6 +339,23 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
     const budget = memoryBudget(env, o.rss);
+    if (o.apply && o.confirm) {
+      const verdicts = planVerdicts(plan);
+      const orphans = plan.orphans.filter((x) => x.action === 'delete').length;
+      const deletes = verdicts.some((v) => v.action === 'delete') || orphans > 0;
+      if (deletes && !(await o.confirm({ where, verdicts, orphans, warnings }))) {
+        return buildReportOf({
+          ...withGw,
+          inventory: inv,
+          plan: null,
+          result: null,
+          skipped: 'not confirmed: nothing was deleted',
+          exitCode: ExitCode.OK,
+          warnings,
+          dbFacts,
+        });
+      }
+    }
     if (o.apply) {
       result = applyPlan({
         vacuumOwed: owedBefore,
@@ -362,7 +422,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
           sessions_before: report.totals.sessions,
           sessions_after: report.totals.sessions - report.totals.deleted_sessions,
           duration_ms: report.duration_ms,
-          reason: null,
+          reason: o.stopReason?.() ?? null,
           undated_sessions: plan.undated.groups,
           displaced_by_undated: plan.undated.displaced,
           size_limit_unmet: result?.size.unmet ?? null,
