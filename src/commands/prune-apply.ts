@@ -58,6 +58,9 @@ export async function runApply(opts: Record<string, unknown>): Promise<number> {
     }
   };
   for (const sig of SIGNALS) process.on(sig, onSignal);
+  // src/io/sqlite.ts sets this before loading better-sqlite3, whose native code reads the process's environment:
+  // a worker's process.env is its own copy, so it is set here, in the real environment, before the worker starts.
+  process.env.SQLITE_USE_URI = '1';
   const worker = new Worker(new URL(import.meta.url), { workerData: input });
   try {
     return await new Promise<number>((resolve, reject) => {

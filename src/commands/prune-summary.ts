@@ -39,14 +39,26 @@ export function whereWarnings(where: Whereabouts | null): string[] {
   ];
 }
 
-/** Every warning of a report, once: the pass's own, folders outside the home, undated sessions, an unmet limit. */
-export function reportWarnings(r: PruneReport<SessionList>): string[] {
-  const out = [...whereWarnings(r.where), ...r.warnings];
-  if (r.undated && r.undated.sessions > 0 && r.undated.displaced === 0)
-    out.push(`${r.undated.sessions} session(s) have no usable timestamp: never deleted (picoclaw-guard sessions lists them)`);
-  const unmet = r.database.size_check.limit_unmet;
+/** Every warning, once: the pass's own, folders outside the home, undated sessions, an unmet size limit. */
+export function summaryWarnings(o: {
+  where: Whereabouts | null;
+  warnings: string[];
+  undated: { sessions: number; displaced: number } | null;
+  limitUnmet: string | null;
+}): string[] {
+  const out = [...whereWarnings(o.where), ...o.warnings];
+  // Displacing ones have the pass's own warning.
+  if (o.undated && o.undated.sessions > 0 && o.undated.displaced === 0)
+    out.push(
+      `${o.undated.sessions} session(s) have no usable timestamp: never deleted (picoclaw-guard sessions lists them)`,
+    );
+  const unmet = o.limitUnmet;
   if (unmet && !out.some((w) => w.includes(unmet))) out.push(`max_db_size_mb cannot be met: ${unmet}`);
   return out;
+}
+
+export function reportWarnings(r: PruneReport<SessionList>): string[] {
+  return summaryWarnings({ ...r, limitUnmet: r.database.size_check.limit_unmet });
 }
 
 export function reportSummary(r: PruneReport<SessionList>): SummaryView {
@@ -65,7 +77,7 @@ export function confirmSummary(c: ConfirmInput): SummaryView {
     where: c.where,
     verdicts: c.verdicts,
     orphansDelete: c.orphans,
-    warnings: [...whereWarnings(c.where), ...c.warnings],
+    warnings: summaryWarnings(c),
   };
 }
 

@@ -2,7 +2,7 @@ import { systemClock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { runPrunePass } from '../prune/pass.js';
+import { NOT_CONFIRMED, runPrunePass } from '../prune/pass.js';
 import type { Reason } from '../prune/plan.js';
 import type { PruneReport } from '../prune/report.js';
 import type { SessionList } from '../prune/report-sessions.js';
@@ -405,7 +405,9 @@ export async function execute(opts: Record<string, unknown>, io: PruneIo): Promi
   }
   // The inventory and the plan are dead once the report is made: what prints it starts clean.
   releaseGarbage();
-  if (opts.json) writeJson(report, io.out);
+  if (report.skipped === NOT_CONFIRMED && !opts.json) {
+    // The prompt said so; the summary is on the screen above it.
+  } else if (opts.json) writeJson(report, io.out);
   else {
     const w = new LayoutWriter(io.width, io.out);
     writePruneText(w, report, { tableRows: io.stdoutTTY && opts.full !== true && opts.wide !== true ? TERMINAL_TABLE_ROWS : undefined });

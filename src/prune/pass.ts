@@ -80,7 +80,13 @@ export interface ConfirmInput {
   /** Orphan conversations the plan deletes. */
   orphans: number;
   warnings: string[];
+  undated: { sessions: number; displaced: number };
+  /** Why max_db_size_mb cannot be met by any deletion, or null. */
+  limitUnmet: string | null;
 }
+
+/** The `skipped` of a pass whose prompt was answered no. */
+export const NOT_CONFIRMED = 'not confirmed: nothing was deleted';
 
 /** The one line an apply outside an explicit --home is refused with (exit 2). */
 export function outsideHomeRefusal(w: Whereabouts): string | null {
@@ -343,13 +349,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       const verdicts = planVerdicts(plan);
       const orphans = plan.orphans.filter((x) => x.action === 'delete').length;
       const deletes = verdicts.some((v) => v.action === 'delete') || orphans > 0;
-      if (deletes && !(await o.confirm({ where, verdicts, orphans, warnings }))) {
+      const undated = { sessions: plan.undated.groups, displaced: plan.undated.displaced };
+      const limitUnmet = plan.size.shortfall?.startsWith('the limit cannot be met') ? plan.size.shortfall : null;
+      if (deletes && !(await o.confirm({ where, verdicts, orphans, warnings, undated, limitUnmet }))) {
         return buildReportOf({
           ...withGw,
           inventory: inv,
           plan: null,
           result: null,
-          skipped: 'not confirmed: nothing was deleted',
+          skipped: NOT_CONFIRMED,
           exitCode: ExitCode.OK,
           warnings,
           dbFacts,
