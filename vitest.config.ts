@@ -12,6 +12,7 @@ const E2E = [
   'test/commands/cli.test.ts',
   'test/commands/json-stream.test.ts',
   'test/commands/output.test.ts',
+  'test/commands/prune-surface.test.ts',
   'test/daemon/daemon.test.ts',
   'test/daemon/startup-model.test.ts',
   'test/daemon/status-daemon.test.ts',

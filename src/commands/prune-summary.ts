@@ -23,10 +23,10 @@ export function writeWhere(out: LayoutWriter, where: Whereabouts | null): void {
   if (!where) return;
   out.push(`where (real paths; home ${where.home_real}):`);
   for (const p of where.paths) {
-    const who = p.kind === 'sessions' ? `agent ${p.agents.join(', ')}` : 'all agents';
-    const mark = p.inside ? '' : '  OUTSIDE THE HOME';
+    const label = p.kind === 'sessions' ? `sessions (${p.agents.join(', ')})` : 'seahorse.db';
+    const mark = p.inside ? '' : ' OUTSIDE THE HOME';
     const named = p.real === p.path ? '' : ` (configured as ${p.path})`;
-    out.push({ text: `  ${p.kind === 'sessions' ? 'sessions   ' : 'seahorse.db'}  ${p.real}${mark}  ${who}${named}`, indent: 15 });
+    out.push({ text: `  ${label}: ${p.real}${mark}${named}`, indent: 4 });
   }
 }
 

@@ -107,7 +107,8 @@ export interface TextOptions {
 }
 
 /** A reason as a person reads it; a reason this file does not know (a new verdict) as its name. */
-export const reasonText = (reason: string): string => REASON_TEXT[reason] ?? reason;
+export const reasonText = (reason: string): string =>
+  Object.hasOwn(REASON_TEXT, reason) ? REASON_TEXT[reason]! : reason;
 
 /**
  * The text report, written as it is made: the table's rows are made for each pass over them, never held.
@@ -335,8 +336,8 @@ export function interruptedLine(r: PruneReport<SessionList>, signal: string): st
   const left = r.totals.by_reason.interrupted ?? 0;
   const n = r.totals.deleted_sessions;
   return (
-    `interrupted (${signal}): deleted ${n} of ${n + left} sessions, freed ${formatBytes(r.totals.freed_bytes)}; ` +
-    `run again to finish`
+    `interrupted: deleted ${n} of ${n + left} sessions, freed ${formatBytes(r.totals.freed_bytes)}; ` +
+    `run again to finish (${signal})`
   );
 }
 
@@ -415,7 +416,7 @@ export async function execute(opts: Record<string, unknown>, io: PruneIo): Promi
   }
   const sig = signalled();
   if (apply && sig) {
-    if (report.skipped) io.err(`interrupted (${sig}): nothing was deleted\n`);
+    if (report.skipped) io.err(`interrupted: nothing was deleted (${sig})\n`);
     else io.err(interruptedLine(report, sig) + '\n');
     return ExitCode.INTERRUPTED;
   }
