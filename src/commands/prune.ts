@@ -231,6 +231,11 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
   if (d.present) {
     let line = `seahorse.db: ${formatBytes(d.bytes_before)}`;
     if (d.bytes_after !== null) line += ` -> ${formatBytes(d.bytes_after)}`;
+    // The file and its WAL together: after an apply without VACUUM the deletions sit in the WAL, which grows.
+    if (d.bytes_after !== null && d.wal_bytes_after)
+      line +=
+        ` (file ${formatBytes(d.bytes_after - d.wal_bytes_after)} + WAL ${formatBytes(d.wal_bytes_after)}: the` +
+        ` deletions sit in the WAL until SQLite's next checkpoint folds it in; the file shrinks only by VACUUM)`;
     if (t.deleted_seahorse_messages !== null)
       line +=
         `; ${t.deleted_seahorse_messages} messages deleted in ${d.transactions}` +

@@ -1,4 +1,5 @@
 import { releaseGarbage } from '../io/heap.js';
+import { dbFileBytes } from '../picoclaw/seahorse.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
 import type { PicoClawHome, Whereabouts } from '../picoclaw/home.js';
@@ -80,6 +81,9 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
     present: boolean;
     bytes_before: number;
     bytes_after: number | null;
+    /** Of bytes_before and bytes_after, the -wal file's (an apply's deletions sit there until SQLite checkpoints). */
+    wal_bytes_before: number;
+    wal_bytes_after: number | null;
     used_bytes: number | null;
     size_check: {
       checked: boolean;
@@ -276,6 +280,8 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
       present: inv?.seahorse.state === 'open',
       bytes_before: inv?.seahorse.bytes.total ?? 0,
       bytes_after: r.result ? (v?.bytesAfter ?? inv?.seahorse.bytes.total ?? 0) : null,
+      wal_bytes_before: inv?.seahorse.bytes.wal ?? 0,
+      wal_bytes_after: r.result && inv ? dbFileBytes(inv.seahorse.path).wal : null,
       used_bytes: r.dbFacts?.present ? r.dbFacts.usedBytes : null,
       size_check: {
         checked: sizePlan?.checked ?? false,
