@@ -17,6 +17,7 @@ const E2E = [
   'test/daemon/startup-model.test.ts',
   'test/daemon/status-daemon.test.ts',
   'test/daemon/stuck.test.ts',
+  'test/daemon/surface-daemon.test.ts',
   'test/health/cli.test.ts',
   'test/io/io.test.ts',
   'test/picoclaw/inventory.test.ts',

@@ -111,10 +111,13 @@ export class Scheduler {
         ? 'scheduled prune passes are off (check_interval_minutes is 0)'
         : 'scheduled prune passes are off (prune.enabled is false)';
       this.log.info({ why, enabled: s.policy.enabled, interval_seconds: s.intervalSeconds }, off);
+      // The status page renders from a snapshot of the schedule: until told, it shows the one before this.
+      this.hooks.changed();
       return;
     }
     if (this.runner.running) return; // the pass in progress re-arms when it ends
     this.arm(firstRunAt(last, s.intervalSeconds * 1000, Date.now()));
+    this.hooks.changed();
   }
 
   /**
