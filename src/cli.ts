@@ -246,7 +246,8 @@ program
   .addHelpText(
     'after',
     '\nThresholds: the "health" section of the guard config (--config).\n' +
-      'Exit code: 0 OK, 10 WARN, 11 CRITICAL, 2 bad config.\n\n' +
+      'Exit code: 0 OK, 10 WARN, 11 CRITICAL (a missing $PICOCLAW_HOME or ~/.picoclaw is one: picoclaw_missing),\n' +
+      '2 bad config, or a --home that is missing or no PicoClaw home.\n\n' +
       'Examples:\n  picoclaw-guard health\n  picoclaw-guard health --json | jq .status',
   )
   .action(lazy('health'));

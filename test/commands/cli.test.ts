@@ -275,10 +275,8 @@ describe('the exit-code tables are true', () => {
       b.vcgencmd!,
       '--config',
       cfg,
-      '--home',
-      join(tempDir(), 'none'),
       ...extra,
-    ]);
+    ], { PICOCLAW_HOME: join(tempDir(), 'none') });
     return { code: r.code, out: r.stdout };
   }
 
