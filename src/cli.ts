@@ -174,13 +174,13 @@ const prune = program
     'after',
     `
 The plan starts with where it works (each sessions folder and seahorse.db by real path, marked
-OUTSIDE THE HOME when config.json puts one elsewhere) and a summary (sessions and bytes by verdict,
-every warning); then every session with its verdict and reason; the warnings again at the end.
-With --home, an apply that would delete outside that home is refused (exit 2).
-On a terminal, --apply shows the summary and asks before deleting (--yes skips the question).
+OUTSIDE THE HOME when config.json puts one elsewhere) and a summary (sessions and bytes by
+verdict, every warning); then every session with its verdict and reason, and the warnings
+again at the end. With --home, an apply that would delete outside that home is refused (exit 2).
+On a terminal, --apply shows the summary and asks before deleting (--yes skips the question);
 Ctrl-C or SIGTERM stops an apply between two sessions (exit 8; the next run finishes).
-Deletion order per session: seahorse rows, then the .jsonl, then the .meta.json.
-The newest session is never deleted; sessions without a usable timestamp are never deleted.
+Deletion order per session: seahorse rows, then the .jsonl, then the .meta.json. The newest
+session is never deleted; sessions without a usable timestamp are never deleted.
 
 Examples:
   picoclaw-guard prune                           show the plan
@@ -191,12 +191,13 @@ Examples:
     'after',
     `
 Beyond PicoClaw's policy (off by default):
-  Cron runs: every agent-turn run of a cron job is a new session agent:cron-<job>-<uuid>.
-  --cron-keep-runs keeps the newest N runs of each job; --cron-max-age-days drops old runs;
-  --max-sessions-counts-cron false makes --max-sessions a cap on chats alone.
-  Startup budget: --max-bootstrap-seconds uses the model \`startup\` shows (learnt from past
-  restarts); until it has at least 5 measured restarts and a small enough error it deletes
-  nothing for this key and says how many more restarts it needs.
+Cron runs: every agent-turn run of a cron job is a new session agent:cron-<job>-<uuid>;
+--cron-keep-runs keeps the newest N runs of each job, --cron-max-age-days drops old runs,
+--max-sessions-counts-cron false makes --max-sessions a cap on chats alone.
+Startup budget: --max-bootstrap-seconds uses the model \`picoclaw-guard startup\` shows (learnt
+from past restarts); until it has at least 5 measured restarts and a small enough error it
+deletes nothing for this key and says how many more restarts it needs.
+
   picoclaw-guard prune --cron-keep-runs 5 --max-sessions-counts-cron false
   picoclaw-guard prune --max-bootstrap-seconds 30`,
   )

@@ -138,19 +138,47 @@ function padCols(s: string, w: number, align: Align | undefined): string {
 
 const UNIT = /^(B|KiB|MiB|GiB|TiB|s|ms|min|h|d|°C|MHz|GHz)[,;:).]*$/;
 
+/** Back-quotes in a word: an odd count opens (or closes) a `quoted phrase`. */
+const ticks = (w: string) => (w.match(/`/g) ?? []).length;
+
+/**
+ * A back-quoted phrase (`picoclaw-guard sessions`, `max_age_days=30`) is one token: a line never breaks inside
+ * it. A back-quote that no other closes within a few words (a key that holds one) is an ordinary character.
+ */
+function keepQuotedWhole(tokens: { sep: string; word: string }[]): { sep: string; word: string }[] {
+  const out: { sep: string; word: string }[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (ticks(t.word) % 2 === 1) {
+      let j = i + 1;
+      while (j < tokens.length && j - i <= 6 && ticks(tokens[j]!.word) % 2 === 0) j++;
+      if (j < tokens.length && j - i <= 6) {
+        let word = t.word;
+        for (let k = i + 1; k <= j; k++) word += tokens[k]!.sep + tokens[k]!.word;
+        out.push({ sep: t.sep, word });
+        i = j;
+        continue;
+      }
+    }
+    out.push(t);
+  }
+  return out;
+}
+
 /**
  * Word-wrap to `width` columns; continuation lines start with `indent` spaces. A word longer than a line stays whole.
  */
 function wrapText(text: string, width: number, indent = 0): string[] {
   if (!Number.isFinite(width) || displayWidth(text) <= width) return [text];
   // Words with the spaces before them, so aligned runs of spaces survive inside a line.
-  const tokens: { sep: string; word: string }[] = [];
+  const raw: { sep: string; word: string }[] = [];
   for (const m of text.matchAll(/( *)([^ ]+)/g)) {
     // A unit stays with its number: "614 KiB", "31 s".
-    const prev = tokens[tokens.length - 1];
+    const prev = raw[raw.length - 1];
     if (prev && m[1] === ' ' && UNIT.test(m[2]!) && /\d$/.test(prev.word)) prev.word += ' ' + m[2]!;
-    else tokens.push({ sep: m[1]!, word: m[2]! });
+    else raw.push({ sep: m[1]!, word: m[2]! });
   }
+  const tokens = keepQuotedWhole(raw);
   const pad = ' '.repeat(Math.min(indent, Math.max(0, width - 20)));
   const lines: string[] = [];
   let cur = '';

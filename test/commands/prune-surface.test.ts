@@ -226,3 +226,33 @@ describe('interrupted, accounted', () => {
     expect(history(s)[0]).toMatchObject({ reason: 'interrupted by SIGTERM' });
   });
 });
+
+describe('rough edges a person meets (issue 28)', () => {
+  it('restore of a path that does not exist names the archive, not the PicoClaw home (exit 2)', () => {
+    const root = tempDir('pcg-surface-');
+    // No PicoClaw home anywhere: the old message was about that.
+    const r = runCli(['restore', join(root, 'nosuch')], { HOME: root });
+    expect(r.code).toBe(ExitCode.USAGE);
+    expect(r.stderr.split('\n')[0]).toBe(`picoclaw-guard: no archive at ${join(root, 'nosuch')}: no such file or folder; nothing was restored`);
+    expect(r.stderr).not.toMatch(/PicoClaw home/);
+  });
+
+  it('prune --help never breaks a line inside a back-quoted phrase', () => {
+    const help = runCli(['prune', '--help']).stdout;
+    expect(help).toContain('`picoclaw-guard startup`');
+    for (const line of help.split('\n')) expect((line.match(/`/g) ?? []).length % 2, line).toBe(0);
+  });
+
+  it('the dry-run JSON says would_delete_sessions; an apply says null there and deleted_sessions what went', () => {
+    const s = sample();
+    const dry = JSON.parse(runCli(['prune', '--home', s.home, ...POLICY, '--json'], s.env).stdout) as {
+      totals: Record<string, unknown>;
+    };
+    expect(dry.totals.would_delete_sessions).toBeGreaterThan(0);
+    const apply = JSON.parse(runCli(['prune', '--apply', '--home', s.home, ...POLICY, '--json'], s.env).stdout) as {
+      totals: Record<string, unknown>;
+    };
+    expect(apply.totals.would_delete_sessions).toBeNull();
+    expect(apply.totals.deleted_sessions).toBe(dry.totals.would_delete_sessions);
+  });
+});
