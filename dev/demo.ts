@@ -19,7 +19,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSampleHome } from './sample/builder.js';
-import type { SampleLogEvent } from './sample/gateway-events.js';
 import { renderJsonLine } from './sample/gatewaylog.js';
 
 /**
@@ -29,7 +28,7 @@ import { renderJsonLine } from './sample/gatewaylog.js';
  */
 function cleanStopLines(ms: number, pidPath: string): string {
   const line = (dt: number, component: string, caller: string, message: string) =>
-    renderJsonLine({ ms: ms + dt, level: 'info', component, caller, message, fields: {}, pid: process.pid } as SampleLogEvent, 120);
+    renderJsonLine({ ms: ms + dt, level: 'info', component, caller, message, fields: {}, pid: process.pid }, 120);
   return (
     [
       line(0, 'gateway', 'pkg/gateway/gateway.go:276', 'Shutting down...'),

@@ -139,6 +139,7 @@ function writeAllSync(fd: number, s: string, broken: { pipe: boolean }): void {
 /** The worker's side: the pass and its report, as the command runs it on the main thread. */
 async function workerMain(input: WorkerInput): Promise<void> {
   const port = parentPort!;
+  const send = (m: FromWorker) => port.postMessage(m);
   const { execute } = await import('./prune.js');
   const outBroken = { pipe: false };
   const errBroken = { pipe: false };
@@ -157,22 +158,17 @@ async function workerMain(input: WorkerInput): Promise<void> {
         ? (text, question) =>
             new Promise<boolean>((resolve) => {
               port.once('message', (m: { yes: boolean }) => resolve(m.yes));
-              port.postMessage({ t: 'confirm', text, question, toStderr: input.opts.json === true } as FromWorker);
+              send({ t: 'confirm', text, question, toStderr: input.opts.json === true });
             })
         : undefined,
     });
-    port.postMessage({ t: 'done', code } as FromWorker);
+    send({ t: 'done', code });
   } catch (err) {
     if (err instanceof GuardError)
-      port.postMessage({
-        t: 'guard',
-        message: err.message,
-        hint: err.hint,
-        path: err.path,
-        exitCode: err.exitCode,
-      } as FromWorker);
-    else port.postMessage({ t: 'crash', text: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      send({ t: 'guard', message: err.message, hint: err.hint, path: err.path, exitCode: err.exitCode });
+    else send({ t: 'crash', text: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   }
 }
 
-if (!isMainThread && (workerData as WorkerInput | null)?.pruneApply === true) void workerMain(workerData as WorkerInput);
+if (!isMainThread && (workerData as WorkerInput | null)?.pruneApply === true)
+  void workerMain(workerData as WorkerInput);

@@ -3,7 +3,7 @@ import type { ConfirmInput } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
 import type { SessionList } from '../prune/report-sessions.js';
 import type { VerdictCount } from '../prune/report-summary.js';
-import { formatBytes, LayoutWriter, table } from './format.js';
+import { formatBytes, table, type LayoutWriter } from './format.js';
 
 /**
  * The first screen of a prune plan, and the prompt before an apply: where the pass works (every

@@ -26,7 +26,6 @@ import {
   LayoutWriter,
   layoutToString,
   outputWidth,
-  printJson,
   shortKey,
   tableRule,
   tableShape,
@@ -97,7 +96,11 @@ function progressReporter(io: PruneIo): (done: number, total: number, what: stri
 }
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
-export function renderPruneText(r: PruneReport<SessionList>, width: number = DEFAULT_WIDTH, o: TextOptions = {}): string {
+export function renderPruneText(
+  r: PruneReport<SessionList>,
+  width: number = DEFAULT_WIDTH,
+  o: TextOptions = {},
+): string {
   return layoutToString((w) => writePruneText(w, r, o), width);
 }
 
@@ -292,7 +295,7 @@ function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
 }
 
-/** On a terminal the table shows its first rows (the summary stays on the first screen); --full, --wide or a pipe: all. */
+/** On a terminal the table shows its first rows (the summary stays on the first screen); --full, --wide, a pipe: all */
 export const TERMINAL_TABLE_ROWS = 20;
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
@@ -416,7 +419,9 @@ export async function execute(opts: Record<string, unknown>, io: PruneIo): Promi
   } else if (opts.json) writeJson(report, io.out);
   else {
     const w = new LayoutWriter(io.width, io.out);
-    writePruneText(w, report, { tableRows: io.stdoutTTY && opts.full !== true && opts.wide !== true ? TERMINAL_TABLE_ROWS : undefined });
+    writePruneText(w, report, {
+      tableRows: io.stdoutTTY && opts.full !== true && opts.wide !== true ? TERMINAL_TABLE_ROWS : undefined,
+    });
     w.flush();
   }
   const sig = signalled();

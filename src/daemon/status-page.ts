@@ -174,8 +174,7 @@ function boardCharts(p: PageInput): string {
     : `<figure id="chart-temperature-none"><figcaption>CPU temperature: no sensor (no thermal zone and no hwmon ` +
       `temperature on this board), so no chart.</figcaption></figure>`;
   return (
-    `${tempFigure}<figure>` +
-    `${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`
+    `${tempFigure}<figure>` + `${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`
   );
 }
 

@@ -122,7 +122,7 @@ function continued(key: string, words: string[]): string {
   return lines.join('\n');
 }
 
-/** A comment wider than the units' width, as several `# ` lines (a line of a wrapped comment without `#` is not a unit). */
+/** A comment wider than the units' width, as several `# ` lines (a wrapped comment's line without `#` is no unit). */
 function wrapComment(line: string): string[] {
   if (line.length <= UNIT_WIDTH || !line.startsWith('# ')) return [line];
   const lines: string[] = [];
@@ -175,10 +175,7 @@ function rewrite(text: string, v: UnitValues): string {
     else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
     else if (key === 'DeviceAllow' && !v.devices.includes(value.split(/\s+/)[0]!)) continue;
     else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;
-    else if (
-      (key === 'After' || key === 'WantedBy') &&
-      value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)
-    ) {
+    else if ((key === 'After' || key === 'WantedBy') && value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)) {
       out.push(
         `${key}=${value
           .split(/\s+/)

@@ -114,7 +114,7 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
     groups: number;
     delete: number;
     keep: number;
-    /** Apply: sessions deleted. In a dry-run, for compatibility, the sessions that would be (`would_delete_sessions`). */
+    /** Apply: sessions deleted. In a dry-run, kept for compatibility: those that would be (`would_delete_sessions`). */
     deleted_sessions: number;
     /** Dry-run: the sessions an apply would delete; null in an apply (read `deleted_sessions`). */
     would_delete_sessions: number | null;

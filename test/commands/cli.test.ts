@@ -245,7 +245,12 @@ describe('the exit-code tables are true', () => {
         const h = join(root, 'h');
         buildSampleHome({ dir: h, seed: 5, sessions: 1500, agents: 2, messagesPerSession: 4, spanDays: 120 });
         const child = spawn(process.execPath, [CLI, 'prune', '--apply', '--home', h, '--max-sessions', '10'], {
-          env: { PATH: process.env.PATH, HOME: root, STATE_DIRECTORY: join(root, 'state'), PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },
+          env: {
+            PATH: process.env.PATH,
+            HOME: root,
+            STATE_DIRECTORY: join(root, 'state'),
+            PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+          },
         });
         let err = '';
         child.stdout.resume();
@@ -265,18 +270,10 @@ describe('the exit-code tables are true', () => {
     const b = board(name);
     const cfg = join(tempDir(), 'guard.json');
     writeFileSync(cfg, JSON.stringify({ health: { gateway_not_ready: 'ok', ...thresholds } }));
-    const r = runCli([
-      'health',
-      '--sys-root',
-      b.sys,
-      '--proc-root',
-      b.proc,
-      '--vcgencmd',
-      b.vcgencmd!,
-      '--config',
-      cfg,
-      ...extra,
-    ], { PICOCLAW_HOME: join(tempDir(), 'none') });
+    const r = runCli(
+      ['health', '--sys-root', b.sys, '--proc-root', b.proc, '--vcgencmd', b.vcgencmd!, '--config', cfg, ...extra],
+      { PICOCLAW_HOME: join(tempDir(), 'none') },
+    );
     return { code: r.code, out: r.stdout };
   }
 

@@ -77,7 +77,9 @@ describe('where, first: the folders a pass works in, by real path', () => {
     expect(apply.code).toBe(ExitCode.USAGE);
     expect(apply.stdout).toBe('');
     expect(apply.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(apply.stderr).toMatch(/^picoclaw-guard: refused: the sessions folder \S+ \(agent main\) lies outside --home /);
+    expect(apply.stderr).toMatch(
+      /^picoclaw-guard: refused: the sessions folder \S+ \(agent main\) lies outside --home /,
+    );
     expect(files(join(s.home, 'workspace', 'sessions'))).toEqual(before);
 
     // Said so, it prunes there: the original's files go (what the copy's plan named).
@@ -110,19 +112,24 @@ describe('what, first: the summary, every warning, then the table', () => {
     expect(last).toEqual(first);
     const summary = lines.slice(0, tableAt).join('\n');
     expect(summary).toMatch(/Summary: would delete \d+ of 60 session\(s\)/);
-    expect(summary).toMatch(/DELETE +\d+ +[\d.]+ \w*B +over max_sessions|DELETE +\d+ +[\d.]+ \w*B +older than max_age_days/);
+    expect(summary).toMatch(
+      /DELETE +\d+ +[\d.]+ \w*B +over max_sessions|DELETE +\d+ +[\d.]+ \w*B +older than max_age_days/,
+    );
     expect(r.stdout).not.toContain('more row(s) not shown');
   });
 
-  it.skipIf(!HAVE_PY)('on a terminal the table stops after its first 20 rows and says how to see all; --full prints all', () => {
-    const s = sample();
-    const short = onTerminal([], ['prune', '--home', s.home, ...POLICY], s.env);
-    expect(short.code).toBe(0);
-    expect(short.out).toMatch(/\.\.\. 40 more row\(s\) not shown on a terminal: --full prints them all/);
-    const full = onTerminal([], ['prune', '--home', s.home, ...POLICY, '--full'], s.env);
-    expect(full.out).not.toContain('more row(s) not shown');
-    expect(full.out.split('\n').filter((l) => /^(DELETE|keep) /.test(l)).length).toBe(60);
-  });
+  it.skipIf(!HAVE_PY)(
+    'on a terminal the table stops after its first 20 rows and says how to see all; --full prints all',
+    () => {
+      const s = sample();
+      const short = onTerminal([], ['prune', '--home', s.home, ...POLICY], s.env);
+      expect(short.code).toBe(0);
+      expect(short.out).toMatch(/\.\.\. 40 more row\(s\) not shown on a terminal: --full prints them all/);
+      const full = onTerminal([], ['prune', '--home', s.home, ...POLICY, '--full'], s.env);
+      expect(full.out).not.toContain('more row(s) not shown');
+      expect(full.out.split('\n').filter((l) => /^(DELETE|keep) /.test(l)).length).toBe(60);
+    },
+  );
 });
 
 describe.skipIf(!HAVE_PY)('confirm: a terminal is asked before anything is deleted', () => {
@@ -177,40 +184,62 @@ describe('interrupted, accounted', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 
-  it.skipIf(!HAVE_PY)('Ctrl-C on a terminal: stops between two sessions, says how far it got, writes history, exit 8', () => {
-    const s = big();
-    const r = onTerminal(
-      [
-        { wait: '\\[y/N\\] ', send: 'y\n' },
-        { wait: 'pruning: [1-9]\\d*/', send: '\u0003' },
-      ],
-      ['prune', '--apply', '--home', s.home, '--max-age-days', '30', '--max-sessions', '10'],
-      s.env,
-    );
-    expect(r.code, r.out).toBe(ExitCode.INTERRUPTED);
-    const m = /interrupted: deleted (\d+) of (\d+) sessions, freed [\d.]+ \w*B; run again to finish \(SIGINT\)/.exec(r.out);
-    expect(m, r.out).not.toBeNull();
-    expect(Number(m![1])).toBeLessThan(Number(m![2]));
-    const h = history(s);
-    expect(h).toHaveLength(1);
-    expect(h[0]).toMatchObject({ outcome: 'partial', reason: 'interrupted by SIGINT', deleted_sessions: Number(m![1]) });
-    // Nothing cut in half: every .jsonl left has its .meta.json and the other way round.
-    for (const d of [join(s.home, 'workspace', 'sessions'), join(s.home, 'workspace-research', 'sessions')]) {
-      const names = files(d);
-      for (const n of names.filter((x) => x.endsWith('.jsonl'))) expect(names).toContain(n.replace(/\.jsonl$/, '.meta.json'));
-    }
-    // The next run finishes.
-    const again = runCli(['prune', '--apply', '--home', s.home, '--max-age-days', '30', '--max-sessions', '10'], s.env);
-    expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout).toMatch(/^Summary: deleted [1-9]\d* of /m);
-  });
+  it.skipIf(!HAVE_PY)(
+    'Ctrl-C on a terminal: stops between two sessions, says how far it got, writes history, exit 8',
+    () => {
+      const s = big();
+      const r = onTerminal(
+        [
+          { wait: '\\[y/N\\] ', send: 'y\n' },
+          { wait: 'pruning: [1-9]\\d*/', send: '\u0003' },
+        ],
+        ['prune', '--apply', '--home', s.home, '--max-age-days', '30', '--max-sessions', '10'],
+        s.env,
+      );
+      expect(r.code, r.out).toBe(ExitCode.INTERRUPTED);
+      const m = /interrupted: deleted (\d+) of (\d+) sessions, freed [\d.]+ \w*B; run again to finish \(SIGINT\)/.exec(
+        r.out,
+      );
+      expect(m, r.out).not.toBeNull();
+      expect(Number(m![1])).toBeLessThan(Number(m![2]));
+      const h = history(s);
+      expect(h).toHaveLength(1);
+      expect(h[0]).toMatchObject({
+        outcome: 'partial',
+        reason: 'interrupted by SIGINT',
+        deleted_sessions: Number(m![1]),
+      });
+      // Nothing cut in half: every .jsonl left has its .meta.json and the other way round.
+      for (const d of [join(s.home, 'workspace', 'sessions'), join(s.home, 'workspace-research', 'sessions')]) {
+        const names = files(d);
+        for (const n of names.filter((x) => x.endsWith('.jsonl')))
+          expect(names).toContain(n.replace(/\.jsonl$/, '.meta.json'));
+      }
+      // The next run finishes.
+      const again = runCli(
+        ['prune', '--apply', '--home', s.home, '--max-age-days', '30', '--max-sessions', '10'],
+        s.env,
+      );
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/^Summary: deleted [1-9]\d* of /m);
+    },
+  );
 
   it('SIGTERM without a terminal (a unit stopping): the same account, exit 8', async () => {
     assertBuilt();
     const s = big();
-    const child = spawn(process.execPath, [CLI, 'prune', '--apply', '--home', s.home, '--max-age-days', '30', '--max-sessions', '10'], {
-      env: { PATH: process.env.PATH, PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, PICOGUARD_NO_SYSTEM_STATE: '1', ...s.env },
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'prune', '--apply', '--home', s.home, '--max-age-days', '30', '--max-sessions', '10'],
+      {
+        env: {
+          PATH: process.env.PATH,
+          PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+          PICOGUARD_NO_SYSTEM_STATE: '1',
+          ...s.env,
+        },
+      },
+    );
     let err = '';
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -233,7 +262,9 @@ describe('rough edges a person meets (issue 28)', () => {
     // No PicoClaw home anywhere: the old message was about that.
     const r = runCli(['restore', join(root, 'nosuch')], { HOME: root });
     expect(r.code).toBe(ExitCode.USAGE);
-    expect(r.stderr.split('\n')[0]).toBe(`picoclaw-guard: no archive at ${join(root, 'nosuch')}: no such file or folder; nothing was restored`);
+    expect(r.stderr.split('\n')[0]).toBe(
+      `picoclaw-guard: no archive at ${join(root, 'nosuch')}: no such file or folder; nothing was restored`,
+    );
     expect(r.stderr).not.toMatch(/PicoClaw home/);
   });
 

@@ -16,14 +16,18 @@ const piece = fc.oneof(
 describe('wrapping keeps back-quoted phrases whole', () => {
   it('no line breaks inside `...`; the words come back in order', () => {
     fc.assert(
-      fc.property(fc.array(piece, { minLength: 1, maxLength: 40 }), fc.integer({ min: 40, max: 120 }), (pieces, width) => {
-        const text = pieces.join(' ');
-        const lines = layout([text], width).split('\n');
-        for (const l of lines) expect((l.match(/`/g) ?? []).length % 2, `${width}: ${l}`).toBe(0);
-        expect(lines.map((l) => l.trim()).join(' ')).toBe(text);
-        // A phrase never exceeds the width here (at most 3 words of 10), so every line fits.
-        for (const l of lines) expect(displayWidth(l)).toBeLessThanOrEqual(width);
-      }),
+      fc.property(
+        fc.array(piece, { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 40, max: 120 }),
+        (pieces, width) => {
+          const text = pieces.join(' ');
+          const lines = layout([text], width).split('\n');
+          for (const l of lines) expect((l.match(/`/g) ?? []).length % 2, `${width}: ${l}`).toBe(0);
+          expect(lines.map((l) => l.trim()).join(' ')).toBe(text);
+          // A phrase never exceeds the width here (at most 3 words of 10), so every line fits.
+          for (const l of lines) expect(displayWidth(l)).toBeLessThanOrEqual(width);
+        },
+      ),
     );
   });
 

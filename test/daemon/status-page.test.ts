@@ -332,7 +332,7 @@ describe('HTTP Basic authentication with the token as the password', () => {
 
 describe('a board without a temperature sensor (issue 28)', () => {
   /** Invariant: the temperature chart is drawn exactly when some reading has a temperature; else the page says why. */
-  it('says "no sensor" instead of an empty 0-1 °C axis, and draws the chart as soon as one reading has a value', async () => {
+  it('says "no sensor" instead of an empty 0-1 °C axis; the chart is back once a reading has a value', async () => {
     const base = input().samples;
     const fc = (await import('fast-check')).default;
     fc.assert(

@@ -162,13 +162,13 @@ describe('picoclaw-guard health (built CLI)', () => {
     expect(r.stdout).toBe('');
   });
 
-  it('a missing home from $PICOCLAW_HOME (or the default) is CRITICAL (PicoClaw is what the board is for), not a crash', async () => {
+  it('a missing $PICOCLAW_HOME (or default home) is CRITICAL (PicoClaw is what the board is for)', async () => {
     const r = await health('visionfive2', null, tempDir(), ['--json'], { PICOCLAW_HOME: join(tempDir(), 'nope') });
     expect(r.code).toBe(11);
     expect(JSON.parse(r.stdout).problems.map((p: { code: string }) => p.code)).toEqual(['picoclaw_missing']);
   });
 
-  it('a --home that is missing or empty is a command-line mistake: exit 2 both, one line, nothing read (issue 28)', async () => {
+  it('a --home that is missing or empty is a command-line mistake: exit 2 both, one line (issue 28)', async () => {
     const empty = tempDir();
     for (const dir of [join(tempDir(), 'nonexistent'), empty]) {
       const r = await health('pi4', dir, tempDir(), ['--json']);

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,15 @@ import { tempDir } from '../support/tmp.js';
  */
 type Kind = 'default' | 'abs-inside' | 'abs-outside' | 'tilde-inside' | 'tilde-outside' | 'symlink-out' | 'symlink-in';
 type Via = 'direct' | 'symlink' | 'copy' | 'bind';
-const KINDS: Kind[] = ['default', 'abs-inside', 'abs-outside', 'tilde-inside', 'tilde-outside', 'symlink-out', 'symlink-in'];
+const KINDS: Kind[] = [
+  'default',
+  'abs-inside',
+  'abs-outside',
+  'tilde-inside',
+  'tilde-outside',
+  'symlink-out',
+  'symlink-in',
+];
 
 /** A bind mount needs root and a mount namespace that allows it (not every container does). */
 function canBind(): boolean {
@@ -87,33 +95,37 @@ describe('where a pass works: real paths, and what lies outside the home', () =>
   it(`matches the model for every shape of workspace and every way to the home${BIND ? '' : ' (bind mounts skipped: need root and mount)'}`, () => {
     const vias: Via[] = BIND ? ['direct', 'symlink', 'copy', 'bind'] : ['direct', 'symlink', 'copy'];
     fc.assert(
-      fc.property(fc.array(fc.constantFrom(...KINDS), { minLength: 1, maxLength: 3 }), fc.constantFrom(...vias), (kinds, via) => {
-        const b = build(kinds, via);
-        try {
-          const h = discoverHome({ home: b.given, env: { HOME: b.user } });
-          const w = placePaths(h);
-          const sessions = w.paths.filter((p) => p.kind === 'sessions');
-          // One entry per distinct folder: map each agent to its entry.
-          kinds.forEach((k, i) => {
-            const id = i === 0 ? 'main' : `a${i}`;
-            const p = sessions.find((s) => s.agents.includes(id))!;
-            expect(p, id).toBeDefined();
-            expect({ id, k, via, inside: p.inside }).toEqual({ id, k, via, inside: expectedInside(k, via) });
-            // A real path: no symlink left in it.
-            expect(p.real.includes('link-')).toBe(false);
-          });
-          // seahorse.db lives in the default agent's (main's) folder: it shares its verdict.
-          const db = w.paths.find((p) => p.kind === 'seahorse.db')!;
-          expect(db.inside).toBe(expectedInside(kinds[0]!, via));
-          expect(w.outside).toBe(w.paths.filter((p) => !p.inside).length);
-          // The refusal speaks exactly when something is outside, and names the first such real path.
-          const why = outsideHomeRefusal(w);
-          if (w.outside === 0) expect(why).toBeNull();
-          else expect(why).toContain(w.paths.find((p) => !p.inside)!.real);
-        } finally {
-          b.cleanup();
-        }
-      }),
+      fc.property(
+        fc.array(fc.constantFrom(...KINDS), { minLength: 1, maxLength: 3 }),
+        fc.constantFrom(...vias),
+        (kinds, via) => {
+          const b = build(kinds, via);
+          try {
+            const h = discoverHome({ home: b.given, env: { HOME: b.user } });
+            const w = placePaths(h);
+            const sessions = w.paths.filter((p) => p.kind === 'sessions');
+            // One entry per distinct folder: map each agent to its entry.
+            kinds.forEach((k, i) => {
+              const id = i === 0 ? 'main' : `a${i}`;
+              const p = sessions.find((s) => s.agents.includes(id))!;
+              expect(p, id).toBeDefined();
+              expect({ id, k, via, inside: p.inside }).toEqual({ id, k, via, inside: expectedInside(k, via) });
+              // A real path: no symlink left in it.
+              expect(p.real.includes('link-')).toBe(false);
+            });
+            // seahorse.db lives in the default agent's (main's) folder: it shares its verdict.
+            const db = w.paths.find((p) => p.kind === 'seahorse.db')!;
+            expect(db.inside).toBe(expectedInside(kinds[0]!, via));
+            expect(w.outside).toBe(w.paths.filter((p) => !p.inside).length);
+            // The refusal speaks exactly when something is outside, and names the first such real path.
+            const why = outsideHomeRefusal(w);
+            if (w.outside === 0) expect(why).toBeNull();
+            else expect(why).toContain(w.paths.find((p) => !p.inside)!.real);
+          } finally {
+            b.cleanup();
+          }
+        },
+      ),
       { numRuns: 40 },
     );
   });

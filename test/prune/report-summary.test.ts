@@ -35,7 +35,8 @@ describe('the summary by verdict', () => {
         const firstKeep = list.findIndex((v) => v.action === 'keep');
         if (firstKeep >= 0) expect(list.slice(firstKeep).every((v) => v.action === 'keep')).toBe(true);
         const text = layoutToString(
-          (w) => writeSummary(w, { dry: true, where: null, verdicts: list, orphansDelete: 0, warnings: ['w1'] }, reasonText),
+          (w) =>
+            writeSummary(w, { dry: true, where: null, verdicts: list, orphansDelete: 0, warnings: ['w1'] }, reasonText),
           Infinity,
         );
         for (const v of list) expect(text).toContain(reasonText(v.reason));

@@ -404,7 +404,12 @@ describe('install-units: what a person runs into (issue 28)', () => {
         const text = blocks[i + 1]!.replace(/^\n/, '').split(/\n\n(?=Dry run:|created|note:)/)[0]!;
         let continued = false;
         for (const line of text.split('\n')) {
-          const ok = continued || line === '' || line.startsWith('#') || /^\[[A-Za-z]+\]$/.test(line) || /^[A-Za-z]+=/.test(line);
+          const ok =
+            continued ||
+            line === '' ||
+            line.startsWith('#') ||
+            /^\[[A-Za-z]+\]$/.test(line) ||
+            /^[A-Za-z]+=/.test(line);
           expect(ok, `${blocks[i]}: ${JSON.stringify(line)}`).toBe(true);
           continued = line.endsWith('\\');
         }
