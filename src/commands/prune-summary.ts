@@ -1,5 +1,5 @@
 import type { Whereabouts } from '../picoclaw/home.js';
-import type { ConfirmInput } from '../prune/pass.js';
+import type { ConfirmInput, DbSummary } from '../prune/pass.js';
 import type { PruneReport } from '../prune/report.js';
 import type { SessionList } from '../prune/report-sessions.js';
 import type { VerdictCount } from '../prune/report-summary.js';
@@ -16,6 +16,7 @@ export interface SummaryView {
   verdicts: VerdictCount[];
   orphansDelete: number;
   warnings: string[];
+  db: DbSummary | null;
 }
 
 /** The folders a pass reads and deletes from, one line each; outside ones marked. */
@@ -68,6 +69,13 @@ export function reportSummary(r: PruneReport<SessionList>): SummaryView {
     verdicts: r.totals.by_verdict,
     orphansDelete: r.orphans.filter((o) => o.action === 'delete').length,
     warnings: reportWarnings(r),
+    db: r.database.present
+      ? {
+          bytes: r.database.bytes_after ?? r.database.bytes_before,
+          estimatedAfter: r.mode === 'dry-run' ? r.database.size_check.projected_bytes_after : null,
+          limitBytes: r.database.size_check.limit_bytes,
+        }
+      : null,
   };
 }
 
@@ -78,6 +86,7 @@ export function confirmSummary(c: ConfirmInput): SummaryView {
     verdicts: c.verdicts,
     orphansDelete: c.orphans,
     warnings: summaryWarnings(c),
+    db: c.db,
   };
 }
 
@@ -113,6 +122,14 @@ export function writeSummary(out: LayoutWriter, s: SummaryView, reasonText: (rea
     for (const line of table(['', 'SESSIONS', 'BYTES', 'REASON'], rows, ['left', 'right', 'right']).split('\n'))
       out.push(`  ${line}`);
   }
+  if (s.db)
+    out.push(
+      `seahorse.db: ${formatBytes(s.db.bytes)} (with its WAL)` +
+        (s.db.estimatedAfter !== null
+          ? `, about ${formatBytes(s.db.estimatedAfter)} after the plan and a VACUUM`
+          : '') +
+        (s.db.limitBytes > 0 ? `; max_db_size_mb ${formatBytes(s.db.limitBytes)}` : ''),
+    );
   writeWarnings(out, s.warnings);
 }
 

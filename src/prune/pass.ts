@@ -83,6 +83,15 @@ export interface ConfirmInput {
   undated: { sessions: number; displaced: number };
   /** Why max_db_size_mb cannot be met by any deletion, or null. */
   limitUnmet: string | null;
+  /** seahorse.db (+ WAL) now, and the size check's estimate after the plan and a VACUUM; null: no database. */
+  db: DbSummary | null;
+}
+
+export interface DbSummary {
+  bytes: number;
+  /** Estimated size after the plan (and a VACUUM), when the size check ran. */
+  estimatedAfter: number | null;
+  limitBytes: number;
 }
 
 /** The `skipped` of a pass whose prompt was answered no. */
@@ -351,7 +360,16 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       const deletes = verdicts.some((v) => v.action === 'delete') || orphans > 0;
       const undated = { sessions: plan.undated.groups, displaced: plan.undated.displaced };
       const limitUnmet = plan.size.shortfall?.startsWith('the limit cannot be met') ? plan.size.shortfall : null;
-      if (deletes && !(await o.confirm({ where, verdicts, orphans, warnings, undated, limitUnmet }))) {
+      const dbSummary: DbSummary | null =
+        inv.seahorse.state === 'open'
+          ? {
+              bytes: inv.seahorse.bytes.total,
+              estimatedAfter: plan.size.checked ? plan.size.projectedBytesAfter : null,
+              limitBytes: plan.size.limitBytes,
+            }
+          : null;
+      const c = { where, verdicts, orphans, warnings, undated, limitUnmet, db: dbSummary };
+      if (deletes && !(await o.confirm(c))) {
         return buildReportOf({
           ...withGw,
           inventory: inv,

@@ -36,7 +36,11 @@ describe('the summary by verdict', () => {
         if (firstKeep >= 0) expect(list.slice(firstKeep).every((v) => v.action === 'keep')).toBe(true);
         const text = layoutToString(
           (w) =>
-            writeSummary(w, { dry: true, where: null, verdicts: list, orphansDelete: 0, warnings: ['w1'] }, reasonText),
+            writeSummary(
+              w,
+              { dry: true, where: null, verdicts: list, orphansDelete: 0, warnings: ['w1'], db: null },
+              reasonText,
+            ),
           Infinity,
         );
         for (const v of list) expect(text).toContain(reasonText(v.reason));
