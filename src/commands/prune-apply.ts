@@ -140,7 +140,7 @@ function writeAllSync(fd: number, s: string, broken: { pipe: boolean }): void {
 async function workerMain(input: WorkerInput): Promise<void> {
   const port = parentPort!;
   const send = (m: FromWorker) => port.postMessage(m);
-  const { execute } = await import('./prune.js');
+  const { execute } = await import('./prune-pass.js');
   const outBroken = { pipe: false };
   const errBroken = { pipe: false };
   try {

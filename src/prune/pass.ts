@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
+import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
 import { tryLock } from '../io/lock.js';
@@ -7,7 +7,7 @@ import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
-import { assertPicoClawHome, discoverHome, placePaths, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
+import { assertPicoClawHome, discoverHome, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
@@ -18,7 +18,9 @@ import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReportOf, type PruneReport } from './report.js';
-import { planVerdicts, type VerdictCount } from './report-summary.js';
+import { confirmInput, dbBytesOf, NOT_CONFIRMED, whereOrRefuse, type ConfirmInput } from './pass-confirm.js';
+
+export { NOT_CONFIRMED, outsideHomeRefusal, type ConfirmInput, type DbSummary } from './pass-confirm.js';
 import { lockPathFor } from './pass-lock.js';
 import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
@@ -61,53 +63,10 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
-  /**
-   * Refuse an apply (GuardError, exit 2) when a sessions folder or seahorse.db lies outside a home
-   * given by --home (`homeSource` 'flag'): the `prune` command sets it, unless --allow-outside-home.
-   */
+  /** Refuse an apply whose folders lie outside a --home (`prune`, unless --allow-outside-home): ./pass-confirm.ts. */
   refuseOutsideHome?: boolean;
-  /**
-   * Asked once the plan is made and before anything is deleted, when the plan deletes something:
-   * false skips the pass (nothing deleted). The prompt of an interactive `prune --apply`.
-   */
+  /** The prompt before deleting (interactive `prune --apply`): false skips the pass. ./pass-confirm.ts. */
   confirm?: (c: ConfirmInput) => Promise<boolean>;
-}
-
-/** What the prompt before an apply shows: the same summary the report starts with. */
-export interface ConfirmInput {
-  where: Whereabouts;
-  verdicts: VerdictCount[];
-  /** Orphan conversations the plan deletes. */
-  orphans: number;
-  warnings: string[];
-  undated: { sessions: number; displaced: number };
-  /** Why max_db_size_mb cannot be met by any deletion, or null. */
-  limitUnmet: string | null;
-  /** seahorse.db (+ WAL) now, and the size check's estimate after the plan and a VACUUM; null: no database. */
-  db: DbSummary | null;
-}
-
-export interface DbSummary {
-  bytes: number;
-  /** Estimated size after the plan (and a VACUUM), when the size check ran. */
-  estimatedAfter: number | null;
-  limitBytes: number;
-}
-
-/** The `skipped` of a pass whose prompt was answered no. */
-export const NOT_CONFIRMED = 'not confirmed: nothing was deleted';
-
-/** The one line an apply outside an explicit --home is refused with (exit 2). */
-export function outsideHomeRefusal(w: Whereabouts): string | null {
-  const out = w.paths.filter((p) => !p.inside);
-  if (out.length === 0) return null;
-  const first = out[0]!;
-  return (
-    `refused: ${first.kind === 'seahorse.db' ? 'seahorse.db' : 'the sessions folder'} ${first.real}` +
-    `${first.kind === 'sessions' ? ` (agent ${first.agents.join(', ')})` : ''} lies outside --home ${w.home_real}` +
-    `${out.length > 1 ? ` (and ${out.length - 1} more)` : ''}, as config.json names it; nothing was deleted. ` +
-    `Pass --allow-outside-home to prune there anyway`
-  );
 }
 
 function skipped(
@@ -180,12 +139,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     where: null as Whereabouts | null,
   };
   assertPicoClawHome(home);
-  const where = placePaths(home);
-  base.where = where;
-  if (o.apply && o.refuseOutsideHome && home.homeSource === 'flag') {
-    const why = outsideHomeRefusal(where);
-    if (why) throw new GuardError(why, { exitCode: ExitCode.USAGE, path: home.home });
-  }
+  const where = (base.where = whereOrRefuse(home, o.apply && !!o.refuseOutsideHome));
   if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(
@@ -354,34 +308,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
     const budget = memoryBudget(env, o.rss);
-    if (o.apply && o.confirm) {
-      const verdicts = planVerdicts(plan);
-      const orphans = plan.orphans.filter((x) => x.action === 'delete').length;
-      const deletes = verdicts.some((v) => v.action === 'delete') || orphans > 0;
-      const undated = { sessions: plan.undated.groups, displaced: plan.undated.displaced };
-      const limitUnmet = plan.size.shortfall?.startsWith('the limit cannot be met') ? plan.size.shortfall : null;
-      const dbSummary: DbSummary | null =
-        inv.seahorse.state === 'open'
-          ? {
-              bytes: inv.seahorse.bytes.total,
-              estimatedAfter: plan.size.checked ? plan.size.projectedBytesAfter : null,
-              limitBytes: plan.size.limitBytes,
-            }
-          : null;
-      const c = { where, verdicts, orphans, warnings, undated, limitUnmet, db: dbSummary };
-      if (deletes && !(await o.confirm(c))) {
-        return buildReportOf({
-          ...withGw,
-          inventory: inv,
-          plan: null,
-          result: null,
-          skipped: NOT_CONFIRMED,
-          exitCode: ExitCode.OK,
-          warnings,
-          dbFacts,
-        });
-      }
-    }
+    const ask = o.apply && o.confirm ? confirmInput(plan, where, warnings, dbBytesOf(inv)) : null;
+    // Answered no: the report of a skipped pass (the prompt showed the plan).
+    if (ask && !(await o.confirm!(ask))) return skipped(withGw, NOT_CONFIRMED, ExitCode.OK);
     if (o.apply) {
       result = applyPlan({
         vacuumOwed: owedBefore,
