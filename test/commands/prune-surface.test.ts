@@ -256,7 +256,7 @@ describe('interrupted, accounted', () => {
   });
 });
 
-describe('rough edges a person meets (issue 28)', () => {
+describe('rough edges a person meets', () => {
   it('restore of a path that does not exist names the archive, not the PicoClaw home (exit 2)', () => {
     const root = tempDir('pcg-surface-');
     // No PicoClaw home anywhere: the old message was about that.

@@ -330,7 +330,7 @@ describe('HTTP Basic authentication with the token as the password', () => {
   });
 });
 
-describe('a board without a temperature sensor (issue 28)', () => {
+describe('a board without a temperature sensor', () => {
   /** Invariant: the temperature chart is drawn exactly when some reading has a temperature; else the page says why. */
   it('says "no sensor" instead of an empty 0-1 °C axis; the chart is back once a reading has a value', async () => {
     const base = input().samples;

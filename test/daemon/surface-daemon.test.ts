@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sampleHome, startDaemon, writeConfig } from './support.js';
 
-/** What a person sees of the daemon in its first seconds (issue 28). */
+/** What a person sees of the daemon in its first seconds. */
 describe('the daemon at start', () => {
   it('the status page shows the schedule from the first request, not "Scheduled passes are off"', async () => {
     const h = sampleHome();

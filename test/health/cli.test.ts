@@ -168,7 +168,7 @@ describe('picoclaw-guard health (built CLI)', () => {
     expect(JSON.parse(r.stdout).problems.map((p: { code: string }) => p.code)).toEqual(['picoclaw_missing']);
   });
 
-  it('a --home that is missing or empty is a command-line mistake: exit 2 both, one line (issue 28)', async () => {
+  it('a --home that is missing or empty is a command-line mistake: exit 2 both, one line', async () => {
     const empty = tempDir();
     for (const dir of [join(tempDir(), 'nonexistent'), empty]) {
       const r = await health('pi4', dir, tempDir(), ['--json']);

@@ -54,7 +54,7 @@ describe('npm run demo', () => {
     expect(health).not.toMatch(/CRITICAL|\(exit code 11/);
     expect(health).toMatch(/real readings/);
 
-    // The apply's seahorse.db line says what the growth is: the WAL, not the file (issue 28).
+    // The apply's seahorse.db line says what the growth is: the WAL, not the file.
     const apply = r.stdout.split('\n=== ').find((x) => x.startsWith('Apply it'))!;
     const db = /^seahorse\.db: ([\d.]+ \w*B) -> ([\d.]+ \w*B)(.*?)(?=\n\S)/ms.exec(apply);
     expect(db, apply).not.toBeNull();

@@ -384,7 +384,7 @@ describe('the shipped units (package root)', () => {
   });
 });
 
-describe('install-units: what a person runs into (issue 28)', () => {
+describe('install-units: what a person runs into', () => {
   /** Invariant: every line of a unit --dry-run prints is one systemd reads as meant; none is cut from its `#`. */
   it('--dry-run prints units a person can paste: comments keep their #, values continue with a backslash', () => {
     const { home: short, dest: dest0, root } = setup();
