@@ -12,13 +12,31 @@
  * does, so the folder left behind is a home whose gateway stopped cleanly.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSampleHome } from './sample/builder.js';
+import { renderJsonLine } from './sample/gatewaylog.js';
+
+/**
+ * The lines PicoClaw's gateway writes to gateway.log on a clean stop (pkg/gateway/gateway.go, pkg/pid/pidfile.go;
+ * docs/picoclaw.md#recognising-a-restart), in the sample log's format (its UTC offset is 120 minutes). Without
+ * them `startup` reads the stand-in's stop as the gateway dying after its last line: `crashed`.
+ */
+function cleanStopLines(ms: number, pidPath: string): string {
+  const line = (dt: number, component: string, caller: string, message: string) =>
+    renderJsonLine({ ms: ms + dt, level: 'info', component, caller, message, fields: {}, pid: process.pid }, 120);
+  return (
+    [
+      line(0, 'gateway', 'pkg/gateway/gateway.go:276', 'Shutting down...'),
+      line(300, 'gateway', 'pkg/gateway/gateway.go:542', '✓ Gateway stopped'),
+      line(310, 'pid', 'pkg/pid/pidfile.go:170', `remove pid file: ${pidPath}`),
+    ].join('\n') + '\n'
+  );
+}
 
 const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 
@@ -148,11 +166,12 @@ async function main(): Promise<void> {
   }
 
   await new Promise<void>((resolve) => gateway.server.close(() => resolve()));
+  appendFileSync(join(home, 'logs', 'gateway.log'), cleanStopLines(Date.now(), join(home, '.picoclaw.pid')));
   rmSync(join(home, '.picoclaw.pid'), { force: true });
   process.stdout.write(
     '\n' +
       wrap(
-        `The stand-in gateway has stopped and removed its PID file, as PicoClaw's gateway does on a clean stop. ` +
+        `The stand-in gateway has stopped, logged its clean stop and removed its PID file, as PicoClaw's gateway does. ` +
           (`The sample home stays in ${dir} for you to explore: pass --home ${home}` +
             ` to any command, and --state-dir ${stateDir} to prune, health and startup. `) +
           `Delete the folder when done.`,

@@ -167,7 +167,9 @@ async function listing(root: string): Promise<string> {
 /** Builds every golden home under a new temporary folder and returns each output file's name and text. */
 export async function makeGoldens(): Promise<Map<string, string>> {
   const sessions = (await import('../src/commands/sessions.js')).run as Run;
-  const prune = (await import('../src/commands/prune.js')).run as Run;
+  // The pass and its report as `prune` runs them (an apply runs this same function in its worker thread).
+  const { execute, mainIo } = await import('../src/commands/prune-pass.js');
+  const prune: Run = (opts, _args, deps) => execute(opts, mainIo(opts), deps);
   const clock = fixedClock(NOW);
   const out = new Map<string, string>();
   // Always under /tmp, whatever TMPDIR says: a report wraps its paths, so their length must not vary.

@@ -81,6 +81,7 @@ Exit codes:
   5   gateway is starting or hung: prune skipped
   6   a store cannot delete: prune skipped, nothing deleted
   7   prune kept sessions it planned to delete; restore: some skipped or unusable
+  8   prune --apply interrupted (SIGINT/SIGTERM) between two sessions: run again to finish
   10  health: WARN
   11  health: CRITICAL
 
@@ -142,6 +143,12 @@ const prune = program
     "the guard's config file (default: $PICOCLAW_GUARD_CONFIG, else /etc/picoclaw-guard/config.json if present)",
   )
   .option('--apply', 'delete what the plan says (without it nothing is written anywhere)')
+  .option('-y, --yes', 'do not ask before deleting (asked only when standard input and output are terminals)')
+  .option(
+    '--allow-outside-home',
+    'with --home: apply even where config.json puts sessions folders or seahorse.db outside that home',
+  )
+  .option('--full', 'on a terminal, print every row of the table (it shows the first 20 after the summary)')
   .option('--max-age-days <n>', 'delete sessions idle longer than this (0 disables)', wholeNumber(0))
   .option('--max-sessions <n>', 'keep at most this many sessions, all agents together (0 disables)', wholeNumber(0))
   .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)', wholeNumber(0))
@@ -177,9 +184,14 @@ const prune = program
   .addHelpText(
     'after',
     `
-The plan lists every session with its verdict and reason. Deletion order per session:
-seahorse rows, then the .jsonl, then the .meta.json. The newest session is never deleted;
-sessions without a usable timestamp are never deleted.
+The plan starts with where it works (each sessions folder and seahorse.db by real path, marked
+OUTSIDE THE HOME when config.json puts one elsewhere) and a summary (sessions and bytes by
+verdict, every warning); then every session with its verdict and reason, and the warnings
+again at the end. With --home, an apply that would delete outside that home is refused (exit 2).
+On a terminal, --apply shows the summary and asks before deleting (--yes skips the question);
+Ctrl-C or SIGTERM stops an apply between two sessions (exit 8; the next run finishes).
+Deletion order per session: seahorse rows, then the .jsonl, then the .meta.json. The newest
+session is never deleted; sessions without a usable timestamp are never deleted.
 
 Examples:
   picoclaw-guard prune                           show the plan
@@ -190,12 +202,13 @@ Examples:
     'after',
     `
 Beyond PicoClaw's policy (off by default):
-  Cron runs: every agent-turn run of a cron job is a new session agent:cron-<job>-<uuid>.
-  --cron-keep-runs keeps the newest N runs of each job; --cron-max-age-days drops old runs;
-  --max-sessions-counts-cron false makes --max-sessions a cap on chats alone.
-  Startup budget: --max-bootstrap-seconds uses the model \`startup\` shows (learnt from past
-  restarts); until it has at least 5 measured restarts and a small enough error it deletes
-  nothing for this key and says how many more restarts it needs.
+Cron runs: every agent-turn run of a cron job is a new session agent:cron-<job>-<uuid>;
+--cron-keep-runs keeps the newest N runs of each job, --cron-max-age-days drops old runs,
+--max-sessions-counts-cron false makes --max-sessions a cap on chats alone.
+Startup budget: --max-bootstrap-seconds uses the model \`picoclaw-guard startup\` shows (learnt
+from past restarts); until it has at least 5 measured restarts and a small enough error it
+deletes nothing for this key and says how many more restarts it needs.
+
   picoclaw-guard prune --cron-keep-runs 5 --max-sessions-counts-cron false
   picoclaw-guard prune --max-bootstrap-seconds 30`,
   )
@@ -251,7 +264,8 @@ program
   .addHelpText(
     'after',
     '\nThresholds: the "health" section of the guard config (--config).\n' +
-      'Exit code: 0 OK, 10 WARN, 11 CRITICAL, 2 bad config.\n\n' +
+      'Exit code: 0 OK, 10 WARN, 11 CRITICAL (a missing $PICOCLAW_HOME or ~/.picoclaw is one: picoclaw_missing),\n' +
+      '2 bad config, or a --home that is missing or no PicoClaw home.\n\n' +
       'Examples:\n  picoclaw-guard health\n  picoclaw-guard health --json | jq .status',
   )
   .action(lazy('health'));

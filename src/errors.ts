@@ -19,6 +19,8 @@ export const ExitCode = {
   SKIPPED: 6,
   /** Prune finished but kept some sessions it had planned to delete (changed since planning, archive failed). */
   PARTIAL: 7,
+  /** prune --apply: SIGINT or SIGTERM stopped it between two sessions (the rest is kept for the next run). */
+  INTERRUPTED: 8,
   /** health: at least one WARN. */
   HEALTH_WARN: 10,
   /** health: at least one CRITICAL. */

@@ -4,6 +4,7 @@
  * tables through `fitTable` (columns shortened, abbreviated or dropped to fit).
  */
 import { printJsonStream } from './json-stream.js';
+import { keepQuotedWhole } from './wrap-quoted.js';
 
 export { formatBytes } from '../io/bytes.js';
 
@@ -144,13 +145,14 @@ const UNIT = /^(B|KiB|MiB|GiB|TiB|s|ms|min|h|d|°C|MHz|GHz)[,;:).]*$/;
 function wrapText(text: string, width: number, indent = 0): string[] {
   if (!Number.isFinite(width) || displayWidth(text) <= width) return [text];
   // Words with the spaces before them, so aligned runs of spaces survive inside a line.
-  const tokens: { sep: string; word: string }[] = [];
+  const raw: { sep: string; word: string }[] = [];
   for (const m of text.matchAll(/( *)([^ ]+)/g)) {
     // A unit stays with its number: "614 KiB", "31 s".
-    const prev = tokens[tokens.length - 1];
+    const prev = raw[raw.length - 1];
     if (prev && m[1] === ' ' && UNIT.test(m[2]!) && /\d$/.test(prev.word)) prev.word += ' ' + m[2]!;
-    else tokens.push({ sep: m[1]!, word: m[2]! });
+    else raw.push({ sep: m[1]!, word: m[2]! });
   }
+  const tokens = keepQuotedWhole(raw);
   const pad = ' '.repeat(Math.min(indent, Math.max(0, width - 20)));
   const lines: string[] = [];
   let cur = '';

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { ExitCode, GuardError } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
@@ -39,8 +38,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     if (!(err instanceof GuardError)) throw err;
     homeError = err.message;
   }
-  // A --home that exists but is no PicoClaw home is a typo, not a finding about the board.
-  if (home && typeof opts.home === 'string' && existsSync(home.home)) assertPicoClawHome(home);
+  // A --home that is missing or no PicoClaw home is a typo on the command line (exit 2, as an empty folder),
+  // not a finding about the board. A home from $PICOCLAW_HOME or the default ~/.picoclaw that is missing is
+  // one: PicoClaw is gone from this board (CRITICAL, picoclaw_missing).
+  if (home && typeof opts.home === 'string') assertPicoClawHome(home);
   const report = await collectHealth({
     sysRoot: str(opts.sysRoot) ?? '/sys',
     procRoot: str(opts.procRoot) ?? '/proc',

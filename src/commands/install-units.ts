@@ -12,6 +12,7 @@ import {
   allowedDevices,
   outermost,
   readGroups,
+  lookupUser,
   readPasswd,
   renderUnits,
   underHomeDirs,
@@ -19,7 +20,7 @@ import {
 } from '../install/units.js';
 import { guardVersion } from '../version.js';
 import { homeFromOpts } from './common.js';
-import { layout, outputWidth } from './format.js';
+import { escapeControl, layout, outputWidth } from './format.js';
 
 /**
  * `picoclaw-guard install-units [--dest DIR] [--user NAME] [--gateway-unit NAME] [--home DIR] [--dry-run]`
@@ -151,11 +152,18 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       { exitCode: ExitCode.USAGE, hint: 'pass --user <the user the gateway runs as>' },
     );
   }
-  const pw = passwd.find((p) => p.name === user);
+  // Through NSS, as systemd resolves User=: a user it does not know would fail the unit at every start.
+  const nss = passwd.find((p) => p.name === user) ?? lookupUser(user);
+  if (nss === 'absent')
+    throw new GuardError(`there is no user ${user} on this system (getent passwd ${user} finds none)`, {
+      exitCode: ExitCode.USAGE,
+      hint: 'pass --user <the user the gateway runs as>, or create that user first',
+    });
+  const pw = nss === 'unknown' ? undefined : nss;
   const group = pw ? (groups.find((g) => g.gid === pw.gid)?.name ?? null) : null;
   const notes: string[] = [];
   if (!pw)
-    notes.push(`note: ${user} is not in /etc/passwd (fine if it comes from NSS/LDAP); Group= is left to systemd`);
+    notes.push(`note: ${user} could not be looked up (no getent; not in /etc/passwd); Group= is left to systemd`);
   else if (pw.uid !== owner)
     notes.push(
       `note: ${homeDir} belongs to uid ${owner}, not to ${user}: ${user} must be able to write the sessions folders`,
@@ -207,11 +215,13 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const commands = [`${sudo}systemctl daemon-reload`, `${sudo}systemctl enable --now ${GUARD_UNIT}`];
 
   const out: string[] = [];
+  // The units as written, never wrapped to the terminal: a comment's second half without its `#` is not a unit.
+  const raw: string[] = [];
   if (opts.dryRun) {
     for (const u of units) {
-      out.push(`# ---- ${join(dest, u.file)} ----`);
-      out.push(...u.text.replace(/\n*$/, '').split('\n'));
-      out.push('');
+      raw.push(`# ---- ${join(dest, u.file)} ----`);
+      raw.push(...u.text.replace(/\n*$/, '').split('\n').map(escapeControl));
+      raw.push('');
     }
     prepareDirs(
       dirs.filter((d) => !(d.path === homeDir || d.path.startsWith(homeDir + '/'))),
@@ -266,7 +276,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     !existsSync(join(dest, gatewayUnit))
   ) {
     notes.push(
-      `note: no ${gatewayUnit} found: the drop-in and PartOf= take effect once the gateway's unit has ` +
+      `note: no ${gatewayUnit} found: the drop-in and After= take effect once the gateway's unit has ` +
         `that name (--gateway-unit)`,
     );
   }
@@ -280,6 +290,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       'note: the guard or the gateway uses a non-loopback address, so the loopback-only IP filter was left out',
     );
   out.push(...notes);
+  if (raw.length > 0) process.stdout.write(raw.join('\n') + '\n');
   process.stdout.write(layout(out, outputWidth(opts)) + '\n');
   return ExitCode.OK;
 }

@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import { ExitCode, GuardError } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
@@ -42,6 +42,13 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
       exitCode: ExitCode.USAGE,
     });
   }
+  // The archive first: a mistyped path is the mistake to name, not a PicoClaw home looked for next.
+  if (!existsSync(path))
+    throw new GuardError(`no archive at ${path}: no such file or folder; nothing was restored`, {
+      exitCode: ExitCode.USAGE,
+      path,
+      hint: 'give an archive file or the folder passed to prune --archive',
+    });
   const holdDays = typeof opts.holdDays === 'number' ? opts.holdDays : 7;
   const list = opts.list === true;
   // Listing needs no PicoClaw; with --home (or $PICOCLAW_HOME) it lists that home's archives only.

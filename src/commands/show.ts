@@ -14,7 +14,7 @@ import { homePins } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
 import { escapeControl, formatAge, formatBytes, layout, outputWidth, printJson } from './format.js';
 import { aliasGroupOf } from './pin.js';
-import { REASON_TEXT } from './prune.js';
+import { reasonText } from './prune-text.js';
 
 /**
  * `picoclaw-guard show KEY`: everything the guard knows of one session, metadata only (never a
@@ -127,7 +127,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
         action: e.action,
         reason: e.reason,
         // The prune table's words, without its pointers to the lines below it.
-        why: (REASON_TEXT[e.reason] ?? e.reason).replace(' (see below)', '').replace('; see below', ''),
+        why: reasonText(e.reason).replace(' (see below)', '').replace('; see below', ''),
         detail: e.detail?.replace(/^kept /, '') ?? null,
       };
   } catch (err) {

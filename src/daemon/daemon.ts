@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { fstatSync, mkdirSync } from 'node:fs';
 import { GuardError, errnoCode, errorMessage } from '../errors.js';
 import { boundLogs, gatewayLogs, MIB } from '../logs/index.js';
 import { TextfileWriter } from '../metrics/textfile.js';
@@ -135,7 +135,29 @@ export class Daemon {
       },
       'listening',
     );
+    this.tellPerson();
     this.armRefresh();
+  }
+
+  /**
+   * One line for a person who started the daemon by hand, on stderr beside the JSON log on stdout: the
+   * address of the status page. Not under systemd when stderr is the journal (JOURNAL_STREAM names it):
+   * the JSON `listening` line is already there.
+   */
+  private tellPerson(): void {
+    const journal = this.env.JOURNAL_STREAM;
+    if (journal) {
+      try {
+        const st = fstatSync(2);
+        if (journal === `${st.dev}:${st.ino}`) return;
+      } catch {
+        return;
+      }
+    }
+    const host = this.server!.host.includes(':') ? `[${this.server!.host}]` : this.server!.host;
+    process.stderr.write(
+      `picoclaw-guard: listening on http://${host}:${this.server!.port}/ (the status page; JSON log on stdout)\n`,
+    );
   }
 
   // --- the cache -------------------------------------------------------------------------

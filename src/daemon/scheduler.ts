@@ -148,11 +148,14 @@ export class Scheduler {
         ? 'scheduled prune passes are off (check_interval_minutes is 0)'
         : 'scheduled prune passes are off (prune.enabled is false)';
       this.log.info({ why, enabled: s.policy.enabled, interval_seconds: s.intervalSeconds }, off);
+      // The status page renders from a snapshot of the schedule: until told, it shows the one before this.
+      this.hooks.changed();
       return;
     }
     if (this.runner.running) return; // the pass in progress re-arms when it ends
     if (!sch) {
       this.arm(firstRunAt(last, s.intervalSeconds * 1000, Date.now()));
+      this.hooks.changed();
       return;
     }
     const now = Date.now();
@@ -174,6 +177,7 @@ export class Scheduler {
         ? `prune schedule ${describeSchedule(sch)}: a slot was missed since the last pass, which is older than one period: one catch-up pass now`
         : `prune schedule ${describeSchedule(sch)}`,
     );
+    this.hooks.changed();
   }
 
   /**

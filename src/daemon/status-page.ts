@@ -123,6 +123,9 @@ function boardCharts(p: PageInput): string {
     else bands.push({ x0: s[i]!.at_ms, x1, label: flagText(f) });
   }
   const span = `${Math.round((xMax - xMin) / 360e3) / 10} h`;
+  // A board with no temperature sensor (a VM, some SoCs) has only NaN here: a chart of it would be an empty
+  // 0-1 °C axis, so the page says there is no sensor instead.
+  const anyTemp = s.some((x) => Number.isFinite(x.temp_celsius));
   const temp = chart({
     id: 'chart-temperature',
     title: `CPU temperature over the last ${span}`,
@@ -167,10 +170,13 @@ function boardCharts(p: PageInput): string {
     ],
   });
   const thinned = s.length < p.historyLength ? `, averaged into ${s.length} points` : '';
+  const tempFigure = anyTemp
+    ? `<figure>${temp}<figcaption>CPU temperature, ${p.historyLength} readings over ` +
+      `${span}${thinned}; shaded: throttled or capped.</figcaption></figure>`
+    : `<figure id="chart-temperature-none"><figcaption>CPU temperature: no sensor (no thermal zone and no hwmon ` +
+      `temperature on this board), so no chart.</figcaption></figure>`;
   return (
-    `<figure>${temp}<figcaption>CPU temperature, ${p.historyLength} readings over ` +
-    `${span}${thinned}; shaded: throttled or capped.</figcaption></figure><figure>` +
-    `${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`
+    `${tempFigure}<figure>` + `${freqMem}<figcaption>Highest core frequency and MemAvailable.</figcaption></figure>`
   );
 }
 

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -121,9 +122,29 @@ function continued(key: string, words: string[]): string {
   return lines.join('\n');
 }
 
+/** A comment wider than the units' width, as several `# ` lines (a wrapped comment's line without `#` is no unit). */
+function wrapComment(line: string): string[] {
+  if (line.length <= UNIT_WIDTH || !line.startsWith('# ')) return [line];
+  const lines: string[] = [];
+  let cur = '#';
+  for (const w of line.slice(2).split(' ')) {
+    if (cur !== '#' && cur.length + 1 + w.length > UNIT_WIDTH) {
+      lines.push(cur);
+      cur = '#';
+    }
+    cur += ' ' + w;
+  }
+  lines.push(cur);
+  return lines;
+}
+
 function rewrite(text: string, v: UnitValues): string {
   const out: string[] = [];
   for (const line of text.split('\n')) {
+    if (line.startsWith('# ') && line.length > UNIT_WIDTH) {
+      out.push(...wrapComment(line));
+      continue;
+    }
     const m = /^([A-Za-z]+)=(.*)$/.exec(line);
     const key = m?.[1];
     const value = m?.[2] ?? '';
@@ -154,10 +175,7 @@ function rewrite(text: string, v: UnitValues): string {
     else if (key === 'ProtectHome') out.push(`ProtectHome=${v.protectHome}`);
     else if (key === 'DeviceAllow' && !v.devices.includes(value.split(/\s+/)[0]!)) continue;
     else if ((key === 'IPAddressDeny' || key === 'IPAddressAllow') && !v.loopbackOnly) continue;
-    else if (
-      (key === 'PartOf' || key === 'After' || key === 'WantedBy') &&
-      value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)
-    ) {
+    else if ((key === 'After' || key === 'WantedBy') && value.split(/\s+/).includes(SHIPPED_GATEWAY_UNIT)) {
       out.push(
         `${key}=${value
           .split(/\s+/)
@@ -206,6 +224,20 @@ export interface PasswdEntry {
   uid: number;
   gid: number;
   dir: string;
+}
+
+/**
+ * A user by name through NSS (`getent passwd NAME`: /etc/passwd, LDAP, systemd-homed, ...). 'absent' when NSS
+ * knows no such user (getent exits 2), 'unknown' when getent cannot be run (then /etc/passwd is all there is).
+ */
+export function lookupUser(name: string): PasswdEntry | 'absent' | 'unknown' {
+  const r = spawnSync('getent', ['passwd', name], { encoding: 'utf8', timeout: 10_000 });
+  if (r.error || r.status === null) return 'unknown';
+  if (r.status === 2) return 'absent';
+  if (r.status !== 0) return 'unknown';
+  const f = r.stdout.split('\n')[0]!.split(':');
+  if (f.length < 6 || f[0] !== name || !/^\d+$/.test(f[2]!) || !/^\d+$/.test(f[3]!)) return 'unknown';
+  return { name, uid: Number(f[2]), gid: Number(f[3]), dir: f[5] ?? '' };
 }
 
 export function readPasswd(path = '/etc/passwd'): PasswdEntry[] {

@@ -1,6 +1,6 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { ExitCode, GuardError } from '../errors.js';
 import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
@@ -251,4 +251,81 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
     gateway: { host, port, logLevel: logLevel.toLowerCase() },
     sessionPrune,
   };
+}
+
+/** One folder (or seahorse.db) a prune pass reads and may delete from, and whether it lies inside the home. */
+export interface PlacedPath {
+  kind: 'sessions' | 'seahorse.db';
+  /** The path as configured (config.json, `~` expanded). */
+  path: string;
+  /** Its real path: symlinks resolved (of the nearest existing folder above it, when it does not exist yet). */
+  real: string;
+  agents: string[];
+  /** Under the home's real path, or below a folder that is the home itself by device and inode (a bind mount). */
+  inside: boolean;
+}
+
+/** Where a pass works: the home's real path, and every sessions folder and seahorse.db, placed. */
+export interface Whereabouts {
+  home: string;
+  home_real: string;
+  paths: PlacedPath[];
+  /** How many of `paths` lie outside the home. */
+  outside: number;
+}
+
+/** The real path of p, or of its nearest existing ancestor with the rest appended (a folder not made yet). */
+function realOrAncestor(p: string): string {
+  const abs = resolve(p);
+  let head = abs;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return join(realpathSync(head), ...rest.reverse());
+    } catch {
+      const up = dirname(head);
+      if (up === head) return abs;
+      rest.push(head.slice(up.length).replace(/^\/+/, ''));
+      head = up;
+    }
+  }
+}
+
+function identity(p: string): string | null {
+  try {
+    const s = statSync(p, { bigint: true });
+    return `${s.dev}:${s.ino}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `real` lies inside the home. Two tests, either enough: its real path starts with the
+ * home's real path; or one of its real ancestors is the home's own folder by device and inode (the
+ * home was given through a bind mount of the folder config.json names by its other path). A copy
+ * (`cp -a`) of a home whose config.json names its workspace by an absolute path or by `~/...`
+ * fails both: its sessions folders are the original's.
+ */
+export function insideHome(real: string, homeReal: string, homeId: string | null): boolean {
+  if (real === homeReal || real.startsWith(homeReal.endsWith(sep) ? homeReal : homeReal + sep)) return true;
+  if (homeId === null) return false;
+  for (let d = real; ; d = dirname(d)) {
+    if (identity(d) === homeId) return true;
+    if (dirname(d) === d) return false;
+  }
+}
+
+/** Every sessions folder and the seahorse.db of a home, by real path, each marked inside or outside the home. */
+export function placePaths(h: PicoClawHome): Whereabouts {
+  const homeReal = realOrAncestor(h.home);
+  const homeId = identity(h.home);
+  const paths: PlacedPath[] = [];
+  const place = (kind: PlacedPath['kind'], path: string, agents: string[]) => {
+    const real = realOrAncestor(path);
+    paths.push({ kind, path, real, agents, inside: insideHome(real, homeReal, homeId) });
+  };
+  for (const d of h.sessionsDirs) place('sessions', d.dir, d.agents);
+  place('seahorse.db', h.seahorsePath, [h.defaultAgent]);
+  return { home: h.home, home_real: homeReal, paths, outside: paths.filter((p) => !p.inside).length };
 }

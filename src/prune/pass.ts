@@ -7,7 +7,7 @@ import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
-import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
+import { assertPicoClawHome, discoverHome, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
 import { applyPlan, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
@@ -20,6 +20,9 @@ import { planWarnings } from './plan-warnings.js';
 import { selectForDelete, type Selection } from './plan-select.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
 import { buildReportOf, type PruneReport } from './report.js';
+import { confirmInput, dbBytesOf, NOT_CONFIRMED, whereOrRefuse, type ConfirmInput } from './pass-confirm.js';
+
+export { NOT_CONFIRMED, outsideHomeRefusal, type ConfirmInput, type DbSummary } from './pass-confirm.js';
 import { lockPathFor } from './pass-lock.js';
 import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
@@ -48,6 +51,8 @@ export interface PassOptions {
   stateDir: string | null;
   probe?: (home: PicoClawHome) => Promise<GatewayState>;
   shouldStop?: () => boolean;
+  /** Why `shouldStop` stopped the pass, for the history line ("interrupted by SIGINT"), or null. */
+  stopReason?: () => string | null;
   onProgress?: (done: number, total: number, what: string) => void;
   /** Why the age check must be skipped this pass (the daemon saw the wall clock jump), or undefined. */
   skipAgeCheck?: string;
@@ -63,6 +68,10 @@ export interface PassOptions {
   streamSessions?: boolean;
   /** `delete KEY`: the plan narrowed to this one alias group (src/prune/plan-select.ts). */
   only?: Selection;
+  /** Refuse an apply whose folders lie outside a --home (`prune`, unless --allow-outside-home): ./pass-confirm.ts. */
+  refuseOutsideHome?: boolean;
+  /** The prompt before deleting (interactive `prune --apply`): false skips the pass. ./pass-confirm.ts. */
+  confirm?: (c: ConfirmInput) => Promise<boolean>;
 }
 
 function skipped(
@@ -74,6 +83,7 @@ function skipped(
     t0: number;
     gateway: GatewayState | null;
     stream: boolean;
+    where: Whereabouts | null;
   },
   reason: string,
   exitCode: ExitCodeValue,
@@ -110,7 +120,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   const t0 = performance.now();
   const env = o.env ?? process.env;
   const now = o.clock();
-  const mode = o.apply ? 'apply' : 'dry-run';
+  const mode: 'apply' | 'dry-run' = o.apply ? 'apply' : 'dry-run';
   const home = o.resolvedHome ?? discoverHome({ home: o.home, env });
   const guardConfig = loadGuardConfig(o.configPath, env);
   const policy = resolvePolicy({
@@ -131,8 +141,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     t0,
     gateway: null as GatewayState | null,
     stream: !!o.streamSessions,
-  } as const;
+    where: null as Whereabouts | null,
+  };
   assertPicoClawHome(home);
+  const where = (base.where = whereOrRefuse(home, o.apply && !!o.refuseOutsideHome));
   if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(
@@ -314,6 +326,9 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
     let result: ApplyResult | null = null;
     const budget = memoryBudget(env, o.rss);
+    const ask = o.apply && o.confirm ? confirmInput(plan, where, warnings, dbBytesOf(inv)) : null;
+    // Answered no: the report of a skipped pass (the prompt showed the plan).
+    if (ask && !(await o.confirm!(ask))) return skipped(withGw, NOT_CONFIRMED, ExitCode.OK);
     if (o.apply) {
       result = applyPlan({
         vacuumOwed: owedBefore,
@@ -391,7 +406,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
           sessions_before: report.totals.sessions,
           sessions_after: report.totals.sessions - report.totals.deleted_sessions,
           duration_ms: report.duration_ms,
-          reason: null,
+          reason: o.stopReason?.() ?? null,
           undated_sessions: plan.undated.groups,
           displaced_by_undated: plan.undated.displaced,
           size_limit_unmet: result?.size.unmet ?? null,

@@ -1,13 +1,15 @@
 import { releaseGarbage } from '../io/heap.js';
+import { dbFileBytes } from '../picoclaw/seahorse.js';
 import type { ExitCodeValue } from '../errors.js';
 import type { GatewayState } from '../picoclaw/gateway.js';
-import type { PicoClawHome } from '../picoclaw/home.js';
+import type { PicoClawHome, Whereabouts } from '../picoclaw/home.js';
 import type { Inventory } from '../picoclaw/inventory.js';
 import type { ApplyResult } from './apply.js';
 import type { DbFacts, Plan, PlanGroup } from './plan.js';
 import { POLICY_KEYS, type ResolvedPolicy } from './policy.js';
 import { cronRuns, iso, outcomeOf, SessionEntries, sessionEntry, type SessionList } from './report-sessions.js';
 import { bootstrapReport, cronReport, type BootstrapReport, type CronReport } from './report-extras.js';
+import { VerdictTally, type VerdictCount } from './report-summary.js';
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
 export interface PruneSessionEntry {
@@ -33,6 +35,12 @@ export interface PruneSessionEntry {
 }
 
 export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
+  /**
+   * First, where the pass works: every sessions folder and seahorse.db by real path, each marked
+   * inside or outside the home (a config.json that names its workspace by an absolute path). Null
+   * when the pass stopped before it found the home.
+   */
+  where: Whereabouts | null;
   mode: 'dry-run' | 'apply';
   skipped: string | null;
   exit_code: ExitCodeValue;
@@ -75,6 +83,9 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
     present: boolean;
     bytes_before: number;
     bytes_after: number | null;
+    /** Of bytes_before and bytes_after, the -wal file's (an apply's deletions sit there until SQLite checkpoints). */
+    wal_bytes_before: number;
+    wal_bytes_after: number | null;
     used_bytes: number | null;
     size_check: {
       checked: boolean;
@@ -121,11 +132,16 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
     groups: number;
     delete: number;
     keep: number;
+    /** Apply: sessions deleted. In a dry-run, kept for compatibility: those that would be (`would_delete_sessions`). */
     deleted_sessions: number;
+    /** Dry-run: the sessions an apply would delete; null in an apply (read `deleted_sessions`). */
+    would_delete_sessions: number | null;
     freed_bytes: number;
     deleted_seahorse_messages: number | null;
     deleted_orphan_conversations: number;
     by_reason: Record<string, number>;
+    /** Sessions and their bytes by verdict (action and reason), deletions first: the summary's table. */
+    by_verdict: VerdictCount[];
   };
   warnings: string[];
   duration_ms: number;
@@ -149,6 +165,8 @@ export interface ReportInput {
   exitCode: ExitCodeValue;
   warnings: string[];
   dbFacts: DbFacts | null;
+  /** Where the pass works (the report's first field). */
+  where?: Whereabouts | null;
   /**
    * The caller is done with the inventory's sessions and the plan's groups: each group is let go
    * as its entries are made, so that the report, as large as the inventory on a big home, never
@@ -190,6 +208,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
   const orphans: PruneReport['orphans'] = [];
   const shared: PruneReport['shared_conversations'] = [];
   const byReason: Record<string, number> = {};
+  const tally = new VerdictTally();
   let deletedSessions = 0;
   let keptSessions = 0;
   let freed = 0;
@@ -214,6 +233,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
       else keepGroups++;
       for (const m of g.members) {
         byReason[outcome.reason] = (byReason[outcome.reason] ?? 0) + 1;
+        tally.add(outcome.action, outcome.reason, m.jsonlBytes + m.metaBytes);
         if (outcome.action === 'delete') {
           deletedSessions++;
           freed += m.jsonlBytes + m.metaBytes;
@@ -254,6 +274,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
   const deletedOrphans = orphans.filter((o) => o.action === 'delete').length;
   const sizePlan = r.plan?.size;
   return {
+    where: r.where ?? null,
     mode: r.mode,
     skipped: r.skipped,
     exit_code: r.exitCode,
@@ -278,6 +299,8 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
       present: inv?.seahorse.state === 'open',
       bytes_before: inv?.seahorse.bytes.total ?? 0,
       bytes_after: r.result ? (v?.bytesAfter ?? inv?.seahorse.bytes.total ?? 0) : null,
+      wal_bytes_before: inv?.seahorse.bytes.wal ?? 0,
+      wal_bytes_after: r.result && inv ? dbFileBytes(inv.seahorse.path).wal : null,
       used_bytes: r.dbFacts?.present ? r.dbFacts.usedBytes : null,
       size_check: {
         checked: sizePlan?.checked ?? false,
@@ -347,10 +370,12 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
       delete: deletedSessions,
       keep: keptSessions,
       deleted_sessions: deletedSessions,
+      would_delete_sessions: r.mode === 'dry-run' ? deletedSessions : null,
       freed_bytes: freed,
       deleted_seahorse_messages: r.result?.seahorse ? r.result.seahorse.messages : null,
       deleted_orphan_conversations: deletedOrphans,
       by_reason: byReason,
+      by_verdict: tally.list(),
     },
     warnings: r.warnings,
     duration_ms: Math.round(performance.now() - r.t0),

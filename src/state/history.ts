@@ -24,7 +24,7 @@ export interface PruneHistoryEntry {
   sessions_before: number;
   sessions_after: number;
   duration_ms: number;
-  /** Always null: only skipped passes had a reason, and they write no line. Kept so old and new lines match. */
+  /** Why the pass stopped early ("interrupted by SIGINT": a signal stopped `prune --apply`), else null. */
   reason: string | null;
   /** Sessions with no usable timestamp (never deleted, yet counted toward max_sessions); absent in older lines. */
   undated_sessions?: number;

@@ -9,7 +9,7 @@ import { instantMs } from '../picoclaw/time.js';
 /**
  * The daemon's last-run marker: when its last prune pass for a home ran to its end.
  * The daemon's timer (src/daemon/wall-timer.ts) lives in memory only, so without the marker
- * every restart (a gateway restart restarts the sidecar, PartOf=) would start with a pass.
+ * every restart of the daemon would start with a pass.
  *
  * Written once per completed pass (a few hundred bytes an hour), never on a skipped,
  * failed or interrupted one: a failure must not postpone the retry (logrotate/logrotate#422).

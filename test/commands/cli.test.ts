@@ -9,7 +9,7 @@ import { tryLock } from '../../src/io/lock.js';
 import { sqlite } from '../../src/io/sqlite.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import { board } from '../health/boards.js';
-import { runCli } from '../support/cli.js';
+import { CLI, NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -248,6 +248,31 @@ describe('the exit-code tables are true', () => {
         return { code: r.code, out: r.stdout };
       },
     },
+    8: {
+      what: /interrupted.*SIGINT.*SIGTERM|SIGINT.*SIGTERM.*between two sessions/,
+      run: async () => {
+        // SIGTERM once the first session is gone (prune-surface.test.ts drives Ctrl-C on a terminal).
+        const root = tempDir('pcg-cli-');
+        const h = join(root, 'h');
+        buildSampleHome({ dir: h, seed: 5, sessions: 1500, agents: 2, messagesPerSession: 4, spanDays: 120 });
+        const child = spawn(process.execPath, [CLI, 'prune', '--apply', '--home', h, '--max-sessions', '10'], {
+          env: {
+            PATH: process.env.PATH,
+            HOME: root,
+            STATE_DIRECTORY: join(root, 'state'),
+            PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
+          },
+        });
+        let err = '';
+        child.stdout.resume();
+        child.stderr.setEncoding('utf8');
+        while (!/pruning: [1-9]/.test(err)) err += ((await once(child.stderr, 'data')) as [string])[0];
+        child.kill('SIGTERM');
+        child.stderr.on('data', (d: string) => (err += d));
+        const [code] = (await once(child, 'close')) as [number];
+        return { code, out: err };
+      },
+    },
     10: { what: /health.*WARN/, run: () => health('pi4', ['--state-dir', tempDir()], { temp_warn_celsius: 50 }) },
     11: { what: /health.*CRITICAL/, run: () => health('pi4-undervoltage', ['--state-dir', tempDir()]) },
   };
@@ -256,20 +281,10 @@ describe('the exit-code tables are true', () => {
     const b = board(name);
     const cfg = join(tempDir(), 'guard.json');
     writeFileSync(cfg, JSON.stringify({ health: { gateway_not_ready: 'ok', ...thresholds } }));
-    const r = runCli([
-      'health',
-      '--sys-root',
-      b.sys,
-      '--proc-root',
-      b.proc,
-      '--vcgencmd',
-      b.vcgencmd!,
-      '--config',
-      cfg,
-      '--home',
-      join(tempDir(), 'none'),
-      ...extra,
-    ]);
+    const r = runCli(
+      ['health', '--sys-root', b.sys, '--proc-root', b.proc, '--vcgencmd', b.vcgencmd!, '--config', cfg, ...extra],
+      { PICOCLAW_HOME: join(tempDir(), 'none') },
+    );
     return { code: r.code, out: r.stdout };
   }
 

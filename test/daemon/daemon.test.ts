@@ -120,7 +120,10 @@ describe('picoclaw-guard run: the endpoints', () => {
 
     const r = await d.stop();
     expect(r.code).toBe(0);
-    expect(d.stderr()).toBe('');
+    // One line for a person beside the JSON log, and nothing else.
+    expect(d.stderr()).toBe(
+      `picoclaw-guard: listening on http://127.0.0.1:${d.port}/ (the status page; JSON log on stdout)\n`,
+    );
   });
 
   it(

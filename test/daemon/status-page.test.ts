@@ -329,3 +329,25 @@ describe('HTTP Basic authentication with the token as the password', () => {
     expect(tokenMatches(undefined, token)).toBe(false);
   });
 });
+
+describe('a board without a temperature sensor', () => {
+  /** Invariant: the temperature chart is drawn exactly when some reading has a temperature; else the page says why. */
+  it('says "no sensor" instead of an empty 0-1 °C axis; the chart is back once a reading has a value', async () => {
+    const base = input().samples;
+    const fc = (await import('fast-check')).default;
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: base.length, maxLength: base.length }), (has) => {
+        const samples = base.map((x, i) => ({ ...x, temp_celsius: has[i] ? x.temp_celsius : NaN }));
+        const html = renderStatusPage(input({ samples }));
+        const any = has.some(Boolean);
+        expect(html.includes('id="chart-temperature"')).toBe(any);
+        expect(html.includes('CPU temperature: no sensor')).toBe(!any);
+      }),
+      { numRuns: 30 },
+    );
+    const none = renderStatusPage(input({ samples: base.map((x) => ({ ...x, temp_celsius: NaN })) }));
+    expect(none).not.toMatch(/°C<\/text>/);
+    const report = await VALIDATOR.validateString(none);
+    expect(report.valid, JSON.stringify(report.results)).toBe(true);
+  });
+});

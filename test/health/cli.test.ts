@@ -54,9 +54,10 @@ function home(port: number): string {
 
 function health(
   name: BoardName,
-  homeDir: string,
+  homeDir: string | null,
   stateDir: string,
   extra: string[] = [],
+  extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const b = board(name);
   const args = [
@@ -66,8 +67,7 @@ function health(
     b.sys,
     '--proc-root',
     b.proc,
-    '--home',
-    homeDir,
+    ...(homeDir === null ? [] : ['--home', homeDir]),
     '--state-dir',
     stateDir,
     ...(b.vcgencmd ? ['--vcgencmd', b.vcgencmd] : []),
@@ -79,6 +79,7 @@ function health(
     HOME: process.env.HOME,
     PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
     PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`,
+    ...extraEnv,
   };
   return new Promise((resolve) => {
     execFile(process.execPath, args, { env, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
@@ -161,10 +162,20 @@ describe('picoclaw-guard health (built CLI)', () => {
     expect(r.stdout).toBe('');
   });
 
-  it('a missing home is CRITICAL (PicoClaw is what the board is for), not a crash', async () => {
-    const r = await health('visionfive2', join(tempDir(), 'nope'), tempDir(), ['--json']);
+  it('a missing $PICOCLAW_HOME (or default home) is CRITICAL (PicoClaw is what the board is for)', async () => {
+    const r = await health('visionfive2', null, tempDir(), ['--json'], { PICOCLAW_HOME: join(tempDir(), 'nope') });
     expect(r.code).toBe(11);
     expect(JSON.parse(r.stdout).problems.map((p: { code: string }) => p.code)).toEqual(['picoclaw_missing']);
+  });
+
+  it('a --home that is missing or empty is a command-line mistake: exit 2 both, one line', async () => {
+    const empty = tempDir();
+    for (const dir of [join(tempDir(), 'nonexistent'), empty]) {
+      const r = await health('pi4', dir, tempDir(), ['--json']);
+      expect(r.code, dir).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(new RegExp(`^picoclaw-guard: .*${dir.replace(/[/.]/g, '\\$&')}.*\\(from --home\\)`));
+    }
   });
 
   it('a config.json PicoClaw cannot parse is a CRITICAL finding, and its text is never echoed', async () => {

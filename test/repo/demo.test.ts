@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/tmp.js';
 
 const DEMO = join(import.meta.dirname, '../../dist/dev/demo.js');
+const CLI = join(import.meta.dirname, '../../dist/src/cli.js');
 const SYSTEM_HISTORY = '/var/lib/picoclaw-guard/prune-history.jsonl';
 
 function files(dir: string): string[] {
@@ -52,5 +53,21 @@ describe('npm run demo', () => {
     expect(health).toMatch(/^gateway\s+ready\b/m);
     expect(health).not.toMatch(/CRITICAL|\(exit code 11/);
     expect(health).toMatch(/real readings/);
+
+    // The apply's seahorse.db line says what the growth is: the WAL, not the file.
+    const apply = r.stdout.split('\n=== ').find((x) => x.startsWith('Apply it'))!;
+    const db = /^seahorse\.db: ([\d.]+ \w*B) -> ([\d.]+ \w*B)(.*?)(?=\n\S)/ms.exec(apply);
+    expect(db, apply).not.toBeNull();
+    if (db![1] !== db![2]) expect(db![3]).toMatch(/file [\d.]+ \w*B \+\s+WAL [\d.]+ \w*B/);
+
+    // The stand-in's clean stop reads as one: `startup` on the home it leaves says stopped, not crashed.
+    const after = spawnSync(
+      process.execPath,
+      [CLI, 'startup', '--json', '--home', join(sample, '.picoclaw'), '--state-dir', join(sample, 'guard-state')],
+      { encoding: 'utf8', env: { ...env, PICOCLAW_GUARD_CONFIG: join(sample, 'picoclaw-guard.json') } },
+    );
+    expect(after.status, after.stderr).toBe(0);
+    const restarts = (JSON.parse(after.stdout) as { restarts: { end: string }[] }).restarts;
+    expect(restarts[restarts.length - 1]!.end).toBe('stopped');
   });
 });

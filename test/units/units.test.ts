@@ -3,16 +3,18 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { userInfo } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { allowedDevices, outermost, renderUnits, unitPath, type UnitValues } from '../../src/install/units.js';
 import { NODE_FLAGS } from '../../src/daemon/pass-runner.js';
 import { CLI, runCli } from '../support/cli.js';
@@ -45,9 +47,31 @@ function setup(gatewayUnit = 'picoclaw.service') {
   return { root, home, dest };
 }
 
-/** `--user picoclaw`: a name verify accepts whether it exists or not (it warns about `nobody`). */
+/**
+ * `--user picoclaw`: install-units resolves users through NSS (`getent passwd`), and this machine may have no
+ * such user: a `getent` first on PATH answers for picoclaw (as LDAP or systemd-homed would) and hands every
+ * other question to the real one.
+ */
+let fakeNss: string | null = null;
+function nssPath(): string {
+  if (!fakeNss) {
+    fakeNss = mkdtempSync(join(tmpdir(), 'pcg-nss-'));
+    const real = spawnSync('sh', ['-c', 'command -v getent'], { encoding: 'utf8' }).stdout.trim() || '/usr/bin/getent';
+    writeFileSync(
+      join(fakeNss, 'getent'),
+      `#!/bin/sh\nif [ "$1" = passwd ] && [ "$2" = picoclaw ]; then\n` +
+        `  echo 'picoclaw:x:64999:64999:PicoClaw:/home/picoclaw:/usr/sbin/nologin'; exit 0\nfi\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
+  }
+  return `${fakeNss}:${process.env.PATH}`;
+}
+afterAll(() => {
+  if (fakeNss) rmSync(fakeNss, { recursive: true, force: true });
+});
+
 function install(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return runCli(['install-units', ...args], env);
+  return runCli(['install-units', ...args], { PATH: nssPath(), ...env });
 }
 
 function verify(dest: string, files: string[]) {
@@ -124,7 +148,8 @@ describe('install-units', () => {
     expect(guard.get('ExecStart')).toEqual([`${process.execPath} ${CLI_REAL} run`]);
     expect(guard.get('User')).toEqual(['picoclaw']);
     expect(guard.get('StateDirectory')).toEqual(['picoclaw-guard']);
-    expect(guard.get('PartOf')).toEqual(['picoclaw.service']);
+    // After= the gateway, never PartOf=: stopping PicoClaw must not stop the monitoring (README, install-units).
+    expect(guard.get('PartOf')).toBeUndefined();
     expect(guard.get('After')).toEqual(['picoclaw.service']);
     expect(guard.get('WantedBy')).toEqual(['picoclaw.service']);
     expect(guard.get('Environment')).toEqual([
@@ -182,7 +207,7 @@ describe('install-units', () => {
   });
 
   it.skipIf(!SA)(
-    'another gateway unit name: the drop-in goes to its .d folder and PartOf= follows; verify stays silent',
+    'another gateway unit name: the drop-in goes to its .d folder and After= follows; verify stays silent',
     () => {
       const { home, dest } = setup('picoclaw-gateway.service');
       const r = install([
@@ -197,7 +222,7 @@ describe('install-units', () => {
       ]);
       expect(r.code).toBe(0);
       expect(existsSync(join(dest, 'picoclaw-gateway.service.d', 'picoclaw-guard.conf'))).toBe(true);
-      expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('PartOf')).toEqual([
+      expect(settings(readFileSync(join(dest, 'picoclaw-guard.service'), 'utf8')).get('After')).toEqual([
         'picoclaw-gateway.service',
       ]);
       expect(
@@ -356,5 +381,66 @@ describe('the shipped units (package root)', () => {
     expect(() => unitPath('/opt/my dir', 'p')).toThrow(/space, quote or backslash/);
     expect(() => unitPath('relative', 'p')).toThrow(/absolute/);
     expect(outermost(['/a/b', '/a', '/c/d/', '/c/de'])).toEqual(['/a', '/c/d', '/c/de']);
+  });
+});
+
+describe('install-units: what a person runs into', () => {
+  /** Invariant: every line of a unit --dry-run prints is one systemd reads as meant; none is cut from its `#`. */
+  it('--dry-run prints units a person can paste: comments keep their #, values continue with a backslash', () => {
+    const { home: short, dest: dest0, root } = setup();
+    // And a destination whose `# ---- <path> ----` line is wider than 80 columns, with spaces to wrap at.
+    const dest = join(dest0, 'units-'.repeat(12));
+    mkdirSync(dest);
+    // A home whose path alone is wider than 80 columns: Environment=PICOCLAW_HOME= cannot be continued.
+    const long = join(root, 'a-folder-with-a-long-name-'.repeat(3), 'picoclaw-home');
+    mkdirSync(join(long, 'workspace', 'sessions'), { recursive: true });
+    writeFileSync(join(long, 'config.json'), '{}');
+    for (const home of [short, long]) {
+      const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--dry-run']);
+      expect(r.code, r.stderr).toBe(0);
+      const blocks = r.stdout.split(/^# ---- (.+) ----$/m).slice(1);
+      expect(blocks.length).toBe(6);
+      for (let i = 0; i < blocks.length; i += 2) {
+        const text = blocks[i + 1]!.replace(/^\n/, '').split(/\n\n(?=Dry run:|created|note:)/)[0]!;
+        let continued = false;
+        for (const line of text.split('\n')) {
+          const ok =
+            continued ||
+            line === '' ||
+            line.startsWith('#') ||
+            /^\[[A-Za-z]+\]$/.test(line) ||
+            /^[A-Za-z]+=/.test(line);
+          expect(ok, `${blocks[i]}: ${JSON.stringify(line)}`).toBe(true);
+          continued = line.endsWith('\\');
+        }
+        // The same text the non-dry run writes.
+        const shipped = blocks[i]!.slice(dest.length + 1);
+        expect(text.trimEnd()).toBe(renderedText(home, dest, shipped).trimEnd());
+      }
+    }
+  });
+
+  function renderedText(home: string, dest: string, file: string): string {
+    const out = join(dest, 'written');
+    mkdirSync(out, { recursive: true });
+    expect(install(['--dest', out, '--home', home, '--user', 'picoclaw']).code).toBe(0);
+    return readFileSync(join(out, file), 'utf8');
+  }
+
+  it('--user that NSS does not know: exit 2, one line naming it, nothing written', () => {
+    const { home, dest } = setup();
+    const before = readdirSync(dest);
+    const r = install(['--dest', dest, '--home', home, '--user', 'nosuchuser-pcg']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^picoclaw-guard: there is no user nosuchuser-pcg on this system \(getent passwd/);
+    expect(readdirSync(dest)).toEqual(before);
+  });
+
+  it('a user only NSS knows (not in /etc/passwd) is accepted', () => {
+    expect(readFileSync('/etc/passwd', 'utf8')).not.toMatch(/^picoclaw:/m);
+    const { home, dest } = setup();
+    const r = install(['--dest', dest, '--home', home, '--user', 'picoclaw', '--dry-run']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^User=picoclaw$/m);
   });
 });
