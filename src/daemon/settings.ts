@@ -7,6 +7,10 @@ import { resolveStateDir } from '../io/statedir.js';
 import { isLoopback } from './server.js';
 import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy, type Policy, type ResolvedPolicy } from '../prune/policy.js';
+import { parseNotifyConfig, type NotifyConfig } from '../notify/config.js';
+import type { Rules } from '../notify/detect.js';
+import { rulesOf } from '../notify/notifier.js';
+import { DEFAULT_TARGET_SECONDS } from '../startup-model/learn.js';
 
 /**
  * Everything `picoclaw-guard run` needs, resolved from its flags, the guard's config file
@@ -124,6 +128,9 @@ export interface DaemonSettings {
   /** Seconds between scheduled passes; 0: none. */
   intervalSeconds: number;
   intervalSource: 'policy' | 'env';
+  /** Push notifications (section `notify`, plus PICOCLAW_GUARD_NOTIFY_URL); no targets: off. */
+  notify: NotifyConfig;
+  notifyRules: Rules;
 }
 
 function parsePort(v: string): number {
@@ -137,6 +144,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
   const server = parseServerConfig(cfg.sections.server, cfg.path);
   const metrics = parseMetricsConfig(cfg.sections.metrics, cfg.path);
   const thresholds = parseHealthConfig(cfg.sections.health, cfg.path, cfg.sections.prune);
+  const notify = parseNotifyConfig(cfg.sections.notify, cfg.path, env);
 
   const home = discoverHome({ home: flags.home, env });
   const policySources = resolvePolicy({
@@ -210,5 +218,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
     policySources,
     intervalSeconds,
     intervalSource,
+    notify,
+    notifyRules: rulesOf(notify, thresholds, policy.max_bootstrap_seconds, DEFAULT_TARGET_SECONDS),
   };
 }

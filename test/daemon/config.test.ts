@@ -12,6 +12,7 @@ import {
 import { ExitCode, GuardError } from '../../src/errors.js';
 import { GUARD_SECTIONS, loadGuardConfig } from '../../src/guard-config.js';
 import { DEFAULT_THRESHOLDS, parseHealthConfig } from '../../src/health/config.js';
+import { DEFAULT_NOTIFY, parseNotifyConfig } from '../../src/notify/config.js';
 import { DEFAULT_POLICY, policyValues, resolvePolicy } from '../../src/prune/policy.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -21,6 +22,7 @@ const DEFAULTS: Record<string, Readonly<object>> = {
   health: DEFAULT_THRESHOLDS,
   server: DEFAULT_SERVER,
   metrics: DEFAULT_METRICS,
+  notify: DEFAULT_NOTIFY,
 };
 
 /** The commented-out `// "key": value` lines of each section of the example file. */
@@ -90,6 +92,7 @@ describe('config/picoclaw-guard.example.jsonc', () => {
     });
     expect(parseServerConfig(cfg.sections.server, path)).toEqual({ ...DEFAULT_SERVER });
     expect(parseMetricsConfig(cfg.sections.metrics, path)).toEqual({ ...DEFAULT_METRICS });
+    expect(parseNotifyConfig(cfg.sections.notify, path)).toEqual({ ...DEFAULT_NOTIFY });
   });
 });
 
@@ -121,6 +124,7 @@ describe('the guard config is JSONC', () => {
       if (section === 'health') parseHealthConfig(cfg.sections.health, path, cfg.sections.prune);
       if (section === 'server') parseServerConfig(cfg.sections.server, path);
       if (section === 'metrics') parseMetricsConfig(cfg.sections.metrics, path);
+      if (section === 'notify') parseNotifyConfig(cfg.sections.notify, path);
       if (section === 'prune') resolvePolicy({ guardConfig: { path, values: cfg.sections.prune! } });
     }
   });

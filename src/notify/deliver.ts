@@ -1,0 +1,133 @@
+import { spawn } from 'node:child_process';
+import { errnoCode, errorMessage } from '../errors.js';
+import type { NotifyTarget } from './config.js';
+import { jsonBody, ntfyRequest, type NotifyMessage } from './message.js';
+import { scrub } from './redact.js';
+
+/**
+ * One delivery attempt to one target, ended by `timeoutMs` or by `signal` (the daemon stopping).
+ * Nothing here retries, waits or logs: the notifier decides (src/notify/notifier.ts). The answer
+ * is words fit to print: the HTTP status, or the command's exit code and the first line of its
+ * standard error, with every secret of the target cut out (src/notify/redact.ts).
+ */
+export interface Answer {
+  ok: boolean;
+  /** Worth trying again: a timeout, a network error, HTTP 429 or 5xx, a command that failed. */
+  retry: boolean;
+  answer: string;
+  /** HTTP status, or the command's exit code. */
+  status: number | null;
+  duration_seconds: number;
+}
+
+const USER_AGENT = 'picoclaw-guard';
+
+export async function deliver(
+  t: NotifyTarget,
+  m: NotifyMessage,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Answer> {
+  const t0 = performance.now();
+  const done = (a: Omit<Answer, 'duration_seconds' | 'answer'> & { answer: string }): Answer => ({
+    ...a,
+    answer: scrub(a.answer, t),
+    duration_seconds: Math.round(performance.now() - t0) / 1000,
+  });
+  try {
+    if (t.type === 'command') return done(await runCommand(t.command!, jsonBody(m), timeoutMs, signal));
+    return done(await post(t, m, timeoutMs, signal));
+  } catch (err) {
+    return done({ ok: false, retry: true, status: null, answer: `error: ${errnoCode(err) ?? errorMessage(err)}` });
+  }
+}
+
+async function post(
+  t: NotifyTarget,
+  m: NotifyMessage,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Omit<Answer, 'duration_seconds'>> {
+  const req =
+    t.type === 'ntfy'
+      ? ntfyRequest(m)
+      : { body: jsonBody(m), headers: { 'content-type': 'application/json' } as Record<string, string> };
+  const headers: Record<string, string> = { ...req.headers, 'user-agent': USER_AGENT };
+  if (t.token) headers.authorization = `Bearer ${t.token}`;
+  const timer = new AbortController();
+  const tm = setTimeout(() => timer.abort(), timeoutMs);
+  const stop = signal ? AbortSignal.any([timer.signal, signal]) : timer.signal;
+  try {
+    const res = await fetch(t.url!, { method: 'POST', body: req.body, headers, signal: stop, redirect: 'error' });
+    // The body is not read: it may echo the topic. Cancelling frees the socket.
+    await res.body?.cancel().catch(() => undefined);
+    const ok = res.status >= 200 && res.status < 300;
+    return {
+      ok,
+      retry: !ok && (res.status === 429 || res.status >= 500),
+      status: res.status,
+      answer: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`,
+    };
+  } catch (err) {
+    if (timer.signal.aborted)
+      return { ok: false, retry: true, status: null, answer: `no answer within ${timeoutMs / 1000} s` };
+    if (signal?.aborted) return { ok: false, retry: true, status: null, answer: 'stopped' };
+    const cause = (err as { cause?: unknown }).cause;
+    return { ok: false, retry: true, status: null, answer: `error: ${errnoCode(cause) ?? errorMessage(cause ?? err)}` };
+  } finally {
+    clearTimeout(tm);
+  }
+}
+
+/** Run argv (no shell) with `input` on standard input; SIGKILL at the timeout. */
+export function runCommand(
+  argv: string[],
+  input: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Omit<Answer, 'duration_seconds'>> {
+  return new Promise((resolve) => {
+    let settled = false;
+    let stderr = '';
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'ignore', 'pipe'], shell: false });
+    const finish = (a: Omit<Answer, 'duration_seconds'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(tm);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(a);
+    };
+    const kill = (why: string) => {
+      child.kill('SIGKILL');
+      finish({ ok: false, retry: true, status: null, answer: why });
+    };
+    const tm = setTimeout(() => kill(`no exit within ${timeoutMs / 1000} s (killed)`), timeoutMs);
+    const onAbort = () => kill('stopped');
+    signal?.addEventListener('abort', onAbort);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d: string) => {
+      if (stderr.length < 4096) stderr += d;
+    });
+    child.on('error', (err) => {
+      const code = errnoCode(err) ?? 'error';
+      finish({ ok: false, retry: code !== 'ENOENT' && code !== 'EACCES', status: null, answer: `cannot run: ${code}` });
+    });
+    child.on('close', (code, sig) => {
+      const first = stderr
+        .split('\n')
+        .find((l) => l.trim() !== '')
+        ?.slice(0, 120);
+      if (code === 0) finish({ ok: true, retry: false, status: 0, answer: 'exit 0' });
+      else
+        finish({
+          ok: false,
+          retry: true,
+          status: code,
+          answer: `${code === null ? `killed by ${sig}` : `exit ${code}`}${first ? `: ${first}` : ''}`,
+        });
+    });
+    // A command that does not read its input closes the pipe: not an error of the delivery.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
+  });
+}
