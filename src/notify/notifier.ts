@@ -93,6 +93,7 @@ export class Notifier {
       if (r.error) opts.log.warn({ error: r.error }, 'notify: the remembered state is unusable, starting afresh');
       this.state = r.state;
       this.restoreOutbox();
+      this.kick();
     }
   }
 
