@@ -18,6 +18,8 @@ const E2E = [
   'test/daemon/stuck.test.ts',
   'test/health/cli.test.ts',
   'test/io/io.test.ts',
+  'test/notify/cli.test.ts',
+  'test/notify/daemon.test.ts',
   'test/picoclaw/inventory.test.ts',
   'test/prune/apply.test.ts',
   'test/prune/archive-rss.test.ts',
