@@ -100,7 +100,7 @@ export function readTarget(v: unknown, n: number): NotifyTarget | string {
     if (!Array.isArray(c) || c.length === 0 || !c.every((x) => typeof x === 'string'))
       return `${at}: "command" must be a list of strings, the program first`;
     if (!(c[0] as string).startsWith('/')) return `${at}: "command" must start with an absolute path (no shell)`;
-    t.command = c as string[];
+    t.command = c;
   } else {
     if (o.command !== undefined) return `${at}: an ${o.type} target has no "command"`;
     if (!httpUrl(o.url)) return `${at}: "url" must be an http:// or https:// URL`;

@@ -25,7 +25,7 @@ export interface Rules {
 }
 
 export interface PassSeen {
-  /** The pass outcome (src/metrics/guard-metrics.ts PRUNE_OUTCOMES): ok, partial and failed count, the rest is no news. */
+  /** The pass outcome (src/metrics/guard-metrics.ts PRUNE_OUTCOMES): ok, partial, failed count; the rest is no news. */
   outcome: string;
   error: string | null;
 }

@@ -39,7 +39,7 @@ export function headline(m: Pick<NotifyMessage, 'event' | 'level' | 'code'>): st
 /** A header value Node's fetch accepts (Latin-1 only): RFC 2047 encoded-word when it is not ASCII (ntfy decodes it). */
 export function headerText(s: string): string {
   const flat = s.replace(/[\r\n]+/g, ' ');
-  // eslint-disable-next-line no-control-regex
+
   return /^[\x20-\x7e]*$/.test(flat) ? flat : `=?UTF-8?B?${Buffer.from(flat, 'utf8').toString('base64')}?=`;
 }
 

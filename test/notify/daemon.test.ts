@@ -69,7 +69,7 @@ describe('notifications through the daemon', () => {
     for (const d of [d1, d2, d3]) expect(d.stdout()).not.toContain('/hook');
   });
 
-  it('a receiver that answers 500: retried with backoff and logged without the URL, delivered once it answers', async () => {
+  it('a receiver that answers 500: retried with backoff, logged without the URL, then delivered', async () => {
     const r = await receiver(500);
     const { start } = await setup({
       targets: [{ type: 'ntfy', url: `${r.base}/pcg-${SECRET}`, token: SECRET }],

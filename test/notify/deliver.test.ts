@@ -137,7 +137,7 @@ describe('secrets never shown', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 80 }), (s) => {
         const h = headerText(s);
-        // eslint-disable-next-line no-control-regex
+
         expect(h).toMatch(/^[\x20-\x7e]*$/);
         const m = /^=\?UTF-8\?B\?(.*)\?=$/.exec(h);
         const flat = s.replace(/[\r\n]+/g, ' ');

@@ -175,7 +175,7 @@ describe('transition invariants, over random histories', () => {
     freeMb: fc.constantFrom(100, 900, 5000),
   });
 
-  it('per condition, messages alternate raised/cleared (a rise may repeat raised), and what is active matches the last message', () => {
+  it('per condition: raised/cleared alternate (a rise may repeat raised); active matches the last message', () => {
     fc.assert(
       fc.property(fc.array(step, { maxLength: 40 }), fc.boolean(), (steps, reminders) => {
         let t = 0;
