@@ -44,7 +44,7 @@ export interface NotifierOptions {
   log: NotifyLog;
   clock?: () => number;
   deliver?: typeof realDeliver;
-  setTimer?: (fn: () => void, ms: number) => { unref?: () => void };
+  setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (t: unknown) => void;
 }
 
@@ -230,7 +230,7 @@ export class Notifier {
         this.timer = null;
         this.kick();
       }, due - now);
-      t.unref?.();
+      (t as { unref?: () => void }).unref?.();
       this.timer = t;
       return;
     }
