@@ -42,6 +42,12 @@ export async function deliver(
   }
 }
 
+/**
+ * One POST through node:http (node:https loaded only for an https URL). Not fetch: the first fetch loads
+ * undici, which measured +13 MB of resident memory in the idle daemon (BENCHMARKS.md, section 30a);
+ * node:http is loaded already by the daemon's own server. No agent (one connection per attempt, closed
+ * after it): nothing stays open between messages that come hours apart. Redirects are not followed.
+ */
 async function post(
   t: NotifyTarget,
   m: NotifyMessage,
@@ -52,31 +58,51 @@ async function post(
     t.type === 'ntfy'
       ? ntfyRequest(m)
       : { body: jsonBody(m), headers: { 'content-type': 'application/json' } as Record<string, string> };
-  const headers: Record<string, string> = { ...req.headers, 'user-agent': USER_AGENT };
+  const body = Buffer.from(req.body, 'utf8');
+  const headers: Record<string, string> = {
+    ...req.headers,
+    'user-agent': USER_AGENT,
+    'content-length': String(body.length),
+  };
   if (t.token) headers.authorization = `Bearer ${t.token}`;
-  const timer = new AbortController();
-  const tm = setTimeout(() => timer.abort(), timeoutMs);
-  const stop = signal ? AbortSignal.any([timer.signal, signal]) : timer.signal;
-  try {
-    const res = await fetch(t.url!, { method: 'POST', body: req.body, headers, signal: stop, redirect: 'error' });
-    // The body is not read: it may echo the topic. Cancelling frees the socket.
-    await res.body?.cancel().catch(() => undefined);
-    const ok = res.status >= 200 && res.status < 300;
-    return {
-      ok,
-      retry: !ok && (res.status === 429 || res.status >= 500),
-      status: res.status,
-      answer: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`,
+  const url = new URL(t.url!);
+  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (a: Omit<Answer, 'duration_seconds'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(tm);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(a);
     };
-  } catch (err) {
-    if (timer.signal.aborted)
-      return { ok: false, retry: true, status: null, answer: `no answer within ${timeoutMs / 1000} s` };
-    if (signal?.aborted) return { ok: false, retry: true, status: null, answer: 'stopped' };
-    const cause = (err as { cause?: unknown }).cause;
-    return { ok: false, retry: true, status: null, answer: `error: ${errnoCode(cause) ?? errorMessage(cause ?? err)}` };
-  } finally {
-    clearTimeout(tm);
-  }
+    const r = request(url, { method: 'POST', headers, agent: false }, (res) => {
+      // The body is not read: it may echo the topic.
+      res.resume();
+      const status = res.statusCode ?? 0;
+      const ok = status >= 200 && status < 300;
+      finish({
+        ok,
+        retry: !ok && (status === 429 || status >= 500),
+        status,
+        answer: `HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ''}`,
+      });
+      res.on('end', () => r.destroy());
+    });
+    const tm = setTimeout(() => {
+      finish({ ok: false, retry: true, status: null, answer: `no answer within ${timeoutMs / 1000} s` });
+      r.destroy();
+    }, timeoutMs);
+    const onAbort = () => {
+      finish({ ok: false, retry: true, status: null, answer: 'stopped' });
+      r.destroy();
+    };
+    signal?.addEventListener('abort', onAbort);
+    r.on('error', (err) =>
+      finish({ ok: false, retry: true, status: null, answer: `error: ${errnoCode(err) ?? errorMessage(err)}` }),
+    );
+    r.end(body);
+  });
 }
 
 /** Run argv (no shell) with `input` on standard input; SIGKILL at the timeout. */
