@@ -35,10 +35,20 @@ const mi = args.indexOf('--minutes');
 const minutes = mi >= 0 ? Number(args[mi + 1]) : quick ? 1 : 5;
 const notifyOn = args.includes('--notify');
 let received = 0;
+const codes: string[] = [];
 const hook = createServer((req, res) => {
   received++;
-  req.resume();
-  req.on('end', () => res.writeHead(204).end());
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c.toString()));
+  req.on('end', () => {
+    try {
+      const m = JSON.parse(body) as { event: string; code: string };
+      codes.push(`${m.event} ${m.code}`);
+    } catch {
+      codes.push('(not JSON)');
+    }
+    res.writeHead(204).end();
+  });
 });
 await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -196,6 +206,7 @@ const out = {
   node: process.version,
   notify: notifyOn,
   notifications_received: received,
+  notifications: codes,
   idle_window_minutes: +((w1.t - w0.t) / 60_000).toFixed(2),
   rss_idle_mb: +beforePass.rssMb.toFixed(1),
   rss_after_pass_mb: +afterPass.rssMb.toFixed(1),
