@@ -110,4 +110,26 @@ describe('notifications through the daemon', () => {
     expect(stop.ms).toBeLessThan(5000); // a hung delivery does not hold the stop
     expect(d.stdout()).not.toContain(SECRET);
   });
+
+  it('killed (SIGKILL) while a delivery hangs: the next start delivers it from the outbox, once', async () => {
+    const r = await receiver('hang');
+    const { start } = await setup({
+      targets: [{ type: 'webhook', url: `${r.base}/hook` }],
+      timeout_seconds: 60,
+    });
+    const d1 = await start('pi4-undervoltage');
+    await r.nth(1);
+    await d1.stop('SIGKILL');
+    r.setStatus(200);
+    const d2 = await start('pi4-undervoltage');
+    await d2.waitForLog((l) => l.msg === 'notification delivered');
+    await refreshes(d2, 3);
+    const events = r.received.map((x) => bodyOf(x.body)).map((m) => `${m.event} ${m.code}`);
+    // The hung request, then the outbox again (the two raises, each once); no new transition.
+    expect(events.filter((e) => e === 'raised under_voltage_now').length).toBe(2);
+    expect(events.slice(1).filter((e) => e === 'raised under_voltage_now')).toHaveLength(1);
+    expect(new Set(events.slice(1))).toEqual(new Set(['raised under_voltage_now', 'raised throttled_now']));
+    expect(events.slice(1)).toHaveLength(2);
+    await d2.stop();
+  });
 });
