@@ -65,7 +65,9 @@ export function storageText(st: Extract<HealthReport['storage'], { available: tr
     ? `eMMC life used A ${w.life_used_percent_a === null ? '?' : `≤${w.life_used_percent_a} %`} (${hex(w.life_time_est_typ_a)}` +
       `), B ${w.life_used_percent_b === null ? '?' : `≤${w.life_used_percent_b} %`} (${hex(w.life_time_est_typ_b)})` +
       `${w.life_exceeded ? ' PAST RATED LIFE' : ''}, pre-EOL ${w.pre_eol ?? 'unknown'}`
-    : `eMMC wear ${w.reason}`;
+    : w.reason.startsWith('not reported')
+      ? `eMMC wear ${w.reason}`
+      : `no eMMC wear (${w.reason})`;
   const writes =
     st.written_bytes === null
       ? 'writes unknown'

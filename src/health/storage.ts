@@ -126,7 +126,7 @@ export function readEmmcWear(deviceDir: string, cardType: string | null): EmmcWe
     // from EXT_CSD revision 7 on and leaves them 0), or no MMC device at all.
     const why =
       cardType === null
-        ? 'not an MMC device: no eMMC wear to read'
+        ? 'not an MMC device'
         : cardType === 'MMC'
           ? 'not reported by this card (an eMMC before 5.0, or a kernel without life_time)'
           : 'not reported by this card';
