@@ -24,6 +24,8 @@ const E2E = [
   'test/io/io.test.ts',
   'test/logs/cli.test.ts',
   'test/metrics/prometheus-live.test.ts',
+  'test/notify/cli.test.ts',
+  'test/notify/daemon.test.ts',
   'test/picoclaw/inventory.test.ts',
   'test/prune/apply.test.ts',
   'test/prune/archive-rss.test.ts',

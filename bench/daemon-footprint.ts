@@ -11,7 +11,11 @@
  * The status page's history starts full (PICOGUARD_TEST_HISTORY_FILL=full: 24 h of
  * synthetic readings), so the figures are those of a daemon that has run for a day.
  *
- *   npm run build && node dist/bench/daemon-footprint.js [--minutes N] [--quick]
+ * --notify: notifications on, one webhook target (a receiver in this process, on loopback); the board
+ * is healthy, so the notifier decides at every refresh and sends nothing (its idle cost); the count of
+ * requests the receiver got is printed.
+ *
+ *   npm run build && node dist/bench/daemon-footprint.js [--minutes N] [--quick] [--notify]
  *
  * Prints a table and, last, one JSON line with every figure.
  */
@@ -29,6 +33,24 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const mi = args.indexOf('--minutes');
 const minutes = mi >= 0 ? Number(args[mi + 1]) : quick ? 1 : 5;
+const notifyOn = args.includes('--notify');
+let received = 0;
+const codes: string[] = [];
+const hook = createServer((req, res) => {
+  received++;
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c.toString()));
+  req.on('end', () => {
+    try {
+      const m = JSON.parse(body) as { event: string; code: string };
+      codes.push(`${m.event} ${m.code}`);
+    } catch {
+      codes.push('(not JSON)');
+    }
+    res.writeHead(204).end();
+  });
+});
+await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const gw = createServer((req, res) =>
@@ -43,7 +65,8 @@ buildSampleHome({
   now: Date.now(),
   pidFile: { pid: process.pid, port: (gw.address() as AddressInfo).port },
 });
-writeFileSync(join(dir, 'guard.json'), JSON.stringify({ prune: { enabled: true } }));
+const notify = { targets: [{ type: 'webhook', url: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` }] };
+writeFileSync(join(dir, 'guard.json'), JSON.stringify({ prune: { enabled: true }, ...(notifyOn ? { notify } : {}) }));
 const board = join(root, 'test/fixtures/boards/pi4');
 const child = spawn(
   process.execPath,
@@ -175,11 +198,15 @@ const afterLoad = sample();
 child.kill('SIGTERM');
 await new Promise((r) => child.once('exit', r));
 gw.close();
+hook.close();
 rmSync(dir, { recursive: true, force: true });
 
 const hours = (w1.t - w0.t) / 3_600_000;
 const out = {
   node: process.version,
+  notify: notifyOn,
+  notifications_received: received,
+  notifications: codes,
   idle_window_minutes: +((w1.t - w0.t) / 60_000).toFixed(2),
   rss_idle_mb: +beforePass.rssMb.toFixed(1),
   rss_after_pass_mb: +afterPass.rssMb.toFixed(1),

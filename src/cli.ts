@@ -400,6 +400,26 @@ Examples:
   )
   .action(lazy('install-units'));
 
+// notify (push notifications, docs/notify.md)
+program
+  .command('notify')
+  .description('push notifications: --test sends one test message to every notify target and shows what each answered')
+  .option('--test', 'send the test message')
+  .option('--config <file>', "the guard's config file (its notify section)")
+  .addOption(jsonOpt())
+  .addHelpText(
+    'after',
+    `
+Targets: the "notify" section of the guard config, plus $PICOCLAW_GUARD_NOTIFY_URL (one ntfy topic URL).
+Targets are shown by name, or by scheme and host only: a topic, path, query or token is never printed.
+Exit code: 0 every target accepted it, 1 a target did not, 2 bad config or no target.
+
+Examples:
+  picoclaw-guard notify --test
+  picoclaw-guard notify --test --json | jq '.targets[] | {target, answer}'`,
+  )
+  .action(lazy('notify'));
+
 /** Messages name files and keys, which may hold control characters: shown escaped, as in the reports. */
 function printError(err: GuardError): void {
   process.stderr.write(`picoclaw-guard: ${escapeControl(err.message)}\n`);

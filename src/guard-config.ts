@@ -7,7 +7,8 @@ import { SmallFileError, readSmallText } from './io/smallfile.js';
  * The guard's own config file (JSONC: `//` and `/* *\/` comments and trailing commas
  * allowed, so uncommenting any line of config/picoclaw-guard.example.jsonc keeps it
  * valid; never PicoClaw's config.json, which rejects unknown keys). Sections: `prune`
- * (the policy), `health` (thresholds), `server` (daemon HTTP), `metrics`, `logs` (gateway log size). Each section
+ * (the policy), `health` (thresholds), `server` (daemon HTTP), `metrics`, `logs` (gateway log size), `notify`
+ * (push notifications, src/notify/config.ts). Each section
  * is validated by the code that owns it; this only finds and parses the file, and
  * rejects unknown sections and keys given twice.
  *
@@ -19,7 +20,7 @@ import { SmallFileError, readSmallText } from './io/smallfile.js';
  * flag or the variable is an error naming which).
  */
 export const DEFAULT_GUARD_CONFIG = '/etc/picoclaw-guard/config.json';
-export const GUARD_SECTIONS = ['prune', 'health', 'server', 'metrics', 'logs'] as const;
+export const GUARD_SECTIONS = ['prune', 'health', 'server', 'metrics', 'logs', 'notify'] as const;
 export type GuardSection = (typeof GUARD_SECTIONS)[number];
 
 export interface GuardConfig {

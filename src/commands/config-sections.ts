@@ -75,6 +75,22 @@ function pruneRows(c: CheckContext): ValueRow[] {
   return Object.entries(p).map(([key, v]) => ({ key, value: v.value, source: SOURCE[v.source], from: v.from }));
 }
 
+/** Targets by their label only (an ntfy topic, a URL's path or query, a command's arguments may be secrets). */
+async function notifyRows(c: CheckContext): Promise<ValueRow[]> {
+  const { parseNotifyConfig } = await import('../notify/config.js');
+  const { targetLabel } = await import('../notify/redact.js');
+  const cfg = parseNotifyConfig(c.config.sections.notify, c.config.path, c.env);
+  const rows = rowsOf(cfg, c, 'notify');
+  const { NOTIFY_URL_ENV } = await import('../notify/config.js');
+  const fromEnv = !!c.env[NOTIFY_URL_ENV];
+  for (const r of rows)
+    if (r.key === 'targets') {
+      r.value = cfg.targets.map(targetLabel);
+      if (fromEnv) Object.assign(r, { source: 'env' as const, from: NOTIFY_URL_ENV });
+    }
+  return rows;
+}
+
 async function serverRows(c: CheckContext): Promise<ValueRow[]> {
   const { parseServerConfig, TOKEN_ENV } = await import('../daemon/settings.js');
   const rows = rowsOf(parseServerConfig(c.config.sections.server, c.config.path), c, 'server');
@@ -111,6 +127,7 @@ export const SECTION_CHECKS: SectionCheck[] = [
         'metrics',
       ),
   },
+  { section: 'notify', check: notifyRows },
   {
     section: 'logs',
     check: async (c) =>

@@ -58,6 +58,25 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   return EXIT_BY_STATUS[report.status];
 }
 
+/** `mmcblk0 (SD): eMMC wear not reported by this card; 1.2 GiB written since boot, 310 MiB a day`. */
+export function storageText(st: Extract<HealthReport['storage'], { available: true }>): string {
+  const w = st.emmc;
+  const hex = (v: number | null) => (v === null ? '?' : `0x${v.toString(16).padStart(2, '0')}`);
+  const wear = w.reported
+    ? `eMMC life used A ${w.life_used_percent_a === null ? '?' : `≤${w.life_used_percent_a} %`} (${hex(w.life_time_est_typ_a)}` +
+      `), B ${w.life_used_percent_b === null ? '?' : `≤${w.life_used_percent_b} %`} (${hex(w.life_time_est_typ_b)})` +
+      `${w.life_exceeded ? ' PAST RATED LIFE' : ''}, pre-EOL ${w.pre_eol ?? 'unknown'}`
+    : w.reason.startsWith('not reported')
+      ? `eMMC wear ${w.reason}`
+      : `no eMMC wear (${w.reason})`;
+  const writes =
+    st.written_bytes === null
+      ? 'writes unknown'
+      : `${formatBytes(st.written_bytes)} written since boot` +
+        (st.written_bytes_per_day !== null ? `, ${formatBytes(st.written_bytes_per_day)} a day` : '');
+  return `${st.device}${st.card_type ? ` (${st.card_type})` : ''}: ${wear}; ${writes}`;
+}
+
 function hz(v: number | null): string {
   if (v === null) return '?';
   return v >= 1e9 ? `${(v / 1e9).toFixed(2)} GHz` : `${Math.round(v / 1e6)} MHz`;
@@ -167,6 +186,9 @@ export function renderHealth(r: HealthReport, width: number = DEFAULT_WIDTH): st
         ` (${fs.mount_point ?? fs.path}${fs.read_only ? ', READ-ONLY' : ''})`,
     );
   } else row('disk', `no data: ${fs.reason}`);
+  const st = r.storage;
+  if (st.available) row('card', storageText(st));
+  else if (fs.available) row('card', `no data: ${st.reason}`);
 
   const pc = r.picoclaw;
   if (pc.available) {

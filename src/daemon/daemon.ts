@@ -2,6 +2,7 @@ import { fstatSync, mkdirSync } from 'node:fs';
 import { GuardError, errnoCode, errorMessage } from '../errors.js';
 import { boundLogs, gatewayLogs, MIB } from '../logs/index.js';
 import { TextfileWriter } from '../metrics/textfile.js';
+import { Notifier } from '../notify/notifier.js';
 import { assertPicoClawHome } from '../picoclaw/home.js';
 import { guardVersion } from '../version.js';
 import { createLogger, type Logger } from './log.js';
@@ -19,6 +20,8 @@ import { StatusState } from './status.js';
  * - keeps a cache of readings refreshed in the background (src/daemon/readings.ts);
  * - serves the status page (/) and /health, /metrics, /startup and /prune from that cache
  *   (routes.ts, server.ts), and optionally mirrors /metrics into a node_exporter textfile folder;
+ * - announces transitions (a health problem raised or cleared, a failed pass, the gateway down) to the
+ *   notify targets, in the background (src/notify/notifier.ts);
  * - on SIGTERM/SIGINT stops the pass between sessions, stops serving and resolves 0;
  *   on SIGHUP re-reads its configuration and reschedules;
  * - keeps gateway.log and gateway_panic.log under logs.max_size_mb (src/logs/, every 5 minutes).
@@ -40,6 +43,7 @@ export class Daemon {
   private readonly status: StatusState;
   private readonly scheduler: Scheduler;
   private readonly routes: Routes;
+  private readonly notifier: Notifier;
   private readonly version = guardVersion();
   private readonly startedAt = Date.now();
   private server: RunningServer | null = null;
@@ -62,12 +66,22 @@ export class Daemon {
     assertPicoClawHome(this.settings.home);
     this.log = opts.logger ?? createLogger();
     this.readings = new Readings(this.settings);
+    this.notifier = new Notifier({
+      config: this.settings.notify,
+      rules: this.settings.notifyRules,
+      stateDir: this.settings.stateDir,
+      log: this.log,
+    });
     this.status = new StatusState(this.settings, opts.env ?? process.env, this.version, this.startedAt);
     this.scheduler = new Scheduler(() => this.settings, this.env, this.log, {
       changed: () => this.renderStatus(),
       passEnded: (finished, outcome, report) => {
         this.status.notePass(finished, outcome, report);
         this.renderStatus();
+        this.notifier.observe({
+          health: this.readings.health,
+          pass: { outcome, error: this.scheduler.lastPass?.error ?? null },
+        });
       },
       deleted: () => {
         this.readings.invalidateSessions();
@@ -130,6 +144,7 @@ export class Daemon {
         config: s.configPath,
         textfile: this.textfile?.path ?? null,
         refresh_seconds: s.metrics.refresh_seconds,
+        notify: s.notify.targets.length,
         prune: { enabled: stats.enabled, interval_seconds: stats.interval_seconds, next_run: this.nextRun },
         version: this.version,
       },
@@ -262,6 +277,22 @@ export class Daemon {
     this.status.observe(this.readings.health);
     this.renderStatus();
     this.writeTextfile();
+    this.notify();
+  }
+
+  /** Hand the fresh readings to the notifier (it decides and queues; it never waits for a receiver). */
+  private notify(): void {
+    if (!this.notifier.enabled) return;
+    const st = this.readings.startup;
+    const gap = st?.report.summary.latest_gap;
+    this.notifier.observe({
+      health: this.readings.health,
+      bootstrap: st
+        ? gap && !gap.lower_bound
+          ? { seconds: gap.seconds, started_at: gap.started_at }
+          : null
+        : undefined,
+    });
   }
 
   private renderStatus(): void {
@@ -325,6 +356,7 @@ export class Daemon {
     this.logsCheckedAt = null; // a new logs section applies at this reload's refresh
     this.readings.reconfigure(this.settings);
     this.status.reconfigure(this.settings);
+    this.notifier.reconfigure(this.settings.notify, this.settings.notifyRules);
     this.scheduler.schedule('reload');
     const stats = this.scheduler.stats;
     this.log.info(
@@ -351,6 +383,7 @@ export class Daemon {
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.stopSignal.abort();
     const abandoned = await this.scheduler.stop();
+    await this.notifier.stop();
     await this.server?.close();
     try {
       this.textfile?.remove();

@@ -9,6 +9,10 @@ import { scheduleOf, type PassSchedule } from './schedule.js';
 import { parseLogsConfig, type LogsConfig } from '../logs/config.js';
 import { discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { policyValues, resolvePolicy, type Policy, type ResolvedPolicy } from '../prune/policy.js';
+import { parseNotifyConfig, type NotifyConfig } from '../notify/config.js';
+import type { Rules } from '../notify/detect.js';
+import { rulesOf } from '../notify/notifier.js';
+import { DEFAULT_TARGET_SECONDS } from '../startup-model/learn.js';
 
 /**
  * Everything `picoclaw-guard run` needs, resolved from its flags, the guard's config file
@@ -132,6 +136,9 @@ export interface DaemonSettings {
   /** prune.schedule: passes on a cron schedule instead of every intervalSeconds; null: the interval. */
   schedule: PassSchedule | null;
   intervalSource: 'policy' | 'env';
+  /** Push notifications (section `notify`, plus PICOCLAW_GUARD_NOTIFY_URL); no targets: off. */
+  notify: NotifyConfig;
+  notifyRules: Rules;
 }
 
 function parsePort(v: string): number {
@@ -146,6 +153,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
   const metrics = parseMetricsConfig(cfg.sections.metrics, cfg.path);
   const logs = parseLogsConfig(cfg.sections.logs, cfg.path);
   const thresholds = parseHealthConfig(cfg.sections.health, cfg.path, cfg.sections.prune);
+  const notify = parseNotifyConfig(cfg.sections.notify, cfg.path, env);
 
   const home = discoverHome({ home: flags.home, env });
   const policySources = resolvePolicy({
@@ -225,5 +233,7 @@ export function resolveSettings(flags: RunFlags, env: NodeJS.ProcessEnv = proces
     intervalSeconds,
     intervalSource,
     schedule,
+    notify,
+    notifyRules: rulesOf(notify, thresholds, policy.max_bootstrap_seconds, DEFAULT_TARGET_SECONDS),
   };
 }

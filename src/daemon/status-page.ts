@@ -234,6 +234,31 @@ function boardSection(p: PageInput): string {
           `${fs.read_only ? ' <b class="t-crit">read-only</b>' : ''}`
         : `<span class="muted">${esc(fs.reason)}</span>`,
     ]);
+    const st = h.storage;
+    if (st.available) {
+      const w = st.emmc;
+      const hot = (level: boolean, text: string) => (level ? `<b class="t-warn">${esc(text)}</b>` : esc(text));
+      const used = Math.max(
+        w.reported ? (w.life_used_percent_a ?? 0) : 0,
+        w.reported ? (w.life_used_percent_b ?? 0) : 0,
+      );
+      rows.push([
+        'Card wear',
+        w.reported
+          ? hot(
+              h.problems.some((x) => x.code.startsWith('emmc_')),
+              `${st.device}: life used up to ${used} %${w.life_exceeded ? ' (past rated life)' : ''}, pre-EOL ` +
+                `${w.pre_eol ?? 'unknown'}`,
+            )
+          : `<span class="muted">${esc(`${st.device}${st.card_type ? ` (${st.card_type})` : ''}: ${w.reason}`)}</span>`,
+      ]);
+      if (st.written_bytes !== null)
+        rows.push([
+          'Written',
+          `${bytes(st.written_bytes)} since boot` +
+            `${st.written_bytes_per_day !== null ? ` · ${bytes(st.written_bytes_per_day)} a day` : ''}`,
+        ]);
+    }
   }
   const table = rows.length
     ? `<table class="kv"><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('')}` +

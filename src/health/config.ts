@@ -40,6 +40,14 @@ export interface HealthThresholds {
    * docs/board-health.md#why-the-guard-reads-sysfs-itself-instead-of-systeminformation).
    */
   systeminformation_fallback: boolean;
+  /** WARN when either eMMC life-time estimate's upper end reaches this percent (docs/emmc.md); 0 never. */
+  emmc_life_warn_percent: number;
+  /** An eMMC past its rated life (estimate 0x0B). */
+  emmc_life_exceeded: Level;
+  /** eMMC PRE_EOL_INFO 0x02: 80 % of the reserved blocks are used. */
+  emmc_pre_eol_warning: Level;
+  /** eMMC PRE_EOL_INFO 0x03: the reserved blocks are nearly gone. */
+  emmc_pre_eol_urgent: Level;
 }
 
 export const DEFAULT_THRESHOLDS: Readonly<HealthThresholds> = Object.freeze({
@@ -63,6 +71,10 @@ export const DEFAULT_THRESHOLDS: Readonly<HealthThresholds> = Object.freeze({
   vcgencmd: null,
   vcgencmd_timeout_ms: 2000,
   systeminformation_fallback: false,
+  emmc_life_warn_percent: 80,
+  emmc_life_exceeded: 'critical',
+  emmc_pre_eol_warning: 'warn',
+  emmc_pre_eol_urgent: 'critical',
 });
 
 const isAmount = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
@@ -97,6 +109,10 @@ const FIELDS: { [K in keyof HealthThresholds]: Field<HealthThresholds[K]> } = {
   ),
   vcgencmd_timeout_ms: number,
   systeminformation_fallback: field('true or false', ['boolean'], (v) => typeof v === 'boolean'),
+  emmc_life_warn_percent: field('a number from 0 to 100', ['number'], (v) => isAmount(v) && (v as number) <= 100),
+  emmc_life_exceeded: level,
+  emmc_pre_eol_warning: level,
+  emmc_pre_eol_urgent: level,
 };
 
 /**

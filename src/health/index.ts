@@ -7,6 +7,7 @@ import { readCpufreq, type Cpufreq } from './cpufreq.js';
 import { readPicoClaw, type PicoClaw } from './picoclaw.js';
 import { readFilesystem, readResources, type Filesystem, type Resources } from './resources.js';
 import { rollup } from './rollup.js';
+import { readStorage, type DeviceNumber, type Storage } from './storage.js';
 import { readThermal, systeminformationFallback, type Thermal } from './thermal.js';
 import { readThrottle, type Throttle } from './throttle.js';
 import { noData, type Problem, type Status } from './types.js';
@@ -37,6 +38,8 @@ export interface CollectOptions {
   /** Monotonic milliseconds, for the report's own duration. */
   monotonic?: () => number;
   freeSpace?: FreeSpaceReader;
+  /** st_dev of the home, for a mount source that names no device (default: stat, on the real /proc only). */
+  deviceNumber?: (path: string) => DeviceNumber | null;
   cache?: VcgencmdCache;
   /** The last restart's bootstrap gap, from the startup report (the `startup` command). */
   lastBootstrapGapSeconds?: number | null;
@@ -60,6 +63,7 @@ export interface HealthReport {
   cpufreq: Cpufreq;
   resources: Resources;
   filesystem: Filesystem;
+  storage: Storage;
   picoclaw: PicoClaw;
   thresholds: HealthThresholds;
 }
@@ -101,6 +105,15 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
   const filesystem = home
     ? readFilesystem(home.home, procRoot, opts.freeSpace ?? statfsFreeSpace)
     : noData('no PicoClaw home to measure');
+  const storage: Storage = filesystem.available
+    ? readStorage({
+        path: filesystem.path,
+        sysRoot,
+        procRoot,
+        uptimeSeconds: resources.available ? resources.uptime_seconds : null,
+        deviceNumber: opts.deviceNumber,
+      })
+    : noData('no PicoClaw home to locate');
 
   const vcg = resolveVcgencmd(opts, t);
   const [throttle, picoclaw] = await Promise.all([
@@ -131,7 +144,14 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
   ]);
 
   const { status, problems } = rollup(
-    { temperature, throttle, filesystem, picoclaw, picoclawRequested: home !== null || opts.homeError !== undefined },
+    {
+      temperature,
+      throttle,
+      filesystem,
+      storage,
+      picoclaw,
+      picoclawRequested: home !== null || opts.homeError !== undefined,
+    },
     t,
   );
   return {
@@ -145,6 +165,7 @@ export async function collectHealth(opts: CollectOptions = {}): Promise<HealthRe
     cpufreq,
     resources,
     filesystem,
+    storage,
     picoclaw,
     thresholds: { ...t },
   };

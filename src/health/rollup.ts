@@ -2,6 +2,7 @@ import { formatBytes } from '../io/bytes.js';
 import type { HealthThresholds } from './config.js';
 import type { Filesystem } from './resources.js';
 import type { PicoClaw } from './picoclaw.js';
+import type { Storage } from './storage.js';
 import type { Thermal } from './thermal.js';
 import type { Throttle, ThrottleFlags } from './throttle.js';
 import type { Level, Problem, Status } from './types.js';
@@ -15,6 +16,8 @@ export interface RollupInput {
   throttle: Throttle;
   filesystem: Filesystem;
   picoclaw: PicoClaw;
+  /** The device holding the home; absent: not looked at. */
+  storage?: Storage;
   /** PicoClaw was looked for (a missing home is then a problem, not "not checked"). */
   picoclawRequested: boolean;
 }
@@ -115,6 +118,25 @@ export function rollup(input: RollupInput, t: HealthThresholds): { status: Statu
           `${pct.toFixed(1)} % of inodes free${at} (warn below ${t.inodes_free_warn_percent} %)`,
         );
     }
+  }
+
+  const st = input.storage;
+  if (st?.available && st.emmc.reported) {
+    const w = st.emmc;
+    const used = Math.max(w.life_used_percent_a ?? 0, w.life_used_percent_b ?? 0);
+    const on = `the eMMC ${st.device}`;
+    if (w.life_exceeded)
+      add(t.emmc_life_exceeded, 'emmc_life', `${on} is past its rated life (life_time estimate 0x0B): replace it`);
+    else if (t.emmc_life_warn_percent > 0 && used >= t.emmc_life_warn_percent)
+      add(
+        'warn',
+        'emmc_life',
+        `${on} has used up to ${used} % of its rated life (warn from ${t.emmc_life_warn_percent} %)`,
+      );
+    if (w.pre_eol === 'urgent')
+      add(t.emmc_pre_eol_urgent, 'emmc_pre_eol', `${on} reports pre-EOL urgent: its reserved blocks are nearly gone`);
+    else if (w.pre_eol === 'warning')
+      add(t.emmc_pre_eol_warning, 'emmc_pre_eol', `${on} reports pre-EOL warning: 80 % of its reserved blocks used`);
   }
 
   const pc = input.picoclaw;

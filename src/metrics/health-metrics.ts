@@ -148,6 +148,46 @@ export function boardMetrics(r: Registry, h: HealthReport): void {
       bool(fs.read_only),
     );
   }
+  storageMetrics(r, h);
+}
+
+/** The device holding the home: bytes written since boot, and the eMMC's own wear estimates (docs/emmc.md). */
+function storageMetrics(r: Registry, h: HealthReport): void {
+  const st = h.storage;
+  if (!st.available) return;
+  const device = { device: st.device };
+  r.counter(
+    'picoclaw_guard_disk_written_bytes_total',
+    'Bytes written to the disk holding the PicoClaw home since boot (/proc/diskstats sectors written x 512).',
+    st.written_bytes,
+    device,
+  );
+  const w = st.emmc;
+  if (!w.reported) return;
+  for (const [type, raw, pct] of [
+    ['a', w.life_time_est_typ_a, w.life_used_percent_a],
+    ['b', w.life_time_est_typ_b, w.life_used_percent_b],
+  ] as const) {
+    r.gauge(
+      'picoclaw_guard_emmc_life_time_estimate',
+      'eMMC DEVICE_LIFE_TIME_EST_TYP_A/B as reported: 1 = 0-10 % of the rated life used ... 10 = 90-100 %, ' +
+        '11 = past it, 0 = not defined.',
+      raw,
+      { ...device, type },
+    );
+    r.gauge(
+      'picoclaw_guard_emmc_life_used_ratio',
+      'Upper end of the eMMC life-time estimate step (0.1 ... 1.0; 1.0 also when past the rated life).',
+      pct === null ? null : pct / 100,
+      { ...device, type },
+    );
+  }
+  r.gauge(
+    'picoclaw_guard_emmc_pre_eol_info',
+    'eMMC PRE_EOL_INFO as reported: 1 normal, 2 warning (80 % of reserved blocks used), 3 urgent, 0 not defined.',
+    w.pre_eol_info,
+    device,
+  );
 }
 
 export function picoclawMetrics(r: Registry, h: HealthReport): void {

@@ -314,7 +314,7 @@ function readmeSection(name: string): string {
 }
 
 describe('the README and --help agree', () => {
-  for (const name of ['sessions', 'prune', 'restore', 'health', 'startup', 'run', 'install-units']) {
+  for (const name of ['sessions', 'prune', 'restore', 'health', 'startup', 'run', 'install-units', 'notify']) {
     it(`every option of ${name} is in its README section`, () => {
       const help = runCli([name, '--help']).stdout;
       const flags = [...help.matchAll(/^ {2}(?:-\w, )?(--[a-z][a-z-]*)/gm)]

@@ -13,6 +13,7 @@ import { ExitCode, GuardError } from '../../src/errors.js';
 import { GUARD_SECTIONS, loadGuardConfig } from '../../src/guard-config.js';
 import { DEFAULT_LOGS, parseLogsConfig } from '../../src/logs/config.js';
 import { DEFAULT_THRESHOLDS, parseHealthConfig } from '../../src/health/config.js';
+import { DEFAULT_NOTIFY, parseNotifyConfig } from '../../src/notify/config.js';
 import { DEFAULT_POLICY, policyValues, resolvePolicy } from '../../src/prune/policy.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -23,6 +24,7 @@ const DEFAULTS: Record<string, Readonly<object>> = {
   server: DEFAULT_SERVER,
   metrics: DEFAULT_METRICS,
   logs: DEFAULT_LOGS,
+  notify: DEFAULT_NOTIFY,
 };
 
 /** The commented-out `// "key": value` lines of each section of the example file. */
@@ -93,6 +95,7 @@ describe('config/picoclaw-guard.example.jsonc', () => {
     expect(parseServerConfig(cfg.sections.server, path)).toEqual({ ...DEFAULT_SERVER });
     expect(parseMetricsConfig(cfg.sections.metrics, path)).toEqual({ ...DEFAULT_METRICS });
     expect(parseLogsConfig(cfg.sections.logs, path)).toEqual({ ...DEFAULT_LOGS });
+    expect(parseNotifyConfig(cfg.sections.notify, path)).toEqual({ ...DEFAULT_NOTIFY });
   });
 });
 
@@ -124,6 +127,7 @@ describe('the guard config is JSONC', () => {
       if (section === 'health') parseHealthConfig(cfg.sections.health, path, cfg.sections.prune);
       if (section === 'server') parseServerConfig(cfg.sections.server, path);
       if (section === 'metrics') parseMetricsConfig(cfg.sections.metrics, path);
+      if (section === 'notify') parseNotifyConfig(cfg.sections.notify, path);
       if (section === 'prune') resolvePolicy({ guardConfig: { path, values: cfg.sections.prune! } });
     }
   });

@@ -35,6 +35,7 @@ const HEALTH_KEYS = [
   'cpufreq',
   'resources',
   'filesystem',
+  'storage',
   'picoclaw',
   'thresholds',
 ];

@@ -113,6 +113,44 @@ describe('status page', () => {
     expect(html).toMatch(/max_db_size_mb/);
   });
 
+  it('the card: wear not reported by an SD card, an eMMC past its life marked, the bytes written', () => {
+    const sd = renderStatusPage(input());
+    expect(sd).toContain(
+      '<th scope="row">Card wear</th><td><span class="muted">mmcblk0 (SD): not reported by this card',
+    );
+    expect(sd).toMatch(/<th scope="row">Written<\/th><td>1\.5 GiB since boot · 485 MiB a day<\/td>/);
+    const h = health();
+    const worn: HealthReport = {
+      ...h,
+      storage: {
+        available: true,
+        device: 'mmcblk0',
+        partition: 'mmcblk0p2',
+        card_type: 'MMC',
+        emmc: {
+          reported: true,
+          source: 'life_time',
+          life_time_est_typ_a: 10,
+          life_time_est_typ_b: 11,
+          life_used_percent_a: 100,
+          life_used_percent_b: 100,
+          life_exceeded: true,
+          pre_eol_info: 3,
+          pre_eol: 'urgent',
+        },
+        written_bytes: null,
+        written_bytes_per_day: null,
+      },
+      problems: [
+        ...h.problems,
+        { level: 'critical', code: 'emmc_life', message: 'the eMMC mmcblk0 is past its rated life' },
+      ],
+    };
+    const html = renderStatusPage(input({ health: worn }));
+    expect(html).toContain('<b class="t-warn">mmcblk0: life used up to 100 % (past rated life), pre-EOL urgent</b>');
+    expect(html).not.toContain('<th scope="row">Written</th>');
+  });
+
   it('escapes every string that comes from the board, PicoClaw or the logs', async () => {
     const h = health();
     h.problems = [{ level: 'warn', code: 'x', message: HOSTILE }];

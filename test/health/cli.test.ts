@@ -113,6 +113,7 @@ describe('picoclaw-guard health (built CLI)', () => {
       'cpufreq',
       'resources',
       'filesystem',
+      'storage',
       'picoclaw',
       'thresholds',
     ]);

@@ -16,7 +16,7 @@ const LAYERS: string[][] = [
   ['state'],
   ['health', 'startup', 'logs'],
   ['startup-model'],
-  ['prune', 'metrics'],
+  ['prune', 'metrics', 'notify'],
   ['daemon', 'install'],
   ['commands'],
   ['cli.ts'],
