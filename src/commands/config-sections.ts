@@ -127,12 +127,12 @@ export const SECTION_CHECKS: SectionCheck[] = [
         'metrics',
       ),
   },
-  { section: 'notify', check: notifyRows },
   {
     section: 'logs',
     check: async (c) =>
       rowsOf((await import('../logs/config.js')).parseLogsConfig(c.config.sections.logs, c.config.path), c, 'logs'),
   },
+  { section: 'notify', check: notifyRows },
 ];
 
 export interface SectionResult {

@@ -11,6 +11,8 @@ import {
 import { GUARD_SECTIONS } from '../../src/guard-config.js';
 import { parseHealthConfig } from '../../src/health/config.js';
 import { parseMetricsConfig, parseServerConfig } from '../../src/daemon/settings.js';
+import { parseLogsConfig } from '../../src/logs/config.js';
+import { parseNotifyConfig } from '../../src/notify/config.js';
 import { resolvePolicy } from '../../src/prune/policy.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -43,6 +45,24 @@ const KEYS: Record<string, { key: string; values: unknown[] }[]> = {
     { key: 'textfile_dir', values: ['/var/lib/node_exporter', 'relative'] },
     { key: 'refresh_second', values: [30] },
   ],
+  logs: [
+    { key: 'max_size_mb', values: [10, 0, -1, 'big'] },
+    { key: 'keep_parts', values: [5, 0] },
+    { key: 'max_size', values: [10] },
+  ],
+  notify: [
+    {
+      key: 'targets',
+      values: [
+        [],
+        [{ type: 'ntfy', url: `https://ntfy.sh/${TOKEN}` }],
+        [{ type: 'webhook', url: `https://example.net/hook?token=${TOKEN}` }],
+        [{ type: 'pager' }],
+      ],
+    },
+    { key: 'min_level', values: ['warn', 'loud'] },
+    { key: 'min_levels', values: ['warn'] },
+  ],
 };
 
 const sectionArb = (name: string) =>
@@ -68,6 +88,8 @@ function ownParserAccepts(
     if (section === 'health') parseHealthConfig(values, path, all.prune);
     if (section === 'server') parseServerConfig(values, path);
     if (section === 'metrics') parseMetricsConfig(values, path);
+    if (section === 'logs') parseLogsConfig(values, path);
+    if (section === 'notify') parseNotifyConfig(values, path, {});
     return true;
   } catch {
     return false;

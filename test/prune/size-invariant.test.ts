@@ -13,7 +13,7 @@ import { addConversation, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
- * The size guard's invariant (issue 26, mechanism 5; issue 31, item 3): for a given true excess
+ * The size guard's invariant: for a given true excess
  * (what seahorse.db would hold after full reclamation: FTS tombstones folded, every free page
  * given back), the sessions deleted across any number of passes never exceed those one pass with
  * an immediate full VACUUM deletes, whichever reason a pass cannot shrink the file: VACUUM
@@ -147,7 +147,7 @@ describe('the size guard never deletes more for the same excess', () => {
         numRuns: 8,
         seed: Number(process.env.FC_SEED ?? 3126),
         endOnFailure: true,
-        // The shape issue 26 measured: VACUUM off, pass after pass (19, 3 and 1 more before the estimate was kept).
+        // VACUUM off, pass after pass (19, 3 and 1 more were deleted before the estimate was kept).
         examples: [
           [
             Array<number>(16).fill(20),

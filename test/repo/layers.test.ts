@@ -117,10 +117,12 @@ describe('src/ layers', () => {
     expect(cycles).toEqual([]);
   });
 
-  it('no file in src/ is over 400 lines (a longer one has more than one job: split it)', () => {
+  it('a file in src/ over 600 lines says in its first 40 lines why it is one job (one job per file, not a line cap)', () => {
     const long = files
-      .map((f) => ({ f: relative(ROOT, f), n: readFileSync(f, 'utf8').split('\n').length - 1 }))
-      .filter((x) => x.n > 400);
+      .map((f) => ({ f: relative(ROOT, f), text: readFileSync(f, 'utf8') }))
+      .filter((x) => x.text.split('\n').length - 1 > 600)
+      .filter((x) => !/Why this file is long:/.test(x.text.split('\n').slice(0, 40).join('\n')))
+      .map((x) => x.f);
     expect(long).toEqual([]);
   });
 });
