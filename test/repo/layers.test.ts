@@ -117,7 +117,7 @@ describe('src/ layers', () => {
     expect(cycles).toEqual([]);
   });
 
-  it('a file in src/ over 600 lines says in its first 40 lines why it is one job (one job per file, not a line cap)', () => {
+  it('a file in src/ over 600 lines says in its first 40 lines why it is one job (not a line cap)', () => {
     const long = files
       .map((f) => ({ f: relative(ROOT, f), text: readFileSync(f, 'utf8') }))
       .filter((x) => x.text.split('\n').length - 1 > 600)
