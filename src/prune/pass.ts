@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
+import { fileId } from '../io/file-id.js';
 import { tryLock } from '../io/lock.js';
 import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
@@ -85,13 +86,20 @@ function skipped(
   });
 }
 
-/** The real path of a file (symlinks resolved), so one database is one record however it is reached. */
-function realPathOf(p: string): string {
+/**
+ * The key of seahorse.db in the guard's state: its device and inode, so that one database is one
+ * record however it is reached (a symlink, a bind mount, a hard link). A record an older guard
+ * keyed by the real path is still found (see readOwedVacuum's fallback).
+ */
+function dbKeyOf(p: string): { key: string; legacy: string } {
+  let legacy = p;
   try {
-    return realpathSync(p);
+    legacy = realpathSync(p);
   } catch {
-    return p;
+    // absent: the path is all there is
   }
+  const id = fileId(p);
+  return { key: id ? `dev:ino ${id}` : legacy, legacy };
 }
 
 /**
@@ -238,9 +246,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
           )
         : null;
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
-    const dbKey = realPathOf(inv.seahorse.path);
+    const { key: dbKey, legacy: dbLegacyKey } = dbKeyOf(inv.seahorse.path);
     let owedBefore: OwedVacuum | null = null;
-    if (o.stateDir && inv.seahorse.state === 'open') owedBefore = readOwedVacuum(o.stateDir, dbKey);
+    if (o.stateDir && inv.seahorse.state === 'open')
+      owedBefore = readOwedVacuum(o.stateDir, dbKey) ?? readOwedVacuum(o.stateDir, dbLegacyKey);
     if (
       owedBefore &&
       online &&
@@ -339,7 +348,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     });
     if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
       try {
-        writeOwedVacuum(o.stateDir, dbKey, result.owed);
+        writeOwedVacuum(o.stateDir, dbKey, result.owed, dbLegacyKey);
       } catch (err) {
         report.warnings.push(
           `could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,

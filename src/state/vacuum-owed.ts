@@ -46,9 +46,9 @@ export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | n
   return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
 }
 
-/** Record (or, with null, clear) what is owed for one database. */
-export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null): void {
-  const rest = readAll(stateDir).filter((x) => x.db !== dbPath);
+/** Record (or, with null, clear) what is owed for one database (`also`: an older key of the same database, dropped). */
+export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null, also?: string): void {
+  const rest = readAll(stateDir).filter((x) => x.db !== dbPath && x.db !== also);
   if (owed) rest.push({ ...owed, db: dbPath });
   mkdirSync(stateDir, { recursive: true });
   writeFileAtomic(join(stateDir, OWED_FILE), JSON.stringify(rest, null, 2) + '\n');
