@@ -1,6 +1,7 @@
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, unlinkSync } from 'node:fs';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { writeFileAtomic } from './atomic.js';
+import { sqliteFilesProblem } from './regular-file.js';
 import { sqlite, type Database } from './sqlite.js';
 import { readSmallText } from './smallfile.js';
 
@@ -80,6 +81,10 @@ function lockError(path: string, why: string, hint: string): GuardError {
 
 function openLock(path: string): Database {
   const Database = sqlite();
+  // SQLite's open(2) of the lock (and of a -journal or -wal beside it) blocks on a FIFO: checked non-blocking first.
+  const notRegular = sqliteFilesProblem(path, { dbOptional: true });
+  if (notRegular)
+    throw lockError(path, `cannot be used: ${notRegular}`, 'delete whatever is there (a lock holds no data) and run again');
   try {
     return new Database(path, { timeout: 0 });
   } catch (err) {

@@ -1,8 +1,9 @@
-import { createReadStream } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { formatBytes, type ByteFormat } from '../io/bytes.js';
+import { NotRegular, openRegular } from '../io/regular-file.js';
 import { instantMs } from '../picoclaw/time.js';
 
 /**
@@ -129,7 +130,17 @@ export function gunzipCapped(path: string, cap: number): Readable {
       else cb(null, chunk);
     },
   });
-  const src = createReadStream(path);
+  // Opened here, non-blocking and checked to be a regular file: a stream's own open of a FIFO waits
+  // for a writer on libuv's thread pool, and the command never ends (issue 26, 2.7).
+  let fd: number;
+  try {
+    fd = openRegular(path, constants.O_RDONLY);
+  } catch (err) {
+    const why = err instanceof NotRegular ? `is ${err.type}, not a regular file` : `cannot be opened (${String(err)})`;
+    queueMicrotask(() => counter.destroy(new ArchiveInvalid(path, 'the archive', why)));
+    return counter;
+  }
+  const src = createReadStream('', { fd });
   const gz = createGunzip();
   pipeline(src, gz, counter).catch((err: unknown) =>
     counter.destroy(err instanceof Error ? err : new Error(String(err))),

@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { readSmallText } from '../io/smallfile.js';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
 
@@ -30,7 +31,7 @@ export const OWED_FILE = 'vacuum-owed.json';
 
 function readAll(stateDir: string): OwedVacuum[] {
   try {
-    const v = JSON.parse(readFileSync(join(stateDir, OWED_FILE), 'utf8')) as unknown;
+    const v = JSON.parse(readSmallText(join(stateDir, OWED_FILE), 'state')) as unknown;
     return Array.isArray(v)
       ? v.filter(
           (x): x is OwedVacuum => typeof x === 'object' && x !== null && typeof (x as OwedVacuum).db === 'string',
