@@ -19,6 +19,11 @@ export const ExitCode = {
   SKIPPED: 6,
   /** Prune finished but kept some sessions it had planned to delete (changed since planning, archive failed). */
   PARTIAL: 7,
+  /**
+   * prune --apply: the disk filled (ENOSPC, SQLite's "database or disk is full") during the pass: it stopped at
+   * that step, with its report of what was deleted and what is left; the next pass goes on from there.
+   */
+  NO_SPACE: 8,
   /** health: at least one WARN. */
   HEALTH_WARN: 10,
   /** health: at least one CRITICAL. */
@@ -45,6 +50,33 @@ export class GuardError extends Error {
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/**
+ * Whether an error is the disk's, not the guard's: `no_space` (ENOSPC, EDQUOT, SQLITE_FULL) or `damaged`
+ * (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error: SQLITE_IOERR, EIO). A pass meeting one stops at that step
+ * (issue 26, 2.6): going on would delete against a database it cannot read right, or fail the same way.
+ */
+export function diskFault(err: unknown): 'no_space' | 'damaged' | null {
+  // An error that wraps another (GuardError's cause) is that error's.
+  for (let e = err, depth = 0; e instanceof Error && e.cause !== undefined && depth < 4; depth++) {
+    const inner = diskFault(e.cause);
+    if (inner) return inner;
+    e = e.cause;
+  }
+  const code = errnoCode(err) ?? '';
+  const msg = err instanceof Error ? err.message : '';
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code.startsWith('SQLITE_FULL') || /disk is full/i.test(msg))
+    return 'no_space';
+  if (
+    code.startsWith('SQLITE_CORRUPT') ||
+    code.startsWith('SQLITE_NOTADB') ||
+    code.startsWith('SQLITE_IOERR') ||
+    code === 'EIO' ||
+    /database disk image is malformed/i.test(msg)
+  )
+    return 'damaged';
+  return null;
 }
 
 /** The errno code of a Node system error, if any. */

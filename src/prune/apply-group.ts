@@ -48,9 +48,11 @@ export function deleteByAgeAndCount(run: ApplyRun): void {
       res.interrupted = true;
       const detail = run.locked
         ? `not reached: ${run.locked}`
-        : run.archiver?.failure
-          ? `not reached: an archive could not be written (${run.archiver.failure})`
-          : 'the pass was stopped';
+        : res.fault
+          ? `not reached: ${res.fault.why}`
+          : run.archiver?.failure
+            ? `not reached: an archive could not be written (${run.archiver.failure})`
+            : 'the pass was stopped';
       res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail });
       continue;
     }

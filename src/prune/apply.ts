@@ -1,9 +1,9 @@
-import { errnoCode, errorMessage } from '../errors.js';
+import { ExitCode, diskFault, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import type { ConversationStat } from '../picoclaw/seahorse.js';
+import { dbFileBytes, type ConversationStat } from '../picoclaw/seahorse.js';
 import type { OwedVacuum } from '../state/vacuum-owed.js';
 import { deleteByAgeAndCount, deleteGroup } from './apply-group.js';
 import { deleteOrphans, deleteShared } from './apply-conversations.js';
@@ -184,6 +184,11 @@ export interface ApplyResult {
   vacuum: VacuumReport | null;
   size: SizeLoopReport;
   interrupted: boolean;
+  /**
+   * The disk failed the pass (full, or the database damaged) at some step: it stopped there, and this
+   * says where and why, with the exit code the pass ends with (NO_SPACE, DATA).
+   */
+  fault: { exitCode: ExitCodeValue; why: string } | null;
   /** The VACUUM owed after this pass (null: none), for the guard's state. */
   owed: OwedVacuum | null;
 }
@@ -220,11 +225,40 @@ export interface ApplyOptions {
  */
 export function applyPlan(o: ApplyOptions): ApplyResult {
   const run = new ApplyRun(o);
-  deleteByAgeAndCount(run);
-  deleteOrphans(run);
-  const size = measuredSizeStep(run);
-  deleteShared(run);
-  vacuumAndOwed(run, size);
+  // A full or damaged disk at any step stops the pass there (the steps after see run.stop()), and the
+  // pass still ends with its report: what went, what is left, and why it stopped (issue 26, 2.6).
+  const step = <T>(fn: () => T, otherwise: T): T => {
+    if (run.res.fault) return otherwise;
+    try {
+      return fn();
+    } catch (err) {
+      if (!run.noteLocked(err)) throw err;
+      run.res.interrupted = true;
+      return otherwise;
+    }
+  };
+  step(() => deleteByAgeAndCount(run), undefined);
+  step(() => deleteOrphans(run), undefined);
+  const size = step(() => measuredSizeStep(run), { vacuumed: false, vacuumMs: 0 });
+  step(() => deleteShared(run), undefined);
+  const before = run.res.fault;
+  step(() => vacuumAndOwed(run, size), undefined);
+  if (run.res.fault && run.res.fault !== before && o.db) {
+    // The VACUUM (or the checkpoint after it) failed: SQLite rolled it back; the rows deleted stay deleted.
+    const b = dbFileBytes(o.dbPath).total;
+    run.res.vacuum = {
+      ran: false,
+      reason: `failed: ${run.res.fault.why}; the next offline pass tries again`,
+      estimatedReclaimBytes: null,
+      bytesBefore: b,
+      bytesAfter: b,
+      reclaimedBytes: null,
+      durationMs: 0,
+      walCheckpoint: 'none',
+    };
+  }
+  const archiveFault = run.archiver?.failureError;
+  if (!run.res.fault && archiveFault && diskFault(archiveFault)) run.noteLocked(archiveFault);
   if (run.archiver) releaseArchiveBuffers();
   return run.res;
 }
@@ -243,6 +277,7 @@ export function newApplyResult(plan: Plan): ApplyResult {
     size: { ran: false, steps: [], stoppedBecause: null, unmet: null },
     owed: null,
     interrupted: false,
+    fault: null,
   };
 }
 
@@ -343,14 +378,26 @@ export class ApplyRun {
   }
 
   stop(): boolean {
-    return this.locked !== null || this.archiver?.failure != null || !!this.o.shouldStop?.();
+    return this.locked !== null || this.res.fault !== null || this.archiver?.failure != null || !!this.o.shouldStop?.();
   }
 
-  /** A busy or locked database abandons the rest of the pass. */
-  noteLocked(err: unknown): void {
+  /**
+   * A busy or locked database abandons the rest of the pass; so does a full or damaged disk, which also
+   * sets the pass's fault (the first one stays). True when err was one of those.
+   */
+  noteLocked(err: unknown): boolean {
     const code = errnoCode(err);
     const busy = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy;
     if (busy) this.locked = errorMessage(err);
+    const fault = diskFault(err);
+    if (fault && !this.res.fault) {
+      const what = fault === 'no_space' ? 'the disk is full' : 'the disk or seahorse.db is damaged';
+      this.res.fault = {
+        exitCode: fault === 'no_space' ? ExitCode.NO_SPACE : ExitCode.DATA,
+        why: `${what} (${code ?? 'error'}: ${errorMessage(err)})`,
+      };
+    }
+    return busy || fault !== null;
   }
 
   /**

@@ -133,6 +133,8 @@ export interface Pending {
 export class PassArchiver {
   /** Set once an archive could not be written: the pass stops (the ones after would fail alike). */
   failure: string | null = null;
+  /** The error behind `failure` (a full disk ends the pass with its own exit code). */
+  failureError: unknown = null;
   private readonly ctx: ArchiveContext;
 
   /** rowsDeleted: the deleter's running count of deleted rows (messages, parts, summaries). */
@@ -151,6 +153,7 @@ export class PassArchiver {
       return fn();
     } catch (err) {
       this.failure = errorMessage(err);
+      this.failureError = err;
       throw err;
     }
   }

@@ -82,6 +82,15 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
         const ge = err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
         return refuse(`${ge.message}; nothing was deleted anywhere`, ge.exitCode);
       }
+      const damaged = quickCheck(db);
+      if (damaged) {
+        return refuse(
+          `${inv.seahorse.path} is damaged (PRAGMA quick_check: ${damaged}); nothing was deleted anywhere: ` +
+            `deleting from a damaged database can lose rows it still holds. Restore it from a backup, or move it ` +
+            `aside (PicoClaw starts a new seahorse.db from the JSONL history)`,
+          ExitCode.DATA,
+        );
+      }
       const unusable = ftsUnusable(db);
       if (unusable) {
         return refuse(
@@ -156,6 +165,25 @@ export function preflight(inv: Inventory, db: Database | null): string | null {
     }
   }
   return null;
+}
+
+/**
+ * SQLite's quick_check before the first deletion (issue 26, 2.6): every page of every b-tree read once,
+ * each cell's bounds and the freelist checked, without integrity_check's index-against-table comparisons
+ * (sqlite.org/pragma.html#pragma_quick_check). Its cost is one read of the file (BENCHMARKS.md, "A damaged
+ * or full disk"). What is wrong (its first line), or null when it says ok.
+ */
+export function quickCheck(db: Database): string | null {
+  try {
+    const rows = db.pragma('quick_check(1)') as { quick_check: string }[];
+    const first = rows[0]?.quick_check ?? 'no answer';
+    if (first === 'ok') return null;
+    // Its first line may be the header "*** in database main ***": the problem is the line after.
+    const line = first.split('\n').find((l) => l.trim() !== '' && !l.startsWith('***')) ?? first;
+    return line.slice(0, 200);
+  } catch (err) {
+    return `${errnoCode(err) ?? 'error'}: ${errorMessage(err)}`;
+  }
 }
 
 /** Whether the FTS5 tables can be opened (a missing tokenizer or FTS5 fails here, before any delete). */

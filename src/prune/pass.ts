@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
+import { ExitCode, GuardError, diskFault, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
 import { fileId } from '../io/file-id.js';
@@ -100,6 +100,12 @@ function dbKeyOf(p: string): { key: string; legacy: string } {
   }
   const id = fileId(p);
   return { key: id ? `dev:ino ${id}` : legacy, legacy };
+}
+
+/** A full disk when the pass records itself: the report stands, and the pass ends with NO_SPACE. */
+function noteStateFault(report: PruneReport<SessionList>, err: unknown): void {
+  if (diskFault(err) !== 'no_space') return;
+  if (report.exit_code === ExitCode.OK || report.exit_code === ExitCode.PARTIAL) report.exit_code = ExitCode.NO_SPACE;
 }
 
 /**
@@ -340,8 +346,10 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       plan,
       result,
       skipped: null,
-      exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK,
-      warnings,
+      exitCode: result?.fault ? result.fault.exitCode : partial ? ExitCode.PARTIAL : ExitCode.OK,
+      warnings: result?.fault
+        ? [...warnings, `the pass stopped: ${result.fault.why}; what is left is kept for the next pass`]
+        : warnings,
       dbFacts,
       consume: true,
       noArchivePaths: o.noArchivePaths,
@@ -353,6 +361,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         report.warnings.push(
           `could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
         );
+        noteStateFault(report, err);
       }
     }
     const overBudget = budget.why();
@@ -379,9 +388,28 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         });
       } catch (err) {
         report.warnings.push(`could not record the pass in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+        noteStateFault(report, err);
       }
     }
     return report;
+  } catch (err) {
+    // A full or damaged disk met outside the deletions (reading the inventory, measuring the database):
+    // one line naming it and its exit code, never a stack. Nothing was deleted before that point.
+    const fault = diskFault(err);
+    if (!fault || err instanceof GuardError) throw err;
+    throw new GuardError(
+      `${fault === 'no_space' ? 'the disk is full' : 'the disk or seahorse.db is damaged'} (${errnoCode(err) ?? 'error'}: ` +
+        `${errorMessage(err)}) while reading ${home.home}; nothing was deleted`,
+      {
+        exitCode: fault === 'no_space' ? ExitCode.NO_SPACE : ExitCode.DATA,
+        path: home.seahorsePath,
+        hint:
+          fault === 'no_space'
+            ? 'free some space on that file system and run again'
+            : `check the disk; PRAGMA integrity_check on ${home.seahorsePath} tells whether the database is damaged`,
+        cause: err,
+      },
+    );
   } finally {
     if (db) db.close();
     if (lock?.ok) lock.lock.release();

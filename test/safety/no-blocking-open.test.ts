@@ -1,5 +1,15 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildSampleHome } from '../../dev/sample/builder.js';
@@ -146,10 +156,14 @@ function tracedPaths(fixture: Roots, cmd: Cmd): Set<string> {
   const root = tempDir('pcg-trace-');
   const r = copyFixture(fixture, root);
   const out = join(tempDir('pcg-strace-'), 'trace');
-  spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,creat', '-o', out, process.execPath, CLI, ...cmd.args(r)], {
-    env: env(),
-    timeout: TIMEOUT_MS,
-  });
+  spawnSync(
+    'strace',
+    ['-f', '-qq', '-e', 'trace=open,openat,creat', '-o', out, process.execPath, CLI, ...cmd.args(r)],
+    {
+      env: env(),
+      timeout: TIMEOUT_MS,
+    },
+  );
   const paths = new Set<string>();
   for (const line of readFileSync(out, 'utf8').split('\n')) {
     const m = /open(?:at)?\((?:[A-Z_]+|\d+), "([^"]+)", ([A-Z_|]+)/.exec(line) ?? /creat\("([^"]+)"/.exec(line);
@@ -282,7 +296,9 @@ describe('no file the guard opens can block it (issue 26, 2.7)', () => {
         else if (r.code !== c.baseline) {
           const name = c.rel.split('/').pop()!;
           if (!`${r.stderr}${r.stdout}`.includes(name))
-            failures.push(`${what}: exit ${r.code} (not ${c.baseline}) without naming ${name}: ${r.stderr.slice(0, 300)}`);
+            failures.push(
+              `${what}: exit ${r.code} (not ${c.baseline}) without naming ${name}: ${r.stderr.slice(0, 300)}`,
+            );
         }
         rmSync(root, { recursive: true, force: true });
       }),

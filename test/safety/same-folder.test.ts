@@ -122,7 +122,14 @@ describe('a folder is one folder however it is reached (issue 26, 2.2)', () => {
     sessions(join(ws, 'sessions'), 30, 's');
     writeFileSync(
       join(home, 'config.json'),
-      JSON.stringify({ agents: { list: [{ id: 'main', default: true }, { id: 'ops', workspace: second }] } }),
+      JSON.stringify({
+        agents: {
+          list: [
+            { id: 'main', default: true },
+            { id: 'ops', workspace: second },
+          ],
+        },
+      }),
     );
     mountBind(ws, second);
     try {
