@@ -82,15 +82,6 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
         const ge = err instanceof GuardError ? err : new GuardError(errorMessage(err), { exitCode: ExitCode.SKIPPED });
         return refuse(`${ge.message}; nothing was deleted anywhere`, ge.exitCode);
       }
-      const damaged = quickCheck(db);
-      if (damaged) {
-        return refuse(
-          `${inv.seahorse.path} is damaged (PRAGMA quick_check: ${damaged}); nothing was deleted anywhere: ` +
-            `deleting from a damaged database can lose rows it still holds. Restore it from a backup, or move it ` +
-            `aside (PicoClaw starts a new seahorse.db from the JSONL history)`,
-          ExitCode.DATA,
-        );
-      }
       const unusable = ftsUnusable(db);
       if (unusable) {
         return refuse(

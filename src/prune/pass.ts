@@ -24,7 +24,7 @@ import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
-import { preflight, prepareSeahorse } from './pass-seahorse.js';
+import { preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -100,6 +100,15 @@ function dbKeyOf(p: string): { key: string; legacy: string } {
   }
   const id = fileId(p);
   return { key: id ? `dev:ino ${id}` : legacy, legacy };
+}
+
+/** Whether the plan deletes anything: a session group, an orphan, a shared conversation, or the size guard's. */
+function planDeletes(plan: Plan): boolean {
+  return (
+    plan.groups.some((g) => g.action === 'delete' || g.sizeEligible) ||
+    plan.orphans.some((x) => x.action === 'delete') ||
+    plan.shared.length > 0
+  );
 }
 
 /** A full disk when the pass records itself: the report stands, and the pass ends with NO_SPACE. */
@@ -309,6 +318,24 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       });
     }
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
+    // SQLite's quick_check before the first deletion, when there is one to make (issue 26, 2.6): a damaged
+    // database refuses the pass, exit 3, before anything is deleted anywhere.
+    const damaged = o.apply && db && planDeletes(plan) ? quickCheck(db) : null;
+    if (damaged) {
+      return buildReportOf({
+        ...withGw,
+        inventory: inv,
+        plan: null,
+        result: null,
+        skipped:
+          `${inv.seahorse.path} is damaged (PRAGMA quick_check: ${damaged}); nothing was deleted anywhere: ` +
+          `deleting from a damaged database can lose rows it still holds. Restore it from a backup, or move it ` +
+          `aside (PicoClaw starts a new seahorse.db from the JSONL history)`,
+        exitCode: ExitCode.DATA,
+        warnings,
+        dbFacts,
+      });
+    }
     let result: ApplyResult | null = null;
     const budget = memoryBudget(env, o.rss);
     if (o.apply) {
