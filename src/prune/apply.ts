@@ -213,8 +213,13 @@ export interface ApplyOptions {
   vacuumOwed?: OwedVacuum | null;
   /** Test hook: called after each seahorse write transaction commits or rolls back. */
   onTxn?: () => void;
-  /** Test hook: called between the steps of deleting one session. */
-  onStep?: (step: 'seahorse' | 'jsonl' | 'meta', s: SessionRecord) => void;
+  /**
+   * Where the deletion in progress is journaled (src/state/deletion-journal.ts), so that the next pass
+   * finishes one a kill interrupted; null or absent: no journal (no state folder).
+   */
+  journal?: string | null;
+  /** Test hook: called between the steps of deleting one session ('done': deleted, its journal not yet cleared). */
+  onStep?: (step: 'seahorse' | 'jsonl' | 'meta' | 'done', s: SessionRecord) => void;
 }
 
 /**

@@ -10,7 +10,7 @@ import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
-import { applyPlan, type ApplyResult } from './apply.js';
+import { applyPlan, type ApplyOptions, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
@@ -24,7 +24,9 @@ import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
-import { preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
+import { busyTimeoutMs, preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
+import { finishInterrupted, interruptedNote } from './finish-interrupted.js';
+import { journalPath } from '../state/deletion-journal.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -59,6 +61,8 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
+  /** Test hook (a function, never an environment variable): called between the steps of deleting one session. */
+  onStep?: ApplyOptions['onStep'];
 }
 
 function skipped(
@@ -183,8 +187,28 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   }
   let db: Database | null = null;
   try {
+    // A deletion a killed pass left half-way is finished first, so that its remains are never planned
+    // (and archived again) as a session of their own (src/prune/finish-interrupted.ts).
+    const early: string[] = [];
+    if (o.stateDir) {
+      const homeReal = realpathSync(home.home);
+      if (o.apply) {
+        const done = finishInterrupted({
+          stateDir: o.stateDir,
+          homeReal,
+          seahorsePath: home.seahorsePath,
+          online,
+          busyTimeoutMs: busyTimeoutMs(env),
+        });
+        if (done.refusal) return skipped(withGw, done.refusal.message, done.refusal.exitCode);
+        if (done.note) early.push(done.note);
+      } else {
+        const note = interruptedNote(o.stateDir, homeReal);
+        if (note) early.push(note);
+      }
+    }
     const inv = buildInventory(home);
-    const warnings: string[] = [];
+    const warnings: string[] = [...early];
     // seahorse: read-only for the plan; read-write (and checked) for apply.
     const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
     db = sh.db;
@@ -352,6 +376,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         nowMs: now.getTime(),
         shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
+        journal: o.stateDir ? journalPath(o.stateDir, realpathSync(home.home)) : null,
+        onStep: o.onStep,
       });
       // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
       releaseGarbage();
