@@ -80,6 +80,7 @@ Exit codes:
   5   gateway is starting or hung: prune skipped
   6   a store cannot delete: prune skipped, nothing deleted
   7   prune kept sessions it planned to delete; restore: some already existed
+  8   prune: the disk filled during the pass; it stopped there (see its report)
   10  health: WARN
   11  health: CRITICAL
 

@@ -40,7 +40,7 @@ export function notRegularFile(
   }
 }
 
-/** A SQLite database and the files SQLite opens beside it: each absent or a regular file; the first problem, or null. */
+/** A SQLite database and the files SQLite opens beside it, each absent or regular; the first problem, or null. */
 export function sqliteFilesProblem(path: string, o: { dbOptional?: boolean } = {}): string | null {
   const db = notRegularFile(path, { optional: o.dbOptional });
   if (db) return db.problem;

@@ -73,7 +73,7 @@ function quickCheckOf(path: string): string {
 }
 
 describe('a damaged or full disk stops the pass before harm (issue 26, 2.6)', () => {
-  it('property: a damaged page anywhere in seahorse.db that quick_check sees deletes nothing, exit 3, no stack', async () => {
+  it('property: a damaged page that quick_check sees deletes nothing, exit 3, no stack', async () => {
     const pristine = home(join(tempDir('pcg-corrupt-'), 'home'), 30, 5);
     const pageSize = 4096;
     const pages = Math.floor(statSync(pristine.dbPath).size / pageSize);
@@ -126,7 +126,7 @@ describe('a damaged or full disk stops the pass before harm (issue 26, 2.6)', ()
     expect(damagedRuns).toBeGreaterThan(5);
   }, 120_000);
 
-  it('a damaged messages page: exit 3, one line, the 25 old sessions still there (main deleted them, then crashed)', () => {
+  it('a damaged messages page: exit 3, one line, all 30 sessions still there (main deleted 25, then crashed)', () => {
     assertBuilt();
     const h = home(join(tempDir('pcg-corrupt-cli-'), 'home'), 30, 5);
     // The first leaf page of messages holds the kept sessions' rows (written first): the deletions
@@ -161,7 +161,7 @@ describe('a damaged or full disk stops the pass before harm (issue 26, 2.6)', ()
     }
   });
 
-  it('property: a disk that fills at the archive, the state folder or the database ends with the report, exit 8, kept sessions intact', (ctx) => {
+  it('property: a disk that fills (archive, state, database): the report, exit 8, kept sessions intact', (ctx) => {
     requireRoot(ctx, 'mount small tmpfs file systems that fill up (mount -t tmpfs)');
     assertBuilt();
     fc.assert(

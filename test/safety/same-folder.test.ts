@@ -59,7 +59,7 @@ const metas = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.meta.
 type Reach = 'own' | 'symlink' | 'spelling' | 'bind';
 
 describe('a folder is one folder however it is reached (issue 26, 2.2)', () => {
-  it('property: each session file is counted once, for any mix of symlinked, respelled and bind-mounted workspaces', () => {
+  it('property: each session file counted once, for symlinked, respelled and bind-mounted workspaces', () => {
     const reaches: Reach[] = ROOT ? ['own', 'symlink', 'spelling', 'bind'] : ['own', 'symlink', 'spelling'];
     if (!ROOT) console.warn('same-folder property: bind mounts left out (mount --bind needs root)');
     fc.assert(
