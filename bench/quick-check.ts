@@ -2,7 +2,7 @@ import { sqlite } from '../src/io/sqlite.js';
 import { APPLY_CACHE_KIB } from '../src/prune/apply.js';
 
 /**
- * The cost of the check `prune --apply` runs before its first deletion (issue 26, 2.6):
+ * The cost of the check `prune --apply` runs before its first deletion:
  * PRAGMA quick_check(1) on the whole file, three times, and the per-table form summed over every
  * table, with the page cache the pass sets. Figures in BENCHMARKS.md ("A damaged or full disk").
  *

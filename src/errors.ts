@@ -54,8 +54,8 @@ export function errorMessage(err: unknown): string {
 
 /**
  * Whether an error is the disk's, not the guard's: `no_space` (ENOSPC, EDQUOT, SQLITE_FULL) or `damaged`
- * (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error: SQLITE_IOERR, EIO). A pass meeting one stops at that step
- * (issue 26, 2.6): going on would delete against a database it cannot read right, or fail the same way.
+ * (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error: SQLITE_IOERR, EIO). A pass meeting one stops at that
+ * step: going on would delete against a database it cannot read right, or fail the same way.
  */
 export function diskFault(err: unknown): 'no_space' | 'damaged' | null {
   // An error that wraps another (GuardError's cause) is that error's.

@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
  * through a bind mount at a second workspace (realpath(3) resolves symlinks only: a bind
  * mount has two real paths), or through two agents whose configured workspaces resolve to
  * one folder; the same seahorse.db through a hard link. Anything that must be counted,
- * locked or recorded once per file is keyed by this, never by a path (issue 26, 2.2).
+ * locked or recorded once per file is keyed by this, never by a path.
  *
  * stat(2) follows symlinks: the identity is the target's. Null when nothing is there
  * (or it cannot be looked at): the caller then falls back on the path, which is all there is.

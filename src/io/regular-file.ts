@@ -5,7 +5,7 @@ import { fileType } from './smallfile.js';
 /**
  * Files the guard hands to another reader (SQLite opens seahorse.db, its -wal, -shm and
  * -journal, and the lock database itself, with a blocking open(2)), or opens for a stream:
- * checked first, so that none of them can block the guard (issue 26, 2.7).
+ * checked first, so that none of them can block the guard.
  *
  * A FIFO opened without O_NONBLOCK waits for a writer for ever; a character device such as
  * /dev/zero reads without end. So the path is opened here with O_NONBLOCK (a FIFO returns at

@@ -159,7 +159,7 @@ export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } 
   let db: Database;
   const { realPath, mode } = seahorseReadMode(path);
   // SQLite opens the file, its -wal, -shm and -journal with a blocking open(2): a FIFO there would
-  // hang the command for ever (issue 26, 2.7). Checked non-blocking first, beside the real file.
+  // hang the command for ever. Checked non-blocking first, beside the real file.
   const notRegular = sqliteFilesProblem(realPath);
   if (notRegular) return { state: 'error', kind: 'not_a_database', reason: notRegular };
   try {

@@ -131,7 +131,7 @@ export function gunzipCapped(path: string, cap: number): Readable {
     },
   });
   // Opened here, non-blocking and checked to be a regular file: a stream's own open of a FIFO waits
-  // for a writer on libuv's thread pool, and the command never ends (issue 26, 2.7).
+  // for a writer on libuv's thread pool, and the command never ends.
   let fd: number;
   try {
     fd = openRegular(path, constants.O_RDONLY);

@@ -17,7 +17,7 @@ import { ONLINE_QUIET_MS } from './write-lock.js';
 /**
  * The first thing an --apply pass does after taking the lock: finish the deletion a killed pass
  * left half-way (src/state/deletion-journal.ts says why it is journaled), so that its remains are
- * never planned, and archived, as a session of their own (issue 26, 2.8).
+ * never planned, and archived, as a session of their own.
  *
  * It finishes only what the journal names, exactly as it names it: each file still there must be the
  * very file the plan saw (inode, size, mtime), and each conversation must hold no message newer than

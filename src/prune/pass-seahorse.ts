@@ -159,7 +159,7 @@ export function preflight(inv: Inventory, db: Database | null): string | null {
 }
 
 /**
- * SQLite's quick_check before the first deletion (issue 26, 2.6): every page of every b-tree read once,
+ * SQLite's quick_check before the first deletion: every page of every b-tree read once,
  * each cell's bounds and the freelist checked, without integrity_check's index-against-table comparisons
  * (sqlite.org/pragma.html#pragma_quick_check). Its cost is one read of the file (BENCHMARKS.md, "A damaged
  * or full disk"). What is wrong (its first line), or null when it says ok.

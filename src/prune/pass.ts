@@ -1,8 +1,7 @@
 import { realpathSync } from 'node:fs';
-import { ExitCode, GuardError, diskFault, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
+import { ExitCode, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Clock } from '../io/clock.js';
 import { statfsFreeSpace, type FreeSpaceReader } from '../io/freespace.js';
-import { fileId } from '../io/file-id.js';
 import { tryLock } from '../io/lock.js';
 import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
@@ -24,9 +23,16 @@ import type { SessionEntries, SessionList } from './report-sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
-import { busyTimeoutMs, preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
-import { finishInterrupted, interruptedNote } from './finish-interrupted.js';
+import { preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
 import { journalPath } from '../state/deletion-journal.js';
+import {
+  damagedRefusal,
+  dbKeyOf,
+  diskFaultError,
+  noteStateFault,
+  planDeletes,
+  recoverInterrupted,
+} from './pass-safety.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -88,37 +94,6 @@ function skipped(
     warnings: [],
     dbFacts: null,
   });
-}
-
-/**
- * The key of seahorse.db in the guard's state: its device and inode, so that one database is one
- * record however it is reached (a symlink, a bind mount, a hard link). A record an older guard
- * keyed by the real path is still found (see readOwedVacuum's fallback).
- */
-function dbKeyOf(p: string): { key: string; legacy: string } {
-  let legacy = p;
-  try {
-    legacy = realpathSync(p);
-  } catch {
-    // absent: the path is all there is
-  }
-  const id = fileId(p);
-  return { key: id ? `dev:ino ${id}` : legacy, legacy };
-}
-
-/** Whether the plan deletes anything: a session group, an orphan, a shared conversation, or the size guard's. */
-function planDeletes(plan: Plan): boolean {
-  return (
-    plan.groups.some((g) => g.action === 'delete' || g.sizeEligible) ||
-    plan.orphans.some((x) => x.action === 'delete') ||
-    plan.shared.length > 0
-  );
-}
-
-/** A full disk when the pass records itself: the report stands, and the pass ends with NO_SPACE. */
-function noteStateFault(report: PruneReport<SessionList>, err: unknown): void {
-  if (diskFault(err) !== 'no_space') return;
-  if (report.exit_code === ExitCode.OK || report.exit_code === ExitCode.PARTIAL) report.exit_code = ExitCode.NO_SPACE;
 }
 
 /**
@@ -187,32 +162,17 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   }
   let db: Database | null = null;
   try {
-    // A deletion a killed pass left half-way is finished first, so that its remains are never planned
-    // (and archived again) as a session of their own (src/prune/finish-interrupted.ts).
-    const early: string[] = [];
-    if (o.stateDir) {
-      const homeReal = realpathSync(home.home);
-      if (o.apply) {
-        const done = finishInterrupted({
-          stateDir: o.stateDir,
-          homeReal,
-          seahorsePath: home.seahorsePath,
-          online,
-          busyTimeoutMs: busyTimeoutMs(env),
-        });
-        if (done.refusal) return skipped(withGw, done.refusal.message, done.refusal.exitCode);
-        if (done.note) early.push(done.note);
-      } else {
-        const note = interruptedNote(o.stateDir, homeReal);
-        if (note) early.push(note);
-      }
-    }
+    const early = recoverInterrupted(o, home, online, env);
+    if (early.refusal) return skipped(withGw, early.refusal.message, early.refusal.exitCode);
     const inv = buildInventory(home);
-    const warnings: string[] = [...early];
+    const warnings: string[] = [...early.notes];
     // seahorse: read-only for the plan; read-write (and checked) for apply.
     const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
     db = sh.db;
     const dbFacts = sh.dbFacts;
+    // The pass refused before deleting anything: the report of the inventory, no plan.
+    const refuse = (skipped: string, exitCode: ExitCodeValue) =>
+      buildReportOf({ ...withGw, inventory: inv, plan: null, result: null, skipped, exitCode, warnings, dbFacts });
     if (sh.refusal) {
       return buildReportOf({
         ...withGw,
@@ -227,17 +187,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     }
     if (o.apply) {
       const why = preflight(inv, db);
-      if (why)
-        return buildReportOf({
-          ...withGw,
-          inventory: inv,
-          plan: null,
-          result: null,
-          skipped: `${why}; nothing was deleted anywhere`,
-          exitCode: ExitCode.SKIPPED,
-          warnings,
-          dbFacts,
-        });
+      if (why) return refuse(`${why}; nothing was deleted anywhere`, ExitCode.SKIPPED);
     }
     if (values.max_age_days > 0 && now.getTime() < Date.UTC(2024, 0, 1)) {
       warnings.push(
@@ -259,18 +209,11 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       }
     }
     if (holdsProblem && o.apply) {
-      return buildReportOf({
-        ...withGw,
-        inventory: inv,
-        plan: null,
-        result: null,
-        skipped:
-          `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: ` +
+      return refuse(
+        `${holdsProblem}; nothing was deleted, since a restored session could be among the victims: ` +
           `fix or remove that file`,
-        exitCode: ExitCode.SKIPPED,
-        warnings,
-        dbFacts,
-      });
+        ExitCode.SKIPPED,
+      );
     }
     if (holdsProblem) warnings.push(`${holdsProblem}: --apply would skip the pass`);
     const bootstrap =
@@ -329,37 +272,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     const archiveProblem = values.archive_dir
       ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan })
       : null;
-    if (archiveProblem && o.apply) {
-      return buildReportOf({
-        ...withGw,
-        inventory: inv,
-        plan: null,
-        result: null,
-        skipped: `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`,
-        exitCode: ExitCode.SKIPPED,
-        warnings,
-        dbFacts,
-      });
-    }
+    if (archiveProblem && o.apply)
+      return refuse(
+        `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`,
+        ExitCode.SKIPPED,
+      );
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
-    // SQLite's quick_check before the first deletion, when there is one to make (issue 26, 2.6): a damaged
-    // database refuses the pass, exit 3, before anything is deleted anywhere.
+    // SQLite's quick_check just before the first deletion, when there is one: damaged, nothing is deleted (exit 3).
     const damaged = o.apply && db && planDeletes(plan) ? quickCheck(db) : null;
-    if (damaged) {
-      return buildReportOf({
-        ...withGw,
-        inventory: inv,
-        plan: null,
-        result: null,
-        skipped:
-          `${inv.seahorse.path} is damaged (PRAGMA quick_check: ${damaged}); nothing was deleted anywhere: ` +
-          `deleting from a damaged database can lose rows it still holds. Restore it from a backup, or move it ` +
-          `aside (PicoClaw starts a new seahorse.db from the JSONL history)`,
-        exitCode: ExitCode.DATA,
-        warnings,
-        dbFacts,
-      });
-    }
+    if (damaged) return refuse(damagedRefusal(inv.seahorse.path, damaged), ExitCode.DATA);
     let result: ApplyResult | null = null;
     const budget = memoryBudget(env, o.rss);
     if (o.apply) {
@@ -446,23 +367,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     }
     return report;
   } catch (err) {
-    // A full or damaged disk met outside the deletions (reading the inventory, measuring the database):
-    // one line naming it and its exit code, never a stack. Nothing was deleted before that point.
-    const fault = diskFault(err);
-    if (!fault || err instanceof GuardError) throw err;
-    throw new GuardError(
-      `${fault === 'no_space' ? 'the disk is full' : 'the disk or seahorse.db is damaged'} (${errnoCode(err) ?? 'error'}: ` +
-        `${errorMessage(err)}) while reading ${home.home}; nothing was deleted`,
-      {
-        exitCode: fault === 'no_space' ? ExitCode.NO_SPACE : ExitCode.DATA,
-        path: home.seahorsePath,
-        hint:
-          fault === 'no_space'
-            ? 'free some space on that file system and run again'
-            : `check the disk; PRAGMA integrity_check on ${home.seahorsePath} tells whether the database is damaged`,
-        cause: err,
-      },
-    );
+    // A full or damaged disk met outside the deletions: one line and its exit code, never a stack.
+    throw diskFaultError(err, home);
   } finally {
     if (db) db.close();
     if (lock?.ok) lock.lock.release();

@@ -7,8 +7,8 @@ import { fileId } from '../io/file-id.js';
 import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
- * The deletion in progress, written to the state folder before its first irreversible step
- * (issue 26, 2.8). A session goes in steps: its seahorse rows, its .jsonl, its .meta.json. A pass
+ * The deletion in progress, written to the state folder before its first irreversible step.
+ * A session goes in steps: its seahorse rows, its .jsonl, its .meta.json. A pass
  * killed between two of them leaves a part of the session behind (a meta without its transcript,
  * a transcript without its rows); planned again from scratch, that part would pass for a session of
  * its own and be archived a second time, over or beside the archive that holds the whole of it.

@@ -14,7 +14,7 @@ import { requireRoot } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Issue 26, 2.6: a damaged or full disk stops the pass before harm, with a clear end.
+ * a damaged or full disk stops the pass before harm, with a clear end.
  *
  * Invariants:
  * - damaged: whenever SQLite's own quick_check finds seahorse.db damaged, `prune --apply` deletes
@@ -72,7 +72,7 @@ function quickCheckOf(path: string): string {
   }
 }
 
-describe('a damaged or full disk stops the pass before harm (issue 26, 2.6)', () => {
+describe('a damaged or full disk stops the pass before harm', () => {
   it('property: a damaged page that quick_check sees deletes nothing, exit 3, no stack', async () => {
     const pristine = home(join(tempDir('pcg-corrupt-'), 'home'), 30, 5);
     const pageSize = 4096;

@@ -10,7 +10,7 @@ import { addConversation, dumpSeahorse, handHome, snapshot, type HandSession } f
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Issue 26, 2.8: a deletion interrupted at any step is finished, not redone.
+ * a deletion interrupted at any step is finished, not redone.
  *
  * Invariant: a pass SIGKILLed at any step of the deleter (before a session's seahorse rows, before
  * its .jsonl, before its .meta.json, or after it but before its journal is cleared), followed by one
@@ -133,7 +133,7 @@ function killThenRecover(pristine: string, s: Shape, nth: number): End {
   return end;
 }
 
-describe('a deletion interrupted at any step is finished, not redone (issue 26, 2.8)', () => {
+describe('a deletion interrupted at any step is finished, not redone', () => {
   it('a kill at every step of every deletion, then one pass: the state one uninterrupted pass leaves', () => {
     assertBuilt();
     const s: Shape = { kept: 2, victims: 3, withRows: 0b101, archive: true };

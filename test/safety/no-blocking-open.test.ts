@@ -18,7 +18,7 @@ import { skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Issue 26, 2.7: no file the guard opens can block it.
+ * no file the guard opens can block it.
  *
  * Invariant: for every path under a PicoClaw home, the guard's state folder, the archive folder
  * and the guard config that a command opens, a FIFO, a character device (a symlink to /dev/null)
@@ -251,7 +251,7 @@ async function pool<T>(jobs: (() => Promise<T>)[], width = 2): Promise<T[]> {
   return out;
 }
 
-describe('no file the guard opens can block it (issue 26, 2.7)', () => {
+describe('no file the guard opens can block it', () => {
   it('a FIFO, /dev/null or a symlink to a FIFO at every path a command opens: no hang, no stack', async (ctx) => {
     if (!hasStrace) return skipWithReason(ctx, 'needs strace(1) to list the paths each command opens');
     assertBuilt();

@@ -16,7 +16,7 @@ import { isRoot, requireRoot } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Issue 26, 2.2: a folder is one folder however it is reached.
+ * a folder is one folder however it is reached.
  *
  * Invariant: every session file on disk is one session of the inventory, once, whatever the
  * paths the configuration reaches its folder by: a symlinked workspace, two agents configured
@@ -58,7 +58,7 @@ const metas = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.meta.
 /** How an agent's workspace reaches a physical folder. */
 type Reach = 'own' | 'symlink' | 'spelling' | 'bind';
 
-describe('a folder is one folder however it is reached (issue 26, 2.2)', () => {
+describe('a folder is one folder however it is reached', () => {
   it('property: each session file counted once, for symlinked, respelled and bind-mounted workspaces', () => {
     const reaches: Reach[] = ROOT ? ['own', 'symlink', 'spelling', 'bind'] : ['own', 'symlink', 'spelling'];
     if (!ROOT) console.warn('same-folder property: bind mounts left out (mount --bind needs root)');
