@@ -82,6 +82,7 @@ Exit codes:
   6   a store cannot delete: prune skipped, nothing deleted
   7   prune kept sessions it planned to delete; restore: some skipped or unusable
   8   prune --apply interrupted (SIGINT/SIGTERM) between two sessions: run again to finish
+  9   prune: the disk filled during the pass; it stopped there (see its report)
   10  health: WARN
   11  health: CRITICAL
 

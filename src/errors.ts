@@ -21,6 +21,11 @@ export const ExitCode = {
   PARTIAL: 7,
   /** prune --apply: SIGINT or SIGTERM stopped it between two sessions (the rest is kept for the next run). */
   INTERRUPTED: 8,
+  /**
+   * prune --apply: the disk filled (ENOSPC, SQLite's "database or disk is full") during the pass: it stopped at
+   * that step, with its report of what was deleted and what is left; the next pass goes on from there.
+   */
+  NO_SPACE: 9,
   /** health: at least one WARN. */
   HEALTH_WARN: 10,
   /** health: at least one CRITICAL. */
@@ -47,6 +52,33 @@ export class GuardError extends Error {
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/**
+ * Whether an error is the disk's, not the guard's: `no_space` (ENOSPC, EDQUOT, SQLITE_FULL) or `damaged`
+ * (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error: SQLITE_IOERR, EIO). A pass meeting one stops at that
+ * step: going on would delete against a database it cannot read right, or fail the same way.
+ */
+export function diskFault(err: unknown): 'no_space' | 'damaged' | null {
+  // An error that wraps another (GuardError's cause) is that error's.
+  for (let e = err, depth = 0; e instanceof Error && e.cause !== undefined && depth < 4; depth++) {
+    const inner = diskFault(e.cause);
+    if (inner) return inner;
+    e = e.cause;
+  }
+  const code = errnoCode(err) ?? '';
+  const msg = err instanceof Error ? err.message : '';
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code.startsWith('SQLITE_FULL') || /disk is full/i.test(msg))
+    return 'no_space';
+  if (
+    code.startsWith('SQLITE_CORRUPT') ||
+    code.startsWith('SQLITE_NOTADB') ||
+    code.startsWith('SQLITE_IOERR') ||
+    code === 'EIO' ||
+    /database disk image is malformed/i.test(msg)
+  )
+    return 'damaged';
+  return null;
 }
 
 /** The errno code of a Node system error, if any. */

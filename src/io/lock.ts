@@ -1,6 +1,7 @@
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, unlinkSync } from 'node:fs';
-import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
+import { ExitCode, GuardError, diskFault, errnoCode, errorMessage } from '../errors.js';
 import { writeFileAtomic } from './atomic.js';
+import { sqliteFilesProblem } from './regular-file.js';
 import { sqlite, type Database } from './sqlite.js';
 import { readSmallText } from './smallfile.js';
 
@@ -74,12 +75,27 @@ export function tryLock(path: string, command: string): LockResult {
   };
 }
 
-function lockError(path: string, why: string, hint: string): GuardError {
+function lockError(path: string, why: string, hint: string, cause?: unknown): GuardError {
+  // A full disk is not a broken lock: its own exit code, and the hint that helps.
+  if (cause !== undefined && diskFault(cause) === 'no_space')
+    return new GuardError(`the lock file ${path} ${why}: the disk is full; nothing was deleted`, {
+      exitCode: ExitCode.NO_SPACE,
+      path,
+      hint: 'free some space on that file system and run again',
+    });
   return new GuardError(`the lock file ${path} ${why}`, { exitCode: ExitCode.FAILURE, path, hint });
 }
 
 function openLock(path: string): Database {
   const Database = sqlite();
+  // SQLite's open(2) of the lock (and of a -journal or -wal beside it) blocks on a FIFO: checked non-blocking first.
+  const notRegular = sqliteFilesProblem(path, { dbOptional: true });
+  if (notRegular)
+    throw lockError(
+      path,
+      `cannot be used: ${notRegular}`,
+      'delete whatever is there (a lock holds no data) and run again',
+    );
   try {
     return new Database(path, { timeout: 0 });
   } catch (err) {
@@ -87,6 +103,7 @@ function openLock(path: string): Database {
       path,
       `cannot be opened (${errnoCode(err) ?? errorMessage(err)})`,
       'it must be a file this user can write; delete whatever is there (a lock holds no data)',
+      err,
     );
   }
 }
@@ -105,6 +122,7 @@ function begin(db: Database): 'held' | 'busy' | 'not_a_lock' {
       db.name,
       `cannot be locked (${code || errorMessage(err)})`,
       'check the folder it is in; delete the file if it is in the way (a lock holds no data)',
+      err,
     );
   }
 }

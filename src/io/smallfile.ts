@@ -61,7 +61,7 @@ export interface SmallFileOptions {
   maxBytes?: number;
 }
 
-function fileType(mode: number): string {
+export function fileType(mode: number): string {
   switch (mode & constants.S_IFMT) {
     case constants.S_IFDIR:
       return 'a directory';

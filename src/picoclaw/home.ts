@@ -2,6 +2,7 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ExitCode, GuardError } from '../errors.js';
+import { fileId } from '../io/file-id.js';
 import { SmallFileError, readSmallText } from '../io/smallfile.js';
 
 /**
@@ -215,10 +216,12 @@ export function discoverHome(opts: DiscoverOptions = {}): PicoClawHome {
   for (const a of agents) a.isDefault = a.id === defaultAgent;
 
   // One entry per folder on disk, not per path: an agent whose workspace is a symlink to another
-  // agent's reaches the same files, and each file must be one session once (counted, deleted once).
+  // agent's, a bind mount of it, or a second spelling of it reaches the same files, and each file
+  // must be one session once (counted, deleted once). A folder is its device and inode; one that
+  // does not exist yet is its real path.
   const byDir = new Map<string, { dir: string; agents: string[] }>();
   for (const a of agents) {
-    const id = realDir(a.sessionsDir);
+    const id = fileId(a.sessionsDir) ?? `path:${realDir(a.sessionsDir)}`;
     const e = byDir.get(id);
     if (e) e.agents.push(a.id);
     else byDir.set(id, { dir: a.sessionsDir, agents: [a.id] });

@@ -3,6 +3,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpa
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { sqlite, sqliteUri, type Database } from '../io/sqlite.js';
 import { IdNumbersBuilder, type IdNumbers } from '../io/id-numbers.js';
+import { sqliteFilesProblem } from '../io/regular-file.js';
 
 /**
  * seahorse.db, read from outside the gateway (docs/picoclaw.md#seahorsedb).
@@ -157,6 +158,10 @@ export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } 
   const Database = sqlite();
   let db: Database;
   const { realPath, mode } = seahorseReadMode(path);
+  // SQLite opens the file, its -wal, -shm and -journal with a blocking open(2): a FIFO there would
+  // hang the command for ever. Checked non-blocking first, beside the real file.
+  const notRegular = sqliteFilesProblem(realPath);
+  if (notRegular) return { state: 'error', kind: 'not_a_database', reason: notRegular };
   try {
     const timeout = opts.busyTimeoutMs ?? 5000;
     db =
@@ -185,6 +190,19 @@ export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } 
 export function openSeahorseWrite(path: string, busyTimeoutMs = 5000): Database {
   const Database = sqlite();
   let db: Database;
+  let real = path;
+  try {
+    real = realpathSync(path);
+  } catch {
+    // SQLite reports what is wrong with it
+  }
+  const notRegular = sqliteFilesProblem(real);
+  if (notRegular)
+    throw new GuardError(`${path}: ${notRegular}`, {
+      exitCode: ExitCode.DATA,
+      path,
+      hint: 'nothing was deleted; put the real file back (or move this one aside) and run again',
+    });
   try {
     db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
   } catch (err) {

@@ -7,6 +7,7 @@ import type { ApplyRun } from './apply.js';
 import type { Pending } from './archive-pass.js';
 import type { PlanGroup, Reason } from './plan.js';
 import { GatewayBusy } from './seahorse-delete.js';
+import { clearJournal, writeJournal } from '../state/deletion-journal.js';
 
 /**
  * Deleting one session group (a session and its aliases): every member's files and every
@@ -48,9 +49,11 @@ export function deleteByAgeAndCount(run: ApplyRun): void {
       res.interrupted = true;
       const detail = run.locked
         ? `not reached: ${run.locked}`
-        : run.archiver?.failure
-          ? `not reached: an archive could not be written (${run.archiver.failure})`
-          : 'the pass was stopped';
+        : res.fault
+          ? `not reached: ${res.fault.why}`
+          : run.archiver?.failure
+            ? `not reached: an archive could not be written (${run.archiver.failure})`
+            : 'the pass was stopped';
       res.groups.set(g.id, { action: 'keep', reason: 'interrupted', detail });
       continue;
     }
@@ -110,7 +113,18 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
     }
     return left.length > 0 ? left.join(', ') : 'nothing';
   };
+  let journaled = false;
   const keep = (r: Reason, detail: string): false => {
+    // Kept whole, or kept because it changed: nothing for the next pass to finish, the journal goes.
+    // Kept part-way by a failure (a full disk, a lock): the journal stays, and the next pass finishes
+    // the deletion if what is left is still exactly what it names.
+    if (journaled && (deletedParts.length === 0 || r === 'changed_since_plan')) {
+      try {
+        clearJournal(o.journal!);
+      } catch {
+        // the next pass finds it, sees the change, and lets it go
+      }
+    }
     if (deletedParts.length > 0) {
       res.groups.set(g.id, {
         action: 'keep',
@@ -146,6 +160,34 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
         );
       } catch (err) {
         return keep('archive_failed', errorMessage(err));
+      }
+    }
+    // What is about to be deleted, and its archive, on disk before the first irreversible step (fsynced).
+    if (o.journal) {
+      try {
+        writeJournal(o.journal, {
+          home: o.archiveHome ?? '',
+          startedAt: new Date().toISOString(),
+          what: g.key,
+          archives: archived.pending?.paths ?? [],
+          files: g.members.flatMap((m) =>
+            [m.files.jsonl, m.files.meta]
+              .filter((f): f is FileFacts => f !== null)
+              .map((f) => ({ path: f.path, ino: f.ino, bytes: f.bytes, mtimeMs: f.mtimeMs })),
+          ),
+          conversations: g.ownConversations.map((c) => ({
+            id: c.conversationId,
+            key: c.key,
+            lastMessageId: c.lastMessageId ?? null,
+          })),
+        });
+        journaled = true;
+      } catch (err) {
+        run.noteLocked(err);
+        return keep(
+          'delete_failed',
+          `the deletion journal ${o.journal} could not be written (${errnoCode(err) ?? errorMessage(err)}): nothing of it was deleted`,
+        );
       }
     }
     for (const c of g.ownConversations) {
@@ -193,6 +235,14 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
     }
     const dirs = new Set(g.members.map((m) => m.dir));
     for (const d of dirs) fsyncDir(d);
+    if (journaled) {
+      o.onStep?.('done', g.members[0]!);
+      try {
+        clearJournal(o.journal!);
+      } catch {
+        // Complete anyway: the next pass finds nothing left of it and clears the journal then.
+      }
+    }
     const pending = archived.pending;
     res.groups.set(g.id, { action: 'delete', reason, archive: pending?.paths[pending.paths.length - 1] });
     return true;

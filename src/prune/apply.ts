@@ -1,9 +1,9 @@
-import { errnoCode, errorMessage } from '../errors.js';
+import { ExitCode, diskFault, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import type { Database } from '../io/sqlite.js';
 import type { SessionRecord } from '../picoclaw/inventory.js';
-import type { ConversationStat } from '../picoclaw/seahorse.js';
+import { dbFileBytes, type ConversationStat } from '../picoclaw/seahorse.js';
 import type { OwedVacuum } from '../state/vacuum-owed.js';
 import type { SizeEstimate } from '../state/size-estimate.js';
 import type { ShrinkReport } from './shrink.js';
@@ -12,7 +12,8 @@ import { deleteOrphans, deleteShared } from './apply-conversations.js';
 import { vacuumAndOwed } from './apply-vacuum.js';
 import { PassArchiver } from './archive-pass.js';
 import { releaseArchiveBuffers } from './archive-tar.js';
-import type { DeleteReason, Plan, PlanGroup, Reason } from './plan.js';
+import type { Plan, PlanGroup, Reason } from './plan.js';
+import { GroupOutcomes } from './group-outcomes.js';
 import { GatewayBusy, SeahorseDeleter, type DeleteStats } from './seahorse-delete.js';
 import { getHeapStatistics } from 'node:v8';
 import { ONLINE_QUIET_MS } from './write-lock.js';
@@ -44,133 +45,7 @@ export interface SizeLoopReport {
   unmet: string | null;
 }
 
-/** The reasons a group is deleted for, by code (see GroupOutcomes.archived); a reason not listed is stored whole. */
-const DELETE_REASONS: readonly DeleteReason[] = [
-  'max_age_days',
-  'max_sessions',
-  'max_db_size_mb',
-  'cron_keep_runs',
-  'cron_max_age_days',
-  'max_bootstrap_seconds',
-];
-
-/**
- * Outcome per group id, read like a Map of every plan group. Only the outcomes that differ from
- * the plan's action and reason (kept after all, an archive, a detail) are stored: a pass that deletes
- * what it planned would otherwise hold one object per session, through the report, for nothing.
- * A deletion archived where the pass archives its last member by default is not stored either: its
- * path is made again when asked for (an object and a path per session: 4 MB over 18,000 deletions).
- */
-export class GroupOutcomes extends Map<number, Outcome> {
-  private byId: Map<number, PlanGroup> | null = null;
-  /** Where the pass archives a session unless another archive holds that name (PassArchiver.defaultPath). */
-  private archivePath: ((s: SessionRecord) => string) | null = null;
-  /**
-   * Per group id that is its index in the plan: 0, or 1 + the DELETE_REASONS index of the reason it
-   * was deleted for, archived at its last member's default path.
-   */
-  private archived: Uint8Array | null = null;
-
-  constructor(private readonly planned: readonly PlanGroup[]) {
-    super();
-  }
-
-  private group(id: number): PlanGroup | undefined {
-    const g = this.planned[id];
-    if (g?.id === id) return g;
-    // Ids are indexes in a planner's plan; any other plan is looked up by id.
-    if (!this.byId) {
-      this.byId = new Map();
-      for (const x of this.planned) if (x) this.byId.set(x.id, x);
-    }
-    return this.byId.get(id);
-  }
-
-  /** The pass archives each deletion: an archive at a session's default path is kept as one byte. */
-  archivesAt(path: (s: SessionRecord) => string): void {
-    this.archivePath = path;
-  }
-
-  override get(id: number): Outcome | undefined {
-    const stored = super.get(id);
-    if (stored) return stored;
-    const g = this.group(id);
-    if (!g) return undefined;
-    const code = this.archived?.[id] ?? 0;
-    if (code > 0)
-      return { action: 'delete', reason: DELETE_REASONS[code - 1]!, archive: this.archivePath!(g.members.at(-1)!) };
-    return { action: g.action, reason: g.reason };
-  }
-
-  /** The code of o (see archived) when get(id) makes it again exactly from the group; otherwise 0. */
-  private archiveCode(id: number, g: PlanGroup, o: Outcome): number {
-    const last = g.members.at(-1);
-    if (!this.archivePath || this.planned[id] !== g || !last || o.archive === undefined) return 0;
-    if (o.action !== 'delete' || o.detail !== undefined || o.partial !== undefined) return 0;
-    const r = DELETE_REASONS.indexOf(o.reason as DeleteReason);
-    return r >= 0 && o.archive === this.archivePath(last) ? r + 1 : 0;
-  }
-
-  override set(id: number, o: Outcome): this {
-    const g = this.group(id);
-    const code = g ? this.archiveCode(id, g, o) : 0;
-    if (code > 0 || this.archived?.[id]) (this.archived ??= new Uint8Array(this.planned.length))[id] = code;
-    if (code > 0) {
-      super.delete(id);
-      return this;
-    }
-    const asPlanned =
-      g !== undefined &&
-      o.action === g.action &&
-      o.reason === g.reason &&
-      o.detail === undefined &&
-      o.archive === undefined &&
-      o.partial === undefined;
-    if (asPlanned) super.delete(id);
-    else super.set(id, o);
-    return this;
-  }
-
-  /** Back to the plan's outcome. */
-  override delete(id: number): boolean {
-    const flagged = !!this.archived?.[id];
-    if (flagged) this.archived![id] = 0;
-    return super.delete(id) || flagged;
-  }
-
-  override clear(): void {
-    this.archived = null;
-    super.clear();
-  }
-
-  override has(id: number): boolean {
-    return this.group(id) !== undefined;
-  }
-
-  override get size(): number {
-    return this.planned.length;
-  }
-
-  override *keys(): MapIterator<number> {
-    for (const g of this.planned) yield g.id;
-  }
-
-  override *values(): MapIterator<Outcome> {
-    for (const g of this.planned) yield this.get(g.id)!;
-  }
-
-  override *entries(): MapIterator<[number, Outcome]> {
-    for (const g of this.planned) yield [g.id, this.get(g.id)!];
-  }
-
-  override [Symbol.iterator](): MapIterator<[number, Outcome]> {
-    return this.entries();
-  }
-
-  override forEach(fn: (o: Outcome, id: number, map: Map<number, Outcome>) => void, thisArg?: unknown): void {
-    for (const [id, o] of this.entries()) fn.call(thisArg, o, id, this);
-  }
-}
+export { GroupOutcomes } from './group-outcomes.js';
 
 export interface ApplyResult {
   /** Outcome per group id (every plan group; see GroupOutcomes). */
@@ -186,6 +61,11 @@ export interface ApplyResult {
   vacuum: VacuumReport | null;
   size: SizeLoopReport;
   interrupted: boolean;
+  /**
+   * The disk failed the pass (full, or the database damaged) at some step: it stopped there, and this
+   * says where and why, with the exit code the pass ends with (NO_SPACE, DATA).
+   */
+  fault: { exitCode: ExitCodeValue; why: string } | null;
   /** The VACUUM owed after this pass (null: none), for the guard's state. */
   owed: OwedVacuum | null;
   /** What the size guard counts seahorse.db as after this pass (null: the file shows it), for the guard's state. */
@@ -221,8 +101,13 @@ export interface ApplyOptions {
   keepNow?: (g: PlanGroup) => string | null;
   /** Test hook: called after each seahorse write transaction commits or rolls back. */
   onTxn?: () => void;
-  /** Test hook: called between the steps of deleting one session. */
-  onStep?: (step: 'seahorse' | 'jsonl' | 'meta', s: SessionRecord) => void;
+  /**
+   * Where the deletion in progress is journaled (src/state/deletion-journal.ts), so that the next pass
+   * finishes one a kill interrupted; null or absent: no journal (no state folder).
+   */
+  journal?: string | null;
+  /** Test hook: called between the steps of deleting one session ('done': deleted, its journal not yet cleared). */
+  onStep?: (step: 'seahorse' | 'jsonl' | 'meta' | 'done', s: SessionRecord) => void;
 }
 
 /**
@@ -233,11 +118,40 @@ export interface ApplyOptions {
  */
 export function applyPlan(o: ApplyOptions): ApplyResult {
   const run = new ApplyRun(o);
-  deleteByAgeAndCount(run);
-  deleteOrphans(run);
-  const size = measuredSizeStep(run);
-  deleteShared(run);
-  vacuumAndOwed(run, size);
+  // A full or damaged disk at any step stops the pass there (the steps after see run.stop()), and the
+  // pass still ends with its report: what went, what is left, and why it stopped.
+  const step = <T>(fn: () => T, otherwise: T): T => {
+    if (run.res.fault) return otherwise;
+    try {
+      return fn();
+    } catch (err) {
+      if (!run.noteLocked(err)) throw err;
+      run.res.interrupted = true;
+      return otherwise;
+    }
+  };
+  step(() => deleteByAgeAndCount(run), undefined);
+  step(() => deleteOrphans(run), undefined);
+  const size = step(() => measuredSizeStep(run), { vacuumed: false, vacuumMs: 0 });
+  step(() => deleteShared(run), undefined);
+  const before = run.res.fault;
+  step(() => vacuumAndOwed(run, size), undefined);
+  if (run.res.fault && run.res.fault !== before && o.db) {
+    // The VACUUM (or the checkpoint after it) failed: SQLite rolled it back; the rows deleted stay deleted.
+    const b = dbFileBytes(o.dbPath).total;
+    run.res.vacuum = {
+      ran: false,
+      reason: `failed: ${run.res.fault.why}; the next offline pass tries again`,
+      estimatedReclaimBytes: null,
+      bytesBefore: b,
+      bytesAfter: b,
+      reclaimedBytes: null,
+      durationMs: 0,
+      walCheckpoint: 'none',
+    };
+  }
+  const archiveFault = run.archiver?.failureError;
+  if (!run.res.fault && archiveFault && diskFault(archiveFault)) run.noteLocked(archiveFault);
   if (run.archiver) releaseArchiveBuffers();
   return run.res;
 }
@@ -258,6 +172,7 @@ export function newApplyResult(plan: Plan): ApplyResult {
     sizeEstimate: null,
     shrink: null,
     interrupted: false,
+    fault: null,
   };
 }
 
@@ -358,14 +273,26 @@ export class ApplyRun {
   }
 
   stop(): boolean {
-    return this.locked !== null || this.archiver?.failure != null || !!this.o.shouldStop?.();
+    return this.locked !== null || this.res.fault !== null || this.archiver?.failure != null || !!this.o.shouldStop?.();
   }
 
-  /** A busy or locked database abandons the rest of the pass. */
-  noteLocked(err: unknown): void {
+  /**
+   * A busy or locked database abandons the rest of the pass; so does a full or damaged disk, which also
+   * sets the pass's fault (the first one stays). True when err was one of those.
+   */
+  noteLocked(err: unknown): boolean {
     const code = errnoCode(err);
     const busy = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || err instanceof GatewayBusy;
     if (busy) this.locked = errorMessage(err);
+    const fault = diskFault(err);
+    if (fault && !this.res.fault) {
+      const what = fault === 'no_space' ? 'the disk is full' : 'the disk or seahorse.db is damaged';
+      this.res.fault = {
+        exitCode: fault === 'no_space' ? ExitCode.NO_SPACE : ExitCode.DATA,
+        why: `${what} (${code ?? 'error'}: ${errorMessage(err)})`,
+      };
+    }
+    return busy || fault !== null;
   }
 
   /**

@@ -1,8 +1,9 @@
-import { createReadStream } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { formatBytes, type ByteFormat } from '../io/bytes.js';
+import { NotRegular, openRegular } from '../io/regular-file.js';
 import { instantMs } from '../picoclaw/time.js';
 
 /**
@@ -152,7 +153,19 @@ export function gunzipCapped(path: string, cap: number, fd?: number): Readable {
       else cb(null, chunk);
     },
   });
-  const src = fd === undefined ? createReadStream(path) : createReadStream('', { fd, autoClose: true });
+  // The caller's descriptor (restore opens each archive non-blocking and checks its type: ./archive-open.ts),
+  // else opened here the same way: a stream's own open of a FIFO waits for a writer on libuv's thread pool,
+  // and the command never ends.
+  if (fd === undefined) {
+    try {
+      fd = openRegular(path, constants.O_RDONLY);
+    } catch (err) {
+      const why = err instanceof NotRegular ? `is ${err.type}, not a regular file` : `cannot be opened (${String(err)})`;
+      queueMicrotask(() => counter.destroy(new ArchiveInvalid(path, 'the archive', why)));
+      return counter;
+    }
+  }
+  const src = createReadStream('', { fd, autoClose: true });
   const gz = createGunzip();
   pipeline(src, gz, counter).catch((err: unknown) =>
     counter.destroy(err instanceof Error ? err : new Error(String(err))),

@@ -2,6 +2,7 @@ import { accessSync, constants, lstatSync, mkdirSync, realpathSync, statSync } f
 import { dirname, resolve, sep } from 'node:path';
 import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
 import { formatBytes } from '../io/bytes.js';
+import { fileId } from '../io/file-id.js';
 import type { FreeSpaceReader } from '../io/freespace.js';
 import type { Database } from '../io/sqlite.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
@@ -48,9 +49,18 @@ const inside = (child: string, parent: string) =>
  */
 export function refuseArchiveInSessions(dir: string, home: PicoClawHome): void {
   const real = realPathOf(dir);
+  // The archive folder's existing ancestors (itself included), by device and inode: a sessions
+  // folder bind-mounted elsewhere is inside no path prefix of its own, but it is one of these.
+  const ancestors = new Set<string>();
+  for (let d = real; ; d = dirname(d)) {
+    const id = fileId(d);
+    if (id) ancestors.add(id);
+    if (dirname(d) === d) break;
+  }
   for (const s of home.sessionsDirs) {
     const sdir = realPathOf(s.dir);
-    if (inside(real, sdir)) {
+    const sid = fileId(s.dir);
+    if (inside(real, sdir) || (sid !== null && ancestors.has(sid))) {
       throw new GuardError(`the archive folder ${dir} is inside the sessions folder ${s.dir}`, {
         exitCode: ExitCode.USAGE,
         path: dir,
@@ -123,6 +133,8 @@ export interface Pending {
 export class PassArchiver {
   /** Set once an archive could not be written: the pass stops (the ones after would fail alike). */
   failure: string | null = null;
+  /** The error behind `failure` (a full disk ends the pass with its own exit code). */
+  failureError: unknown = null;
   private readonly ctx: ArchiveContext;
 
   /** rowsDeleted: the deleter's running count of deleted rows (messages, parts, summaries). */
@@ -141,6 +153,7 @@ export class PassArchiver {
       return fn();
     } catch (err) {
       this.failure = errorMessage(err);
+      this.failureError = err;
       throw err;
     }
   }

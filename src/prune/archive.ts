@@ -237,6 +237,8 @@ function failed(what: string, dir: string, err: unknown): GuardError {
     exitCode: ExitCode.PARTIAL,
     path: dir,
     hint: 'nothing of it was deleted; make room or fix the permissions of the archive folder',
+    // The cause tells a full disk (which ends the pass with its own exit code) from the rest.
+    cause: err,
   });
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { accessSync, constants, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileId } from '../io/file-id.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 
 export const LOCK_NAME = '.picoclaw-guard.lock';
@@ -19,7 +20,13 @@ export function lockPathFor(home: PicoClawHome, stateDir: string | null): string
   } catch {
     // a home that does not exist is refused before any lock is taken
   }
-  const tag = createHash('sha256').update(real).digest('hex').slice(0, 16);
+  // The fallback names come from the home's device and inode, not its path: a home reached through
+  // a bind mount has a second real path, and must still find the same lock. (The lock in the home
+  // itself is one file however the folder is reached: SQLite's fcntl locks are on the inode.)
+  const tag = createHash('sha256')
+    .update(fileId(real) ?? real)
+    .digest('hex')
+    .slice(0, 16);
   for (const [dir, name] of [
     [real, LOCK_NAME],
     [stateDir, `${LOCK_NAME}-${tag}`],

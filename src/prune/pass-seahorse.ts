@@ -163,6 +163,25 @@ export function preflight(inv: Inventory, db: Database | null): string | null {
   return null;
 }
 
+/**
+ * SQLite's quick_check before the first deletion: every page of every b-tree read once,
+ * each cell's bounds and the freelist checked, without integrity_check's index-against-table comparisons
+ * (sqlite.org/pragma.html#pragma_quick_check). Its cost is one read of the file (BENCHMARKS.md, "A damaged
+ * or full disk"). What is wrong (its first line), or null when it says ok.
+ */
+export function quickCheck(db: Database): string | null {
+  try {
+    const rows = db.pragma('quick_check(1)') as { quick_check: string }[];
+    const first = rows[0]?.quick_check ?? 'no answer';
+    if (first === 'ok') return null;
+    // Its first line may be the header "*** in database main ***": the problem is the line after.
+    const line = first.split('\n').find((l) => l.trim() !== '' && !l.startsWith('***')) ?? first;
+    return line.slice(0, 200);
+  } catch (err) {
+    return `${errnoCode(err) ?? 'error'}: ${errorMessage(err)}`;
+  }
+}
+
 /** Whether the FTS5 tables can be opened (a missing tokenizer or FTS5 fails here, before any delete). */
 function ftsUnusable(db: Database): string | null {
   try {

@@ -9,7 +9,7 @@ import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
-import { applyPlan, type ApplyResult } from './apply.js';
+import { applyPlan, type ApplyOptions, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { homePins, keptByPinSince, pinsPath, type Pin } from '../state/pins.js';
@@ -29,7 +29,16 @@ import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuu
 import { readSizeEstimate, scaledEstimate, writeSizeEstimate, type SizeEstimate } from '../state/size-estimate.js';
 import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
-import { preflight, prepareSeahorse } from './pass-seahorse.js';
+import { preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
+import { journalPath } from '../state/deletion-journal.js';
+import {
+  damagedRefusal,
+  dbKeyOf,
+  diskFaultError,
+  noteStateFault,
+  planDeletes,
+  recoverInterrupted,
+} from './pass-safety.js';
 
 /**
  * One prune pass, start to end: policy (validated before anything is read), the
@@ -72,6 +81,8 @@ export interface PassOptions {
   refuseOutsideHome?: boolean;
   /** The prompt before deleting (interactive `prune --apply`): false skips the pass. ./pass-confirm.ts. */
   confirm?: (c: ConfirmInput) => Promise<boolean>;
+  /** Test hook (a function, never an environment variable): called between the steps of deleting one session. */
+  onStep?: ApplyOptions['onStep'];
 }
 
 function skipped(
@@ -98,15 +109,6 @@ function skipped(
     warnings: [],
     dbFacts: null,
   });
-}
-
-/** The real path of a file (symlinks resolved), so one database is one record however it is reached. */
-function realPathOf(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
 }
 
 /**
@@ -177,12 +179,17 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   }
   let db: Database | null = null;
   try {
+    const early = recoverInterrupted(o, home, online, env);
+    if (early.refusal) return skipped(withGw, early.refusal.message, early.refusal.exitCode);
     const inv = buildInventory(home);
-    const warnings: string[] = [];
+    const warnings: string[] = [...early.notes];
     // seahorse: read-only for the plan; read-write (and checked) for apply.
     const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
     db = sh.db;
     const dbFacts = sh.dbFacts;
+    // The pass refused before deleting anything: the report of the inventory, no plan.
+    const refuse = (skipped: string, exitCode: ExitCodeValue) =>
+      buildReportOf({ ...withGw, inventory: inv, plan: null, result: null, skipped, exitCode, warnings, dbFacts });
     if (sh.refusal) {
       return buildReportOf({
         ...withGw,
@@ -197,17 +204,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     }
     if (o.apply) {
       const why = preflight(inv, db);
-      if (why)
-        return buildReportOf({
-          ...withGw,
-          inventory: inv,
-          plan: null,
-          result: null,
-          skipped: `${why}; nothing was deleted anywhere`,
-          exitCode: ExitCode.SKIPPED,
-          warnings,
-          dbFacts,
-        });
+      if (why) return refuse(`${why}; nothing was deleted anywhere`, ExitCode.SKIPPED);
     }
     if (values.max_age_days > 0 && now.getTime() < Date.UTC(2024, 0, 1)) {
       warnings.push(
@@ -236,18 +233,11 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       }
     }
     if (holdsProblem && o.apply) {
-      return buildReportOf({
-        ...withGw,
-        inventory: inv,
-        plan: null,
-        result: null,
-        skipped:
-          `${holdsProblem}; nothing was deleted, since a restored or pinned session could be among the victims: ` +
+      return refuse(
+        `${holdsProblem}; nothing was deleted, since a restored or pinned session could be among the victims: ` +
           `fix or remove that file`,
-        exitCode: ExitCode.SKIPPED,
-        warnings,
-        dbFacts,
-      });
+        ExitCode.SKIPPED,
+      );
     }
     if (holdsProblem) warnings.push(`${holdsProblem}: --apply would skip the pass`);
     const bootstrap =
@@ -262,11 +252,11 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
           )
         : null;
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
-    const dbKey = realPathOf(inv.seahorse.path);
+    const { key: dbKey, legacy: dbLegacyKey } = dbKeyOf(inv.seahorse.path);
     let owedBefore: OwedVacuum | null = null;
     let estimateBefore: SizeEstimate | null = null;
     if (o.stateDir && inv.seahorse.state === 'open') {
-      owedBefore = readOwedVacuum(o.stateDir, dbKey);
+      owedBefore = readOwedVacuum(o.stateDir, dbKey) ?? readOwedVacuum(o.stateDir, dbLegacyKey);
       estimateBefore = readSizeEstimate(o.stateDir, dbKey);
     }
     // While the file cannot shrink to its true size this pass (VACUUM deferred online, or off), the plan
@@ -311,19 +301,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     const archiveProblem = values.archive_dir
       ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan })
       : null;
-    if (archiveProblem && o.apply) {
-      return buildReportOf({
-        ...withGw,
-        inventory: inv,
-        plan: null,
-        result: null,
-        skipped: `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`,
-        exitCode: ExitCode.SKIPPED,
-        warnings,
-        dbFacts,
-      });
-    }
+    if (archiveProblem && o.apply)
+      return refuse(
+        `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`,
+        ExitCode.SKIPPED,
+      );
     if (archiveProblem) warnings.push(`${archiveProblem}: --apply would skip the pass`);
+    // SQLite's quick_check just before the first deletion, when there is one: damaged, nothing is deleted (exit 3).
+    const damaged = o.apply && db && planDeletes(plan) ? quickCheck(db) : null;
+    if (damaged) return refuse(damagedRefusal(inv.seahorse.path, damaged), ExitCode.DATA);
     let result: ApplyResult | null = null;
     const budget = memoryBudget(env, o.rss);
     const ask = o.apply && o.confirm ? confirmInput(plan, where, warnings, dbBytesOf(inv)) : null;
@@ -345,6 +331,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
         keepNow: o.stateDir ? keptByPinSince(o.stateDir, realpathSync(home.home), pins) : undefined,
+        journal: o.stateDir ? journalPath(o.stateDir, realpathSync(home.home)) : null,
+        onStep: o.onStep,
       });
       // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
       releaseGarbage();
@@ -366,19 +354,22 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       plan,
       result,
       skipped: null,
-      exitCode: partial ? ExitCode.PARTIAL : ExitCode.OK,
-      warnings,
+      exitCode: result?.fault ? result.fault.exitCode : partial ? ExitCode.PARTIAL : ExitCode.OK,
+      warnings: result?.fault
+        ? [...warnings, `the pass stopped: ${result.fault.why}; what is left is kept for the next pass`]
+        : warnings,
       dbFacts,
       consume: true,
       noArchivePaths: o.noArchivePaths,
     });
     if (result && o.stateDir && db && JSON.stringify(result.owed) !== JSON.stringify(owedBefore)) {
       try {
-        writeOwedVacuum(o.stateDir, dbKey, result.owed);
+        writeOwedVacuum(o.stateDir, dbKey, result.owed, dbLegacyKey);
       } catch (err) {
         report.warnings.push(
           `could not record the owed VACUUM in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
         );
+        noteStateFault(report, err);
       }
     }
     if (result && o.stateDir && db && JSON.stringify(result.sizeEstimate) !== JSON.stringify(estimateBefore)) {
@@ -388,6 +379,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         report.warnings.push(
           `could not record the size estimate in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
         );
+        noteStateFault(report, err);
       }
     }
     const overBudget = budget.why();
@@ -414,9 +406,13 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         });
       } catch (err) {
         report.warnings.push(`could not record the pass in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+        noteStateFault(report, err);
       }
     }
     return report;
+  } catch (err) {
+    // A full or damaged disk met outside the deletions: one line and its exit code, never a stack.
+    throw diskFaultError(err, home);
   } finally {
     if (db) db.close();
     if (lock?.ok) lock.lock.release();

@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { readSmallText } from '../io/smallfile.js';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
 import { instantMs } from '../picoclaw/time.js';
@@ -54,7 +55,7 @@ function valid(x: unknown): x is BootstrapSample {
 export function readAllSamples(stateDir: string): BootstrapSample[] {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(join(stateDir, SAMPLES_FILE), 'utf8'));
+    raw = JSON.parse(readSmallText(join(stateDir, SAMPLES_FILE), 'history'));
   } catch {
     return [];
   }

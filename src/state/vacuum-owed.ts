@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { readSmallText } from '../io/smallfile.js';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
 
@@ -30,7 +31,7 @@ export const OWED_FILE = 'vacuum-owed.json';
 
 function readAll(stateDir: string): OwedVacuum[] {
   try {
-    const v = JSON.parse(readFileSync(join(stateDir, OWED_FILE), 'utf8')) as unknown;
+    const v = JSON.parse(readSmallText(join(stateDir, OWED_FILE), 'state')) as unknown;
     return Array.isArray(v)
       ? v.filter(
           (x): x is OwedVacuum => typeof x === 'object' && x !== null && typeof (x as OwedVacuum).db === 'string',
@@ -46,9 +47,9 @@ export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | n
   return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
 }
 
-/** Record (or, with null, clear) what is owed for one database. */
-export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null): void {
-  const rest = readAll(stateDir).filter((x) => x.db !== dbPath);
+/** Record (or, with null, clear) what is owed for one database (`also`: an older key of the same database, dropped). */
+export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null, also?: string): void {
+  const rest = readAll(stateDir).filter((x) => x.db !== dbPath && x.db !== also);
   if (owed) rest.push({ ...owed, db: dbPath });
   mkdirSync(stateDir, { recursive: true });
   writeFileAtomic(join(stateDir, OWED_FILE), JSON.stringify(rest, null, 2) + '\n');

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { buildSampleHome } from '../../dev/sample/builder.js';
 import { board } from '../health/boards.js';
 import { CLI, NO_GUARD_CONFIG, runCli } from '../support/cli.js';
 import { handHome } from '../support/home.js';
+import { requireRoot } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
@@ -152,7 +153,12 @@ describe('the exit-code tables are true', () => {
   /** For each code, a run that ends with it; the row's words are checked against what happened. */
   const scenarios: Record<
     number,
-    { what: RegExp; run: () => Promise<{ code: number; out: string }> | { code: number; out: string } }
+    {
+      what: RegExp;
+      run: () => Promise<{ code: number; out: string }> | { code: number; out: string };
+      /** What the scenario needs root for (it is skipped, saying so, without). */
+      root?: string;
+    }
   > = {
     0: {
       what: /success/,
@@ -273,6 +279,23 @@ describe('the exit-code tables are true', () => {
         return { code, out: err };
       },
     },
+    9: {
+      what: /disk filled/,
+      root: 'mount a small tmpfs for the state folder and fill it (mount -t tmpfs)',
+      run: () => {
+        const h = home();
+        const state = join(h.root, 'state');
+        mkdirSync(state);
+        execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', state]);
+        try {
+          spawnSync('dd', ['if=/dev/zero', `of=${join(state, 'fill')}`, 'bs=4k'], { stdio: 'ignore' });
+          const r = runCli(['prune', '--apply', '--home', h.home, '--max-age-days', '30'], h.env);
+          return { code: r.code, out: r.stdout + r.stderr };
+        } finally {
+          execFileSync('umount', ['-l', state]);
+        }
+      },
+    },
     10: { what: /health.*WARN/, run: () => health('pi4', ['--state-dir', tempDir()], { temp_warn_celsius: 50 }) },
     11: { what: /health.*CRITICAL/, run: () => health('pi4-undervoltage', ['--state-dir', tempDir()]) },
   };
@@ -289,9 +312,10 @@ describe('the exit-code tables are true', () => {
   }
 
   for (const [code, row] of readmeCodes()) {
-    it(`${code}: ${row.slice(0, 60)}`, async () => {
+    it(`${code}: ${row.slice(0, 60)}`, async (ctx) => {
       const s = scenarios[code];
       expect(s, `no scenario for exit code ${code}`).toBeDefined();
+      if (s!.root) requireRoot(ctx, s!.root);
       expect(row).toMatch(s!.what);
       expect(helpCodes().get(code)).toMatch(s!.what);
       const r = await s!.run();
