@@ -48,6 +48,8 @@ export interface PassOptions {
   onProgress?: (done: number, total: number, what: string) => void;
   /** Why the age check must be skipped this pass (the daemon saw the wall clock jump), or undefined. */
   skipAgeCheck?: string;
+  /** The operator confirmed the clock (--trust-clock): the age step runs even when its signals doubt it. */
+  trustClock?: boolean;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
   /** The process's resident size in bytes, read between sessions against the memory budget (tests give their own). */
@@ -269,6 +271,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       now: now.getTime(),
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
+      trustClock: !!o.trustClock,
     };
     releaseAliases(inv);
     // Those aliases and the size walk's rows are dead: the plan starts clean.

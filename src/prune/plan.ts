@@ -103,7 +103,9 @@ export interface SizePlan {
 export interface Plan {
   now: number;
   policy: Policy;
-  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump';
+  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | 'refused_clock';
+  /** Why the clock is not believed (the age step refused: it deletes nothing by age); empty when it is. */
+  clockDoubts: string[];
   /** The age check would delete every dated session but the newest: a clock far ahead looks exactly so. */
   everyDatedOld: boolean;
   newestMs: number | null;
@@ -129,6 +131,8 @@ export interface PlanInput {
   db: DbFacts;
   /** The wall clock jumped since the last pass (the daemon measures it): no age deletions this pass. */
   skipAgeCheck?: boolean;
+  /** The operator confirmed the clock (--trust-clock): the age step runs whatever the clock signals say. */
+  trustClock?: boolean;
   /** Active restore holds of this home. */
   holds?: PlanHold[];
   /** The startup-time model for max_bootstrap_seconds (src/prune/bootstrap-cap.ts). */
@@ -150,6 +154,7 @@ const UNSAFE_ISSUES: Record<string, KeepReason> = {
   meta_empty: 'unreadable_meta',
   meta_not_utf8: 'unreadable_meta',
   meta_no_key: 'unreadable_meta',
+  meta_wrong_type: 'unreadable_meta',
   meta_unreadable: 'unreadable_meta',
   jsonl_not_regular_file: 'not_regular_file',
   jsonl_unreadable: 'not_regular_file',
@@ -200,6 +205,50 @@ function makeGroups(input: PlanInput): StoredGroup[] {
   return groups;
 }
 
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * Why the clock cannot be trusted for the age step (docs/bad-input.md#the-clock), signals that hold
+ * whatever the home looks like:
+ * - the age steps would delete most of the dated sessions they may delete (at least 2, over half):
+ *   a clock far ahead looks exactly so, however many sessions were written under it;
+ * - the newest activity the sessions record is more than max_age_days older than the newest write
+ *   on disk (their files' modification times): the times the sessions carry were written by a
+ *   clock that lagged, or the clock that reads them now is not the one that wrote them.
+ * Files of sessions under a restore hold are left out (a restore writes old content anew).
+ */
+function clockSignals(
+  groups: readonly PlanGroup[],
+  deletable: Uint8Array,
+  would: number,
+  newestMs: number | null,
+  policy: Policy,
+  holds: Map<string, PlanHold> | null,
+): string[] {
+  const out: string[] = [];
+  const dated = count(groups, (g) => g.lastActivityMs !== null && deletable[g.id] === 1);
+  if (would >= 2 && would * 2 > dated)
+    out.push(
+      `the age check would delete ${would} of the ${dated} dated sessions it may delete: a clock far ahead looks so`,
+    );
+  let newestWrite = -Infinity;
+  for (const g of groups) {
+    if (g.lastActivityMs === null || g.reason === 'restored_hold') continue;
+    for (const m of g.members) {
+      if (holds?.has(`${m.agent}\0${m.key}`)) continue;
+      for (const f of [m.files.meta, m.files.jsonl]) if (f && f.mtimeMs > newestWrite) newestWrite = f.mtimeMs;
+    }
+  }
+  const limit = Math.max(policy.max_age_days, policy.cron_max_age_days) * DAY_MS;
+  if (newestMs !== null && newestWrite - newestMs > limit)
+    out.push(
+      `the newest activity the sessions record (${iso(newestMs)}) is ` +
+        `${Math.round((newestWrite - newestMs) / DAY_MS)} days older than the newest write on disk ` +
+        `(${iso(newestWrite)}): the times they carry do not match the clock`,
+    );
+  return out;
+}
+
 export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
   const groups = makeGroups(input);
@@ -235,12 +284,29 @@ export function planPrune(input: PlanInput): Plan {
     deletable[g.id] = g.reason === 'within_policy' ? 1 : 0;
   }
 
-  // 1. Age.
+  // 1. Age. A clock that cannot be trusted deletes nothing by age (clockDoubts): what the step would
+  // delete is counted first, and the step runs only when the clock is believable or trusted.
   let ageCheck: Plan['ageCheck'] = 'disabled';
   let cutoff = -Infinity;
+  const clockDoubts: string[] = [];
+  const ageOn = policy.max_age_days > 0 || policy.cron_max_age_days > 0;
+  let ageRefused = false;
+  if (ageOn && now >= USABLE_SINCE_MS && !input.skipAgeCheck) {
+    const mainCut = policy.max_age_days > 0 ? now - policy.max_age_days * DAY_MS : -Infinity;
+    const cronCut = policy.cron_max_age_days > 0 ? now - policy.cron_max_age_days * DAY_MS : -Infinity;
+    const would = count(
+      groups,
+      (g) => deletable[g.id] === 1 && (g.lastActivityMs! < mainCut || (g.cronJob !== null && g.lastActivityMs! < cronCut)),
+    );
+    if (!input.trustClock && would > 0) {
+      clockDoubts.push(...clockSignals(groups, deletable, would, newestMs, policy, input.holds?.length ? holds : null));
+      ageRefused = clockDoubts.length > 0;
+    }
+  }
   if (policy.max_age_days > 0) {
     if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
     else if (input.skipAgeCheck) ageCheck = 'skipped_clock_jump';
+    else if (ageRefused) ageCheck = 'refused_clock';
     else {
       ageCheck = 'applied';
       cutoff = now - policy.max_age_days * DAY_MS;
@@ -259,29 +325,43 @@ export function planPrune(input: PlanInput): Plan {
   const ageVictims = count(groups, (g) => g.reason === 'max_age_days');
   const everyDatedOld = ageCheck === 'applied' && ageVictims > 0 && ageVictims === datedDeletable;
 
-  const cron = applyCronRules(groups, deletable, policy, now);
+  const cron = applyCronRules(groups, deletable, policy, now, ageRefused || !!input.skipAgeCheck);
 
   // 2. Count: all agents together, undated and protected groups included (cron runs unless
   // max_sessions_counts_cron is false). Groups kept only because the guard refuses to touch
   // them (an unreadable meta, a .jsonl that is not a regular file) do not count: PicoClaw's
   // ListSessions skips an unreadable meta, and a refusal must never make room by deleting
   // another session.
+  // max_sessions is a count of sessions (meta files, as PicoClaw's pruner counts them), not of alias
+  // groups: whole groups go, oldest first, until the sessions left are within the cap; a group of
+  // several sessions can take the count below it, and its verdict says so.
   const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
+  const sessionsOf = (g: PlanGroup) => g.members.length;
+  const sum = (pass: (g: PlanGroup) => boolean): number => {
+    let n = 0;
+    for (const g of groups) if (pass(g)) n += sessionsOf(g);
+    return n;
+  };
   const undatedGroups = count(groups, (g) => g.reason === 'undated');
   let displacedByUndated = 0;
   if (policy.max_sessions > 0) {
     const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
-    let remaining = count(groups, counted);
-    const candidates = count(groups, (g) => g.action === 'keep' && deletable[g.id] === 1 && counts(g));
+    let remaining = sum(counted);
+    const candidates = sum((g) => g.action === 'keep' && deletable[g.id] === 1 && counts(g));
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
-    displacedByUndated = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
+    displacedByUndated = over(remaining) - over(remaining - sum((g) => g.reason === 'undated' && counted(g)));
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
         g.action = 'delete';
         g.reason = 'max_sessions';
-        remaining--;
+        const before = remaining;
+        remaining -= sessionsOf(g);
+        if (remaining < policy.max_sessions)
+          g.detail =
+            `a group of ${sessionsOf(g)} sessions (aliases go together): deleting it takes the count from ` +
+            `${before} to ${remaining}, below max_sessions=${policy.max_sessions}`;
       }
     }
   }
@@ -377,6 +457,7 @@ export function planPrune(input: PlanInput): Plan {
     now,
     policy,
     ageCheck,
+    clockDoubts,
     everyDatedOld,
     newestMs,
     groups,
