@@ -125,7 +125,7 @@ export function parseMeta(buf: Buffer): { meta: MetaFacts | null; issue: Issue |
       skip: typeof present.skip === 'number' ? o.skip : null,
       createdAt: o.createdAt,
       updatedAt: o.updatedAt,
-      aliases: o.aliases.filter((a) => a !== ''),
+      aliases: o.aliases,
       agentIdInScope: scope && typeof scope.agent_id === 'string' ? scope.agent_id : null,
     },
     issue: null,
