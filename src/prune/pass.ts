@@ -9,7 +9,7 @@ import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome } from '../picoclaw/home.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
-import { applyPlan, type ApplyResult } from './apply.js';
+import { applyPlan, type ApplyOptions, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
@@ -60,6 +60,8 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
+  /** In-process callers only (the simulation harness): called before each step of deleting one session. */
+  onStep?: ApplyOptions['onStep'];
 }
 
 function skipped(
@@ -313,6 +315,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         nowMs: now.getTime(),
         shouldStop: () => budget.over() || !!o.shouldStop?.(),
         onProgress: o.onProgress,
+        onStep: o.onStep,
       });
       // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
       releaseGarbage();
