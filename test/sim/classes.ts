@@ -1,0 +1,40 @@
+import type { Shape } from './scenario.js';
+
+/**
+ * The simulation's classes: one shape each (a fault, a way of sharing a folder, a kind of file, an
+ * event forced into every scenario), so that each class's failure is certain, not left to chance.
+ * `general` lets the generator choose everything.
+ *
+ * KNOWN_FAILING: the classes whose mechanism another change fixes (issue 26, section 2). Their
+ * properties stay in the suite as expected failures (vitest `it.fails`), so `npm test` is green
+ * until the fix merges; the fix's author removes the class's line here (one line per class).
+ */
+export interface SimClass {
+  name: string;
+  shape: Omit<Shape, 'root'>;
+  /** Needs root (mount, mknod): skipped with this reason otherwise. */
+  root?: string;
+}
+
+export const CLASSES: SimClass[] = [
+  { name: 'general', shape: {} },
+  { name: 'fifo-jsonl', shape: { jsonl: 'fifo' } },
+  { name: 'device-jsonl', shape: { jsonl: 'device' }, root: 'mknod needs root' },
+  { name: 'wrong-type-meta', shape: { meta: 'wrong_type' } },
+  { name: 'symlinked-workspace', shape: { share: 'symlink' } },
+  { name: 'bind-mounted-folder', shape: { share: 'bind' }, root: 'a bind mount needs root' },
+  { name: 'alias-added-mid-pass', shape: { event: 'alias' } },
+  { name: 'append-mid-pass', shape: { event: 'append' } },
+  { name: 'compaction-mid-pass', shape: { event: 'compact' } },
+  { name: 'clock-ahead', shape: { fault: 'clock_ahead' } },
+  { name: 'lock-held', shape: { fault: 'lock_held' } },
+  { name: 'corrupt-page', shape: { fault: 'corrupt_page' } },
+  { name: 'enospc-archive', shape: { fault: 'enospc_archive' }, root: 'a small tmpfs needs root' },
+  { name: 'enospc-state', shape: { fault: 'enospc_state' }, root: 'a small tmpfs needs root' },
+];
+
+/** Class -> who fixes it (issue 26 section 2). Remove a line when that fix merges. */
+export const KNOWN_FAILING: Record<string, string> = {
+  'bind-mounted-folder': 'mechanism 2 (device/inode identity), engineer "safety"',
+  'corrupt-page': 'mechanism 6 (quick_check before the first deletion), engineer "safety"',
+};

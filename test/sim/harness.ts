@@ -1,0 +1,407 @@
+import { execFileSync } from 'node:child_process';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  openSync,
+  writeSync,
+  closeSync,
+  statSync,
+  mkdtempSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { ExitCode, GuardError } from '../../src/errors.js';
+import { fixedClock } from '../../src/io/clock.js';
+import { tryLock } from '../../src/io/lock.js';
+import { sqlite } from '../../src/io/sqlite.js';
+import { discoverHome } from '../../src/picoclaw/home.js';
+import { lockPathFor } from '../../src/prune/pass-lock.js';
+import { runPrunePass } from '../../src/prune/pass.js';
+import { readArchiveFiles } from '../../src/prune/archive-read.js';
+import type { PruneReport } from '../../src/prune/report.js';
+import { downGateway } from '../support/gateway-state.js';
+import { buildHome, filesOf, type BuiltHome, type BuiltSession } from './home.js';
+import { modelGroups, modelVerdicts } from './model.js';
+import { scenarioArb, type Fault, type Scenario, type Shape, type SimEvent } from './scenario.js';
+
+/**
+ * The simulation: a scenario's home is built, a real pass (runPrunePass, in-process) runs on it with
+ * the scenario's events at the pass's step hooks and its fault in place, and the invariants are
+ * checked against the model (./model.ts). Returns the failures (empty: the scenario holds).
+ *
+ * Faults are real: ENOSPC is a tmpfs of 96 KiB (root only), a corrupt page is bytes written over a
+ * page of seahorse.db, a held lock is the guard's own lock taken by another connection, a clock
+ * ahead is the pass's clock five years on with sessions written under it (and the daemon's way
+ * through it: a pass told of the jump, then one that is not).
+ */
+
+const DOCUMENTED_EXITS = new Set<number>(Object.values(ExitCode));
+const PASS_TIMEOUT_MS = 30_000;
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/dev/null/none' };
+
+export const isRoot = (): boolean => process.getuid?.() === 0;
+
+function tmpfs(dir: string, size: string): string {
+  mkdirSync(dir, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
+  return dir;
+}
+
+function fill(dir: string): void {
+  // The folder's filesystem left with no room: a file as large as it takes.
+  const fd = openSync(join(dir, 'filler'), 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch {
+    // ENOSPC: full
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function corruptPage(dbPath: string): void {
+  const size = statSync(dbPath).size;
+  const fd = openSync(dbPath, 'r+');
+  // Page 2 onwards (page 1 holds the header and the schema's root): garbage over the b-tree pages.
+  const garbage = Buffer.alloc(4096, 0xa5);
+  for (let off = 4096; off < size; off += 4096 * 3) writeSync(fd, garbage, 0, garbage.length, off);
+  closeSync(fd);
+}
+
+function writeAtomic(path: string, text: string | Buffer): void {
+  const tmp = join(path, '..', `.tmp-${process.pid}-${process.hrtime.bigint()}`);
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+export interface Outcome {
+  failures: string[];
+  /** Defect classes found (for the report): the class name and a line. */
+  report: PruneReport | null;
+}
+
+interface Expect {
+  /** Files that must exist with these bytes after the pass (written by events, or of a group an event joined). */
+  files: Map<string, Buffer>;
+}
+
+/** The events at the pass's step hooks: each acts on the session the pass is deleting. */
+function eventHook(b: BuiltHome, sc: Scenario, expect: Expect, kept: Set<string>) {
+  let n = 0;
+  const groups = modelGroups(b.model);
+  const byPath = new Map(b.sessions.map((s) => [s.metaPath, s]));
+  const byId = new Map(b.sessions.map((s) => [s.id, s]));
+  const pending: SimEvent[] = [...sc.events].sort((x, y) => x.step - y.step);
+  let fresh = 0;
+  const groupFiles = (s: BuiltSession) => {
+    for (const id of groups.get(s.id) ?? [s.id]) {
+      const m = byId.get(id)!;
+      for (const p of [m.metaPath, m.jsonlPath])
+        if (existsSync(p) && statSync(p).isFile()) expect.files.set(p, readFileSync(p));
+    }
+  };
+  return (_step: string, rec: { dir: string; base: string; key: string | null; files: { meta: { path: string } | null } }) => {
+    const at = n++;
+    while (pending.length && pending[0]!.step <= at) {
+      const e = pending.shift()!;
+      const s = rec.files.meta ? byPath.get(rec.files.meta.path) : undefined;
+      if (!s) continue;
+      const line = JSON.stringify({ role: 'user', content: `event ${e.kind}`, created_at: new Date().toISOString() }) + '\n';
+      switch (e.kind) {
+        case 'append':
+          if (existsSync(s.jsonlPath) && statSync(s.jsonlPath).isFile()) appendFileSync(s.jsonlPath, line);
+          else if (!existsSync(s.jsonlPath)) appendFileSync(s.jsonlPath, line);
+          groupFiles(s);
+          break;
+        case 'compact':
+          if (existsSync(s.jsonlPath) && statSync(s.jsonlPath).isFile()) {
+            writeAtomic(s.jsonlPath, readFileSync(s.jsonlPath));
+            groupFiles(s);
+          }
+          break;
+        case 'rewrite':
+          if (existsSync(s.metaPath)) {
+            const m = JSON.parse(readFileSync(s.metaPath, 'utf8') || '{}') as Record<string, unknown>;
+            m.updated_at = new Date().toISOString();
+            writeAtomic(s.metaPath, JSON.stringify(m, null, 2));
+            groupFiles(s);
+          }
+          break;
+        case 'alias': {
+          // A kept session of the same folder lists the session being deleted as its alias.
+          if (!rec.key) break;
+          const k = b.sessions.find(
+            (o) => o.folder === s.folder && kept.has(o.id) && o.sim.meta === 'valid' && o.id !== s.id && existsSync(o.metaPath),
+          );
+          let path: string;
+          if (k) {
+            const m = JSON.parse(readFileSync(k.metaPath, 'utf8')) as { aliases?: string[] };
+            m.aliases = [...(m.aliases ?? []), rec.key];
+            writeAtomic(k.metaPath, JSON.stringify(m, null, 2));
+            path = k.metaPath;
+          } else {
+            path = join(s.dir, `sk_v1_aliasing${fresh++}.meta.json`);
+            writeAtomic(path, JSON.stringify({ key: `sk_v1_aliasing${fresh}`, aliases: [rec.key] }, null, 2));
+          }
+          expect.files.set(path, readFileSync(path));
+          groupFiles(s);
+          break;
+        }
+        case 'new': {
+          const key = `sk_v1_new_during_pass_${fresh++}`;
+          const meta = join(s.dir, `${key}.meta.json`);
+          writeFileSync(join(s.dir, `${key}.jsonl`), line);
+          writeAtomic(meta, JSON.stringify({ key, count: 1, updated_at: new Date().toISOString() }, null, 2));
+          expect.files.set(meta, readFileSync(meta));
+          expect.files.set(join(s.dir, `${key}.jsonl`), Buffer.from(line));
+          break;
+        }
+      }
+    }
+  };
+}
+
+function rowsByKey(dbPath: string): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    const db = new (sqlite())(dbPath, { readonly: true });
+    try {
+      for (const r of db
+        .prepare(
+          `SELECT c.session_key AS k, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS n FROM conversations c`,
+        )
+        .all() as { k: string; n: number }[])
+        out.set(r.k, r.n);
+    } finally {
+      db.close();
+    }
+  } catch {
+    // a database the fault made unreadable: the rows check is skipped
+  }
+  return out;
+}
+
+async function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => rej(new Error(`${what} did not end within ${PASS_TIMEOUT_MS} ms (a hang)`)), PASS_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Run one scenario; the failures say which invariant broke and where. */
+export async function runScenario(sc: Scenario, seed: string): Promise<string[]> {
+  const root = mkdtempSync(join(tmpdir(), 'pcg-sim-'));
+  const mounts: string[] = [];
+  let b: BuiltHome | null = null;
+  const failures: string[] = [];
+  try {
+    b = buildHome(root, sc, seed, isRoot(), mounts);
+    const before = filesOf(b);
+    const rowsBefore = rowsByKey(b.dbPath);
+    const trusted = sc.fault !== 'clock_ahead';
+    const verdicts = modelVerdicts(b.model, sc.policy, b.nowMs, trusted);
+    const kept = new Set([...verdicts].filter(([, v]) => v.action === 'keep').map(([id]) => id));
+    let archiveDir: string | null = null;
+    if (sc.policy.archive) {
+      archiveDir = join(root, 'archive');
+      if (sc.fault === 'enospc_archive') mounts.push(tmpfs(archiveDir, '96k'));
+      else mkdirSync(archiveDir);
+    }
+    const stateDir = join(root, 'state');
+    mkdirSync(stateDir);
+    if (sc.fault === 'enospc_state') {
+      mounts.push(tmpfs(stateDir, '64k'));
+      fill(stateDir);
+    }
+    if (sc.fault === 'corrupt_page') corruptPage(b.dbPath);
+    let held: ReturnType<typeof tryLock> | null = null;
+    if (sc.fault === 'lock_held') {
+      held = tryLock(lockPathFor(discoverHome({ home: b.home, env }), stateDir), 'another pass');
+      if (!held.ok) throw new Error('could not take the lock for the scenario');
+    }
+    const expect: Expect = { files: new Map() };
+    const flags = {
+      max_age_days: sc.policy.max_age_days,
+      max_sessions: sc.policy.max_sessions,
+      max_db_size_mb: 0,
+      vacuum: sc.policy.vacuum,
+      archive_dir: archiveDir ?? undefined,
+    };
+    const passes: { skipAgeCheck?: string }[] =
+      sc.fault === 'clock_ahead'
+        ? [{ skipAgeCheck: 'the wall clock jumped ahead by about 1825 days since the last pass' }, {}]
+        : [{}];
+    let report: PruneReport | null = null;
+    const deleted = new Set<string>();
+    for (const [i, extra] of passes.entries()) {
+      let r: PruneReport;
+      try {
+        r = await withTimeout(
+          runPrunePass({
+            home: b.home,
+            env,
+            apply: true,
+            clock: fixedClock(new Date(b.nowMs)),
+            stateDir,
+            probe: downGateway,
+            flags,
+            onStep: i === 0 ? (eventHook(b, sc, expect, kept) as never) : undefined,
+            ...extra,
+          }),
+          'the pass',
+        );
+      } catch (err) {
+        if (err instanceof GuardError) {
+          if (!DOCUMENTED_EXITS.has(err.exitCode)) failures.push(`(f) exit code ${err.exitCode} is not documented`);
+          if (err.message.includes('\n')) failures.push(`(f) the error is more than one line: ${err.message}`);
+          break;
+        }
+        failures.push(`(f) the pass threw, not a GuardError (a stack for the user): ${String((err as Error).stack ?? err).split('\n').slice(0, 3).join(' | ')}`);
+        break;
+      }
+      report = r;
+      if (!DOCUMENTED_EXITS.has(r.exit_code)) failures.push(`(f) exit code ${r.exit_code} is not documented`);
+      for (const s of r.sessions) if (s.action === 'delete') deleted.add(`${s.agent}/${s.file}`);
+    }
+    if (held?.ok) held.lock.release();
+    // Fault-specific ends.
+    if (sc.fault === 'lock_held' && report && (report.exit_code !== ExitCode.LOCKED || report.totals.deleted_sessions !== 0))
+      failures.push(`lock held by another: exit ${report.exit_code}, ${report.totals.deleted_sessions} deleted (want exit 4, none)`);
+    if (sc.fault === 'corrupt_page' && report && (report.exit_code !== ExitCode.DATA || report.totals.deleted_sessions > 0))
+      failures.push(
+        `corrupt page: exit ${report.exit_code}, ${report.totals.deleted_sessions} session(s) deleted (want exit 3 before any deletion)`,
+      );
+    const after = filesOf(b);
+    const rowsAfter = rowsByKey(b.dbPath);
+    // (a) every session the model keeps is byte-identical, files and rows.
+    for (const s of b.sessions) {
+      if (!kept.has(s.id)) continue;
+      for (const p of [s.metaPath, s.jsonlPath]) {
+        const was = expect.files.get(p) ?? before.get(p);
+        const now = after.get(p);
+        if (was && !now) failures.push(`(a) ${p}: kept by the model (${verdicts.get(s.id)!.why}), deleted`);
+        else if (was && now && !was.equals(now) && !expect.files.has(p) && !sc.events.length)
+          failures.push(`(a) ${p}: kept by the model, changed`);
+      }
+      if (s.conversation && sc.fault !== 'corrupt_page') {
+        const n0 = rowsBefore.get(s.conversation) ?? 0;
+        const n1 = rowsAfter.get(s.conversation) ?? 0;
+        if (n1 < n0) failures.push(`(a) seahorse ${s.conversation}: kept by the model, ${n0 - n1} message(s) deleted`);
+      }
+    }
+    // (b) nothing written after planning is deleted; an event's group keeps what it had when the event came.
+    for (const [p, bytes] of expect.files) {
+      if (!existsSync(p)) failures.push(`(b) ${p}: written (or joined) during the pass, deleted`);
+      else if (!readFileSync(p).equals(bytes) && !p.endsWith('.jsonl')) failures.push(`(b) ${p}: changed by the pass`);
+    }
+    // (a') with no event and no fault, and the age check applied, the guard deletes what the model deletes.
+    if (report && sc.events.length === 0 && sc.fault === 'none' && report.age_check !== 'refused_clock') {
+      const want = b.sessions.filter((s) => verdicts.get(s.id)?.action === 'delete').map((s) => s.metaPath).sort();
+      const got = b.sessions.filter((s) => before.has(s.metaPath) && !existsSync(s.metaPath)).map((s) => s.metaPath).sort();
+      if (JSON.stringify(want) !== JSON.stringify(got))
+        failures.push(
+          `(a') the model deletes ${want.length} session(s), the pass ${got.length}: ` +
+            `only the model: ${want.filter((x) => !got.includes(x)).slice(0, 3).join(', ')}; ` +
+            `only the pass: ${got.filter((x) => !want.includes(x)).slice(0, 3).join(', ')}`,
+        );
+    }
+    // A clock that cannot be trusted deletes nothing by age.
+    if (sc.fault === 'clock_ahead' && report)
+      for (const s of b.sessions)
+        if (kept.has(s.id) && before.has(s.metaPath) && !existsSync(s.metaPath))
+          failures.push(`clock ahead: ${s.metaPath} deleted although the clock is 5 years ahead`);
+    // (c) every deleted session has an archive that gives its files back byte for byte.
+    if (report && archiveDir)
+      for (const e of report.sessions) {
+        if (e.action !== 'delete') continue;
+        const s = b.sessions.find((x) => x.base === e.file && existsSync(x.dir) && before.has(x.metaPath) && !existsSync(x.metaPath));
+        if (!e.archive || !existsSync(e.archive)) {
+          failures.push(`(c) ${e.file}: deleted without an archive`);
+          continue;
+        }
+        if (!s) continue;
+        const got = new Map<string, Buffer>();
+        try {
+          await readArchiveFiles(e.archive, async (f, data) => {
+            const parts: Buffer[] = [];
+            for await (const c of data) parts.push(c as Buffer);
+            got.set(f.role, Buffer.concat(parts));
+          });
+        } catch (err) {
+          failures.push(`(c) ${e.archive}: cannot be read back (${(err as Error).message})`);
+          continue;
+        }
+        const meta = before.get(s.metaPath);
+        if (meta && !got.get('meta')?.equals(meta)) failures.push(`(c) ${e.archive}: the meta is not byte-identical`);
+        const jl = before.get(s.jsonlPath);
+        if (jl && !got.get('jsonl')?.equals(jl)) failures.push(`(c) ${e.archive}: the .jsonl is not byte-identical`);
+      }
+    // (e) the report matches the disk.
+    if (report)
+      for (const e of report.sessions) {
+        const s = b.sessions.find((x) => x.base === e.file && before.has(x.metaPath));
+        if (!s) continue;
+        if (e.action === 'delete' && existsSync(s.metaPath) && !expect.files.has(s.metaPath))
+          failures.push(`(e) ${e.file}: reported deleted, still on disk`);
+      }
+    void deleted;
+  } catch (err) {
+    failures.push(`the harness could not run the scenario: ${(err as Error).stack?.split('\n').slice(0, 3).join(' | ')}`);
+  } finally {
+    for (const m of mounts.reverse()) {
+      try {
+        execFileSync('umount', [m], { stdio: 'ignore' });
+      } catch {
+        execFileSync('umount', ['-l', m], { stdio: 'ignore' });
+      }
+    }
+    rmSync(root, { recursive: true, force: true });
+  }
+  return failures;
+}
+
+export interface SimRun {
+  seed: number;
+  runs: number;
+  failure: { scenario: Scenario; failures: string[] } | null;
+}
+
+/** fast-check over `runs` scenarios of a shape; a failure is shrunk to a small scenario that still fails. */
+export async function simulate(seed: number, runs: number, shape: Shape): Promise<SimRun> {
+  let last: string[] = [];
+  const res = await fc.check(
+    fc.asyncProperty(scenarioArb(shape), async (sc) => {
+      const f = await runScenario(sc, String(seed));
+      last = f;
+      return f.length === 0;
+    }),
+    { seed, numRuns: runs, endOnFailure: false, maxSkipsPerRun: 0 },
+  );
+  if (!res.failed) return { seed, runs: res.numRuns, failure: null };
+  const scenario = res.counterexample![0] as Scenario;
+  const failures = await runScenario(scenario, String(seed));
+  return { seed, runs: res.numRuns, failure: { scenario, failures: failures.length ? failures : last } };
+}
+
+export function describeFailure(r: SimRun, cls: string): string {
+  if (!r.failure) return '';
+  return (
+    `simulation class ${cls} failed (seed ${r.seed}; rerun: npm run simulate -- --seed ${r.seed} --class ${cls}):\n` +
+    r.failure.failures.map((f) => `  - ${f}`).join('\n') +
+    `\nshrunk scenario:\n${JSON.stringify(r.failure.scenario)}`
+  );
+}
+
+export type { Fault };
