@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { CLASSES, KNOWN_FAILING } from '../sim/classes.js';
-import { describeFailure, isRoot, simulate } from '../sim/harness.js';
+import { describeFailure, isRoot, simulate, stats } from '../sim/harness.js';
 
 /**
  * The fault-injection simulation (issue 26): every class with fixed seeds, and one fresh seed that
@@ -14,6 +14,12 @@ const RUNS = Number(process.env.PCG_SIM_RUNS ?? 6);
 console.log(`simulation: fresh seed ${FRESH} (PCG_SIM_SEED=${FRESH} reruns it)`);
 
 describe('simulation: real passes on random homes, with events and faults, against the model', () => {
+  afterAll(() => {
+    console.log(`simulation: ${JSON.stringify(stats)}`);
+    // A harness whose passes never complete, or never delete, checks nothing.
+    expect(stats.completed).toBeGreaterThan(stats.scenarios / 2);
+    expect(stats.deleted).toBeGreaterThan(0);
+  });
   for (const c of CLASSES) {
     const known = KNOWN_FAILING[c.name];
     const skip = c.root && !isRoot() ? c.root : null;

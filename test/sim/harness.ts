@@ -26,6 +26,7 @@ import { runPrunePass } from '../../src/prune/pass.js';
 import { readArchiveFiles } from '../../src/prune/archive-read.js';
 import type { PruneReport } from '../../src/prune/report.js';
 import { downGateway } from '../support/gateway-state.js';
+import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { buildHome, filesOf, type BuiltHome, type BuiltSession } from './home.js';
 import { modelGroups, modelVerdicts } from './model.js';
 import { scenarioArb, type Fault, type Scenario, type Shape, type SimEvent } from './scenario.js';
@@ -43,7 +44,7 @@ import { scenarioArb, type Fault, type Scenario, type Shape, type SimEvent } fro
 
 const DOCUMENTED_EXITS = new Set<number>(Object.values(ExitCode));
 const PASS_TIMEOUT_MS = 30_000;
-const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: '/dev/null/none' };
+const env = { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG };
 
 export const isRoot = (): boolean => process.getuid?.() === 0;
 
@@ -69,9 +70,11 @@ function fill(dir: string): void {
 function corruptPage(dbPath: string): void {
   const size = statSync(dbPath).size;
   const fd = openSync(dbPath, 'r+');
-  // Page 2 onwards (page 1 holds the header and the schema's root): garbage over the b-tree pages.
+  // One page in the second half of the file (the schema on page 1 and the first tables stay whole): the
+  // database opens and lists its tables; a read or a delete that reaches the page finds garbage.
+  const pages = Math.floor(size / 4096);
   const garbage = Buffer.alloc(4096, 0xa5);
-  for (let off = 4096; off < size; off += 4096 * 3) writeSync(fd, garbage, 0, garbage.length, off);
+  writeSync(fd, garbage, 0, garbage.length, Math.max(1, Math.floor((pages * 2) / 3)) * 4096);
   closeSync(fd);
 }
 
@@ -107,13 +110,17 @@ function eventHook(b: BuiltHome, sc: Scenario, expect: Expect, kept: Set<string>
         if (existsSync(p) && statSync(p).isFile()) expect.files.set(p, readFileSync(p));
     }
   };
-  return (_step: string, rec: { dir: string; base: string; key: string | null; files: { meta: { path: string } | null } }) => {
+  return (
+    _step: string,
+    rec: { dir: string; base: string; key: string | null; files: { meta: { path: string } | null } },
+  ) => {
     const at = n++;
     while (pending.length && pending[0]!.step <= at) {
       const e = pending.shift()!;
       const s = rec.files.meta ? byPath.get(rec.files.meta.path) : undefined;
       if (!s) continue;
-      const line = JSON.stringify({ role: 'user', content: `event ${e.kind}`, created_at: new Date().toISOString() }) + '\n';
+      const line =
+        JSON.stringify({ role: 'user', content: `event ${e.kind}`, created_at: new Date().toISOString() }) + '\n';
       switch (e.kind) {
         case 'append':
           if (existsSync(s.jsonlPath) && statSync(s.jsonlPath).isFile()) appendFileSync(s.jsonlPath, line);
@@ -138,7 +145,12 @@ function eventHook(b: BuiltHome, sc: Scenario, expect: Expect, kept: Set<string>
           // A kept session of the same folder lists the session being deleted as its alias.
           if (!rec.key) break;
           const k = b.sessions.find(
-            (o) => o.folder === s.folder && kept.has(o.id) && o.sim.meta === 'valid' && o.id !== s.id && existsSync(o.metaPath),
+            (o) =>
+              o.folder === s.folder &&
+              kept.has(o.id) &&
+              o.sim.meta === 'valid' &&
+              o.id !== s.id &&
+              existsSync(o.metaPath),
           );
           let path: string;
           if (k) {
@@ -191,7 +203,10 @@ function rowsByKey(dbPath: string): Map<string, number> {
 async function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, rej) => {
-    timer = setTimeout(() => rej(new Error(`${what} did not end within ${PASS_TIMEOUT_MS} ms (a hang)`)), PASS_TIMEOUT_MS);
+    timer = setTimeout(
+      () => rej(new Error(`${what} did not end within ${PASS_TIMEOUT_MS} ms (a hang)`)),
+      PASS_TIMEOUT_MS,
+    );
   });
   try {
     return await Promise.race([p, t]);
@@ -200,8 +215,12 @@ async function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   }
 }
 
+/** What the scenarios did, over a run: a harness whose passes never complete or never delete tests nothing. */
+export const stats = { scenarios: 0, completed: 0, deleted: 0, guardErrors: 0, events: 0 };
+
 /** Run one scenario; the failures say which invariant broke and where. */
 export async function runScenario(sc: Scenario, seed: string): Promise<string[]> {
+  stats.scenarios++;
   const root = mkdtempSync(join(tmpdir(), 'pcg-sim-'));
   const mounts: string[] = [];
   let b: BuiltHome | null = null;
@@ -264,22 +283,40 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
         );
       } catch (err) {
         if (err instanceof GuardError) {
+          stats.guardErrors++;
           if (!DOCUMENTED_EXITS.has(err.exitCode)) failures.push(`(f) exit code ${err.exitCode} is not documented`);
           if (err.message.includes('\n')) failures.push(`(f) the error is more than one line: ${err.message}`);
           break;
         }
-        failures.push(`(f) the pass threw, not a GuardError (a stack for the user): ${String((err as Error).stack ?? err).split('\n').slice(0, 3).join(' | ')}`);
+        failures.push(
+          `(f) the pass threw, not a GuardError (a stack for the user): ${String((err as Error).stack ?? err)
+            .split('\n')
+            .slice(0, 3)
+            .join(' | ')}`,
+        );
         break;
       }
       report = r;
+      stats.completed++;
+      stats.deleted += r.totals.deleted_sessions;
       if (!DOCUMENTED_EXITS.has(r.exit_code)) failures.push(`(f) exit code ${r.exit_code} is not documented`);
       for (const s of r.sessions) if (s.action === 'delete') deleted.add(`${s.agent}/${s.file}`);
     }
     if (held?.ok) held.lock.release();
     // Fault-specific ends.
-    if (sc.fault === 'lock_held' && report && (report.exit_code !== ExitCode.LOCKED || report.totals.deleted_sessions !== 0))
-      failures.push(`lock held by another: exit ${report.exit_code}, ${report.totals.deleted_sessions} deleted (want exit 4, none)`);
-    if (sc.fault === 'corrupt_page' && report && (report.exit_code !== ExitCode.DATA || report.totals.deleted_sessions > 0))
+    if (
+      sc.fault === 'lock_held' &&
+      report &&
+      (report.exit_code !== ExitCode.LOCKED || report.totals.deleted_sessions !== 0)
+    )
+      failures.push(
+        `lock held by another: exit ${report.exit_code}, ${report.totals.deleted_sessions} deleted (want exit 4, none)`,
+      );
+    if (
+      sc.fault === 'corrupt_page' &&
+      report &&
+      (report.exit_code !== ExitCode.DATA || report.totals.deleted_sessions > 0)
+    )
       failures.push(
         `corrupt page: exit ${report.exit_code}, ${report.totals.deleted_sessions} session(s) deleted (want exit 3 before any deletion)`,
       );
@@ -308,13 +345,25 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
     }
     // (a') with no event and no fault, and the age check applied, the guard deletes what the model deletes.
     if (report && sc.events.length === 0 && sc.fault === 'none' && report.age_check !== 'refused_clock') {
-      const want = b.sessions.filter((s) => verdicts.get(s.id)?.action === 'delete').map((s) => s.metaPath).sort();
-      const got = b.sessions.filter((s) => before.has(s.metaPath) && !existsSync(s.metaPath)).map((s) => s.metaPath).sort();
+      const want = b.sessions
+        .filter((s) => verdicts.get(s.id)?.action === 'delete')
+        .map((s) => s.metaPath)
+        .sort();
+      const got = b.sessions
+        .filter((s) => before.has(s.metaPath) && !existsSync(s.metaPath))
+        .map((s) => s.metaPath)
+        .sort();
       if (JSON.stringify(want) !== JSON.stringify(got))
         failures.push(
           `(a') the model deletes ${want.length} session(s), the pass ${got.length}: ` +
-            `only the model: ${want.filter((x) => !got.includes(x)).slice(0, 3).join(', ')}; ` +
-            `only the pass: ${got.filter((x) => !want.includes(x)).slice(0, 3).join(', ')}`,
+            `only the model: ${want
+              .filter((x) => !got.includes(x))
+              .slice(0, 3)
+              .join(', ')}; ` +
+            `only the pass: ${got
+              .filter((x) => !want.includes(x))
+              .slice(0, 3)
+              .join(', ')}`,
         );
     }
     // A clock that cannot be trusted deletes nothing by age.
@@ -326,7 +375,9 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
     if (report && archiveDir)
       for (const e of report.sessions) {
         if (e.action !== 'delete') continue;
-        const s = b.sessions.find((x) => x.base === e.file && existsSync(x.dir) && before.has(x.metaPath) && !existsSync(x.metaPath));
+        const s = b.sessions.find(
+          (x) => x.base === e.file && existsSync(x.dir) && before.has(x.metaPath) && !existsSync(x.metaPath),
+        );
         if (!e.archive || !existsSync(e.archive)) {
           failures.push(`(c) ${e.file}: deleted without an archive`);
           continue;
@@ -358,7 +409,9 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
       }
     void deleted;
   } catch (err) {
-    failures.push(`the harness could not run the scenario: ${(err as Error).stack?.split('\n').slice(0, 3).join(' | ')}`);
+    failures.push(
+      `the harness could not run the scenario: ${(err as Error).stack?.split('\n').slice(0, 3).join(' | ')}`,
+    );
   } finally {
     for (const m of mounts.reverse()) {
       try {
@@ -378,21 +431,27 @@ export interface SimRun {
   failure: { scenario: Scenario; failures: string[] } | null;
 }
 
-/** fast-check over `runs` scenarios of a shape; a failure is shrunk to a small scenario that still fails. */
+/** Shrink steps after the first failure (each runs a scenario): the shrunk scenario is small, not minimal. */
+const SHRINK_BUDGET = Number(process.env.PCG_SIM_SHRINK ?? 40);
+
+/** fast-check over `runs` scenarios of a shape; a failure is shrunk (within SHRINK_BUDGET) to a smaller scenario that fails. */
 export async function simulate(seed: number, runs: number, shape: Shape): Promise<SimRun> {
-  let last: string[] = [];
+  let failedOnce = false;
+  let shrinks = 0;
   const res = await fc.check(
     fc.asyncProperty(scenarioArb(shape), async (sc) => {
+      // Past the budget every candidate "holds": fast-check stops at the smallest failure seen so far.
+      if (failedOnce && ++shrinks > SHRINK_BUDGET) return true;
       const f = await runScenario(sc, String(seed));
-      last = f;
+      if (f.length > 0) failedOnce = true;
       return f.length === 0;
     }),
-    { seed, numRuns: runs, endOnFailure: false, maxSkipsPerRun: 0 },
+    { seed, numRuns: runs, endOnFailure: false },
   );
   if (!res.failed) return { seed, runs: res.numRuns, failure: null };
   const scenario = res.counterexample![0] as Scenario;
   const failures = await runScenario(scenario, String(seed));
-  return { seed, runs: res.numRuns, failure: { scenario, failures: failures.length ? failures : last } };
+  return { seed, runs: res.numRuns, failure: { scenario, failures } };
 }
 
 export function describeFailure(r: SimRun, cls: string): string {

@@ -213,7 +213,11 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
     }
     writeFileSync(b.metaPath, metaText);
     const line = (n: number) =>
-      JSON.stringify({ role: n % 2 ? 'assistant' : 'user', content: `message ${n} of ${b.key}`, ...(t !== null ? { created_at: goTime(t) } : {}) });
+      JSON.stringify({
+        role: n % 2 ? 'assistant' : 'user',
+        content: `message ${n} of ${b.key}`,
+        ...(t !== null ? { created_at: goTime(t) } : {}),
+      });
     const body = [line(0), line(1)].join('\n') + '\n';
     const mtime = (t ?? NOW - 100 * DAY) / 1000;
     switch (b.sim.jsonl) {
@@ -238,12 +242,13 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
         execFileSync('mknod', [b.jsonlPath, 'c', '1', '3']);
         break;
       case 'hardlink': {
-        const prev = live.slice(0, i).find((p) => p.dir === b.dir && p.sim.jsonl === 'regular' && existsSync(p.jsonlPath));
+        const prev = live
+          .slice(0, i)
+          .find((p) => p.dir === b.dir && p.sim.jsonl === 'regular' && existsSync(p.jsonlPath));
         if (prev) {
           linkSync(prev.jsonlPath, b.jsonlPath);
           b.linkedTime = prev.timeMs;
-        }
-        else writeFileSync(b.jsonlPath, body);
+        } else writeFileSync(b.jsonlPath, body);
         break;
       }
     }
@@ -260,10 +265,15 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
     for (let m = 0; m < n; m++) {
       const mid = Number(
         db
-          .prepare(`INSERT INTO messages (conversation_id, role, content, token_count, created_at) VALUES (?, 'user', ?, 3, ?)`)
+          .prepare(
+            `INSERT INTO messages (conversation_id, role, content, token_count, created_at) VALUES (?, 'user', ?, 3, ?)`,
+          )
           .run(id, `text ${m} of ${key}`, sqlTime(at)).lastInsertRowid,
       );
-      db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', ?, 0)`).run(mid, `t${m}`);
+      db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', ?, 0)`).run(
+        mid,
+        `t${m}`,
+      );
     }
   };
   db.transaction(() => {

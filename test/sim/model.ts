@@ -110,7 +110,10 @@ export function modelVerdicts(
     if (g.time <= nowMs + DAY && (plausible === null || g.time > plausible)) plausible = g.time;
   }
   const deletable = (g: G) =>
-    g.safe && g.time !== null && g.time !== newest && !(newest !== null && newest > nowMs + DAY && g.time === plausible);
+    g.safe &&
+    g.time !== null &&
+    g.time !== newest &&
+    !(newest !== null && newest > nowMs + DAY && g.time === plausible);
   if (policy.max_age_days > 0 && clockTrusted && nowMs >= USABLE_SINCE) {
     const cutoff = nowMs - policy.max_age_days * DAY;
     for (const g of gs) if (deletable(g) && g.time! < cutoff) g.verdict = { action: 'delete', why: 'max_age_days' };

@@ -55,6 +55,8 @@ export interface Shape {
   meta?: MetaKind;
   /** Force at least one event of this kind. */
   event?: EventKind;
+  /** max_sessions set to the number of sessions written (the count must not move): counting each once matters. */
+  tightCap?: boolean;
   /** Whether the machine lets the harness mount (tmpfs for ENOSPC, bind mounts) and make devices. */
   root: boolean;
 }
@@ -112,7 +114,10 @@ export function scenarioArb(shape: Shape): fc.Arbitrary<Scenario> {
       ),
       fault: shape.fault
         ? fc.constant(shape.fault)
-        : fc.oneof({ weight: 6, arbitrary: fc.constant<Fault>('none') }, { weight: 4, arbitrary: fc.constantFrom(...faults) }),
+        : fc.oneof(
+            { weight: 6, arbitrary: fc.constant<Fault>('none') },
+            { weight: 4, arbitrary: fc.constantFrom(...faults) },
+          ),
       writtenUnderBadClock: fc.integer({ min: 1, max: 3 }),
     })
     .chain((base) =>
@@ -126,6 +131,7 @@ export function scenarioArb(shape: Shape): fc.Arbitrary<Scenario> {
         if (s.share !== 'none' && s.agents < 2) s.agents = 2;
         if (s.share === 'bind' && s.agents < 2) s.agents = 2;
         if (s.fault === 'enospc_archive') s.policy = { ...s.policy, archive: true };
+        if (shape.tightCap) s.policy = { ...s.policy, max_sessions: s.sessions.length, max_age_days: 0 };
         return s;
       }),
     );
