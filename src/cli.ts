@@ -139,7 +139,7 @@ const prune = program
   .option(
     '--trust-clock',
     'the clock is right: run the age check even when it looks wrong (most sessions would go, or the ' +
-      'sessions\' times disagree with the disk); without it such a pass deletes nothing by age',
+      "sessions' times disagree with the disk); without it such a pass deletes nothing by age",
   )
   .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
   .option('--cron-keep-runs <n>', 'keep at most the newest N runs of each cron job (0 disables)', wholeNumber(0))

@@ -23,12 +23,18 @@ const FIELDS = ['key', 'summary', 'skip', 'count', 'created_at', 'updated_at', '
 export type GoMetaField = (typeof FIELDS)[number];
 
 /** Go's fold of a key for the match (ASCII case, and the two non-ASCII letters that fold onto ASCII). */
-const fold = (k: string): string => k.replace(/\u212a/g, 'k').replace(/\u017f/g, 's').toLowerCase();
+const fold = (k: string): string =>
+  k
+    .replace(/\u212a/g, 'k')
+    .replace(/\u017f/g, 's')
+    .toLowerCase();
 
 const GO_RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
 
 function daysIn(y: number, m: number): number {
-  return [31, y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]!;
+  return [31, y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][
+    m - 1
+  ]!;
 }
 
 /** What Go's time.Time.UnmarshalJSON accepts (RFC 3339, strict). */

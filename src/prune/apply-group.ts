@@ -87,6 +87,10 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
     for (const m of g.members) {
       for (const f of [m.files.meta, m.files.jsonl]) if (f && !unlinked.has(f.path)) sameFile(f, f.path);
     }
+    // A file this group already deleted that is there again (PicoClaw's append recreates a .jsonl): the
+    // session is being written to; its meta must not go after it.
+    for (const p of unlinked)
+      if (lstatSync(p, { throwIfNoEntry: false })) throw new Changed(`${p} was written again after it was deleted`);
     // The group is re-read, not only its files: a kept session that gained an alias naming a member joins it.
     const joined = membership.check(g, unlinked);
     if (joined) throw new Changed(joined);

@@ -13,6 +13,7 @@ import { applyPlan, type ApplyOptions, type ApplyResult } from './apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { appendHistory } from '../state/history.js';
+import { recordClockConfirmed } from '../state/clock-confirmed.js';
 import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
@@ -355,6 +356,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     const overBudget = budget.why();
     if (overBudget) report.warnings.push(overBudget);
     if (result?.size.unmet) report.warnings.push(`seahorse.db stays over max_db_size_mb: ${result.size.unmet}`);
+    if (o.apply && o.stateDir && o.trustClock) {
+      try {
+        recordClockConfirmed(o.stateDir, Date.now());
+      } catch (err) {
+        report.warnings.push(
+          `could not record the confirmed clock in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
+        );
+      }
+    }
     if (o.apply && o.stateDir) {
       try {
         appendHistory(o.stateDir, {

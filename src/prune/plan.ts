@@ -259,6 +259,9 @@ export function planPrune(input: PlanInput): Plan {
   for (const g of groups) {
     const t = g.lastActivityMs;
     if (t === null) continue;
+    // A meta PicoClaw does not list (unreadable, or rejected by Go's decoder) is no session: it cannot be
+    // "the newest" and take that protection from the real newest (its .jsonl may carry a time).
+    if (g.members.some((m) => unsafeReason(m) === 'unreadable_meta')) continue;
     if (newestMs === null || t > newestMs) newestMs = t;
     if (t <= now + FUTURE_SLACK_MS && (plausibleMs === null || t > plausibleMs)) plausibleMs = t;
   }
@@ -296,7 +299,8 @@ export function planPrune(input: PlanInput): Plan {
     const cronCut = policy.cron_max_age_days > 0 ? now - policy.cron_max_age_days * DAY_MS : -Infinity;
     const would = count(
       groups,
-      (g) => deletable[g.id] === 1 && (g.lastActivityMs! < mainCut || (g.cronJob !== null && g.lastActivityMs! < cronCut)),
+      (g) =>
+        deletable[g.id] === 1 && (g.lastActivityMs! < mainCut || (g.cronJob !== null && g.lastActivityMs! < cronCut)),
     );
     if (!input.trustClock && would > 0) {
       clockDoubts.push(...clockSignals(groups, deletable, would, newestMs, policy, input.holds?.length ? holds : null));

@@ -88,7 +88,7 @@ describe('a clock far ahead deletes nothing by age until it is confirmed', () =>
 });
 
 describe("a wall-clock jump between two daemon passes skips that pass's age deletions", () => {
-  it('ClockWatch: steady clocks say nothing; a step of the wall clock either way is named', () => {
+  it('ClockWatch: steady clocks say nothing; a step either way is named, and stays a doubt until confirmed', () => {
     let wall = NOW.getTime();
     let mono = 1000;
     const w = new ClockWatch(
@@ -105,6 +105,16 @@ describe("a wall-clock jump between two daemon passes skips that pass's age dele
     wall -= 2 * DAY - 3_600_000;
     mono += 3_600_000;
     expect(w.check()).toMatch(/jumped back by about 2 days/);
+    // The next passes agree with it, but the jump is not confirmed: each is told, not only the first.
+    wall += 3_600_000;
+    mono += 3_600_000;
+    expect(w.check()).toMatch(/jumped back by about 2 days.*not confirmed since/);
+    wall += 3_600_000;
+    mono += 3_600_000;
+    expect(w.check(wall - 5 * 3_600_000)).toMatch(/not confirmed since/); // a confirmation from before the jump
+    wall += 3_600_000;
+    mono += 3_600_000;
+    expect(w.check(wall - 60_000)).toBeNull(); // `prune --apply --trust-clock` ran after it
     wall += 3_600_000;
     mono += 3_600_000;
     expect(w.check()).toBeNull();

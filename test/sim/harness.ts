@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   appendFileSync,
   existsSync,
@@ -12,6 +12,9 @@ import {
   closeSync,
   statSync,
   mkdtempSync,
+  readdirSync,
+  lstatSync,
+  watch,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,8 +30,10 @@ import { readArchiveFiles } from '../../src/prune/archive-read.js';
 import type { PruneReport } from '../../src/prune/report.js';
 import { downGateway } from '../support/gateway-state.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
+import { CLI_PATH, cliEnv } from '../support/crash.js';
 import { buildHome, filesOf, type BuiltHome, type BuiltSession } from './home.js';
 import { modelGroups, modelVerdicts } from './model.js';
+import { KNOWN_FAILING } from './classes.js';
 import { scenarioArb, type Fault, type Scenario, type Shape, type SimEvent } from './scenario.js';
 
 /**
@@ -260,7 +265,11 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
     };
     const passes: { skipAgeCheck?: string }[] =
       sc.fault === 'clock_ahead'
-        ? [{ skipAgeCheck: 'the wall clock jumped ahead by about 1825 days since the last pass' }, {}]
+        ? // The daemon's way through a jump: the pass after it, and every pass until the clock is confirmed, is told.
+          [
+            { skipAgeCheck: 'the wall clock jumped ahead by about 1825 days since the last pass' },
+            { skipAgeCheck: 'the wall clock jumped ahead by about 1825 days (not confirmed since)' },
+          ]
         : [{}];
     let report: PruneReport | null = null;
     const deleted = new Set<string>();
@@ -328,8 +337,12 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
       for (const p of [s.metaPath, s.jsonlPath]) {
         const was = expect.files.get(p) ?? before.get(p);
         const now = after.get(p);
-        if (was && !now) failures.push(`(a) ${p}: kept by the model (${verdicts.get(s.id)!.why}), deleted`);
-        else if (was && now && !was.equals(now) && !expect.files.has(p) && !sc.events.length)
+        if (was && !now) {
+          const e = report?.sessions.find((x) => x.file === s.base);
+          failures.push(
+            `(a) ${p}: kept by the model (${verdicts.get(s.id)!.why}; ${JSON.stringify(s.sim.when)}), deleted (the pass: ${e?.reason ?? '?'}, last activity ${e?.last_activity}${e?.detail ? `, ${e.detail}` : ''})`,
+          );
+        } else if (was && now && !was.equals(now) && !expect.files.has(p) && !sc.events.length)
           failures.push(`(a) ${p}: kept by the model, changed`);
       }
       if (s.conversation && sc.fault !== 'corrupt_page') {
@@ -372,33 +385,43 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
         if (kept.has(s.id) && before.has(s.metaPath) && !existsSync(s.metaPath))
           failures.push(`clock ahead: ${s.metaPath} deleted although the clock is 5 years ahead`);
     // (c) every deleted session has an archive that gives its files back byte for byte.
-    if (report && archiveDir)
+    if (report && archiveDir) {
+      const held = new Map<string, Buffer>();
+      for (const name of readdirSync(archiveDir).filter((n) => n.endsWith('.tar.gz'))) {
+        try {
+          await readArchiveFiles(join(archiveDir, name), async (f, data) => {
+            const parts: Buffer[] = [];
+            for await (const c of data) parts.push(c as Buffer);
+            held.set(`${name}\0${f.name}`, Buffer.concat(parts));
+          });
+        } catch (err) {
+          failures.push(`(c) ${name}: cannot be read back (${(err as Error).message})`);
+        }
+      }
+      const inSome = (file: string, bytes: Buffer) =>
+        [...held].some(([k, v]) => k.endsWith(`\0session/${file}`) && v.equals(bytes));
       for (const e of report.sessions) {
         if (e.action !== 'delete') continue;
-        const s = b.sessions.find(
-          (x) => x.base === e.file && existsSync(x.dir) && before.has(x.metaPath) && !existsSync(x.metaPath),
-        );
         if (!e.archive || !existsSync(e.archive)) {
           failures.push(`(c) ${e.file}: deleted without an archive`);
           continue;
         }
+        const s = b.sessions.find((x) => x.base === e.file && before.has(x.metaPath) && !existsSync(x.metaPath));
         if (!s) continue;
-        const got = new Map<string, Buffer>();
-        try {
-          await readArchiveFiles(e.archive, async (f, data) => {
-            const parts: Buffer[] = [];
-            for await (const c of data) parts.push(c as Buffer);
-            got.set(f.role, Buffer.concat(parts));
-          });
-        } catch (err) {
-          failures.push(`(c) ${e.archive}: cannot be read back (${(err as Error).message})`);
-          continue;
+        for (const p of [s.metaPath, s.jsonlPath]) {
+          const bytes = before.get(p);
+          const file = p.slice(p.lastIndexOf('/') + 1);
+          if (bytes && !inSome(file, bytes))
+            failures.push(`(c) ${file}: deleted, and no archive gives it back byte for byte`);
         }
-        const meta = before.get(s.metaPath);
-        if (meta && !got.get('meta')?.equals(meta)) failures.push(`(c) ${e.archive}: the meta is not byte-identical`);
-        const jl = before.get(s.jsonlPath);
-        if (jl && !got.get('jsonl')?.equals(jl)) failures.push(`(c) ${e.archive}: the .jsonl is not byte-identical`);
+        // The report names the archive that holds this session (not only its group's last one).
+        if (!KNOWN_FAILING['report-archive-per-member']) {
+          const name = e.archive.slice(e.archive.lastIndexOf('/') + 1);
+          if (![...held.keys()].some((k) => k === `${name}\0session/${e.file}.meta.json`))
+            failures.push(`(e) ${e.file}: the report names ${name} as its archive, which does not hold it`);
+        }
       }
+    }
     // (e) the report matches the disk.
     if (report)
       for (const e of report.sessions) {
@@ -464,3 +487,144 @@ export function describeFailure(r: SimRun, cls: string): string {
 }
 
 export type { Fault };
+
+// --- Kills: the built CLI, SIGKILLed at the nth change in a sessions folder -----------------------
+
+interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+}
+
+function runCli(args: string[], killAt: number | null, dirs: string[]): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI_PATH, ...args], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.resume();
+    let n = 0;
+    const watchers =
+      killAt === null
+        ? []
+        : dirs.map((d) =>
+            watch(d, () => {
+              if (++n === killAt) child.kill('SIGKILL');
+            }),
+          );
+    const timer = setTimeout(() => child.kill('SIGKILL'), PASS_TIMEOUT_MS);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      for (const w of watchers) w.close();
+      resolve({ code, signal, stdout: out });
+    });
+  });
+}
+
+function sessionState(b: BuiltHome, home: string): string[] {
+  const out: string[] = [];
+  for (const d of new Set(b.sessions.map((s) => s.dir.replace(b.home, home))))
+    for (const name of readdirSync(d).sort())
+      if (name.endsWith('.jsonl') || name.endsWith('.meta.json')) {
+        const p = join(d, name);
+        out.push(
+          `${p.replace(home, '')} ${lstatSync(p).isFile() ? readFileSync(p).toString('base64').slice(0, 40) : 'special'}`,
+        );
+      }
+  const db = new (sqlite())(join(b.dirs[0]!.replace(b.home, home), 'seahorse.db'), { readonly: true });
+  try {
+    for (const r of db
+      .prepare(
+        `SELECT c.session_key AS k, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS n FROM conversations c ORDER BY 1`,
+      )
+      .all() as { k: string; n: number }[])
+      out.push(`seahorse ${r.k} ${r.n}`);
+  } finally {
+    db.close();
+  }
+  return out;
+}
+
+/**
+ * (d) A pass killed at the nth change it makes to a sessions folder, then run again, converges to the
+ * state an uninterrupted pass reaches (files, rows), and archives no session twice.
+ */
+export async function runKillScenario(sc: Scenario, seed: string, killAt: number): Promise<string[]> {
+  const root = mkdtempSync(join(tmpdir(), 'pcg-simkill-'));
+  const failures: string[] = [];
+  const plain: Scenario = { ...sc, share: sc.share === 'bind' ? 'none' : sc.share, events: [], fault: 'none' };
+  try {
+    const b = buildHome(join(root, 'a'), plain, seed, isRoot());
+    execFileSync('cp', ['-a', join(root, 'a'), join(root, 'b')]);
+    const homeB = b.home.replace(join(root, 'a'), join(root, 'b'));
+    // The copy's config and workspace links name its own folders, not the original's.
+    const cfg = join(homeB, 'config.json');
+    writeFileSync(cfg, readFileSync(cfg, 'utf8').split(join(root, 'a')).join(join(root, 'b')));
+    const args = (home: string, tag: string) => [
+      'prune',
+      '--apply',
+      '--json',
+      '--trust-clock',
+      '--home',
+      home,
+      '--state-dir',
+      join(root, `state-${tag}`),
+      '--archive',
+      join(root, `archive-${tag}`),
+      '--max-age-days',
+      String(plain.policy.max_age_days),
+      '--max-sessions',
+      String(plain.policy.max_sessions),
+      '--max-db-size-mb',
+      '0',
+    ];
+    const ref = await runCli(args(b.home, 'a'), null, []);
+    if (ref.signal || ref.code === null || ref.code === 1)
+      failures.push(`(f) the uninterrupted pass ended ${ref.signal ?? ref.code}`);
+    const dirsB = [...new Set(b.sessions.map((s) => s.dir.replace(b.home, homeB)))];
+    const killed = await runCli(args(homeB, 'b'), killAt, dirsB);
+    const again = await runCli(args(homeB, 'b'), null, []);
+    if (again.signal || again.code === 1)
+      failures.push(`(d) the pass after the kill ended ${again.signal ?? again.code}`);
+    const want = sessionState(b, b.home);
+    const got = sessionState(b, homeB);
+    const onlyRef = want.filter((x) => !got.includes(x));
+    const onlyKilled = got.filter((x) => !want.includes(x));
+    if (onlyRef.length || onlyKilled.length)
+      failures.push(
+        `(d) killed at change ${killAt}${killed.signal ? '' : ' (it finished first)'} and run again, the home differs from an ` +
+          `uninterrupted pass: only uninterrupted: ${onlyRef.slice(0, 3).join('; ')}; only killed: ${onlyKilled.slice(0, 3).join('; ')}`,
+      );
+    const count = (d: string) => (existsSync(d) ? readdirSync(d).filter((n) => n.endsWith('.tar.gz')).length : 0);
+    const archivesRef = count(join(root, 'archive-a'));
+    const archivesKilled = count(join(root, 'archive-b'));
+    if (archivesKilled > archivesRef)
+      failures.push(
+        `(d) the kill and the next pass wrote ${archivesKilled} archives, an uninterrupted pass ${archivesRef}: a deletion was redone`,
+      );
+  } catch (err) {
+    failures.push(
+      `the harness could not run the kill scenario: ${(err as Error).stack?.split('\n').slice(0, 3).join(' | ')}`,
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  return failures;
+}
+
+/** fast-check over kill scenarios (each spawns the CLI three times). */
+export async function simulateKills(seed: number, runs: number, root: boolean): Promise<SimRun> {
+  let failedOnce = false;
+  let shrinks = 0;
+  const res = await fc.check(
+    fc.asyncProperty(scenarioArb({ root }), fc.integer({ min: 1, max: 40 }), async (sc, k) => {
+      if (failedOnce && ++shrinks > SHRINK_BUDGET / 4) return true;
+      const f = await runKillScenario(sc, String(seed), k);
+      if (f.length > 0) failedOnce = true;
+      return f.length === 0;
+    }),
+    { seed, numRuns: runs, endOnFailure: false },
+  );
+  if (!res.failed) return { seed, runs: res.numRuns, failure: null };
+  const [scenario, k] = res.counterexample as [Scenario, number];
+  return { seed, runs: res.numRuns, failure: { scenario, failures: await runKillScenario(scenario, String(seed), k) } };
+}

@@ -123,7 +123,7 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
     const ws = a === 0 ? join(home, 'workspace') : join(home, `ws-a${a}`);
     if (a === 1 && sc.share === 'symlink') {
       mkdirSync(home, { recursive: true });
-      symlinkSync(join(home, 'workspace'), ws);
+      symlinkSync('workspace', ws);
     } else mkdirSync(join(ws, 'sessions'), { recursive: true });
     if (a === 1 && sc.share === 'bind' && root_) {
       execFileSync('mount', ['--bind', join(home, 'workspace', 'sessions'), join(ws, 'sessions')]);
