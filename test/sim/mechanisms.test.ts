@@ -91,7 +91,7 @@ describe('mechanism 1: what counts is what PicoClaw lists, once', () => {
           expect(metasLeft(sessionsDir, 'agent_main_wrong_')).toBe(which.length);
         },
       ),
-      { numRuns: 8, seed: 26 },
+      { numRuns: 5, seed: 26 },
     );
   });
 
@@ -158,7 +158,7 @@ describe('mechanism 1: what counts is what PicoClaw lists, once', () => {
           if (left < cap) expect(r.sessions.some((s) => /below max_sessions=/.test(s.detail ?? ''))).toBe(true);
         },
       ),
-      { numRuns: 12, seed: 2026 },
+      { numRuns: 8, seed: 2026 },
     );
     // The issue's shape.
     const home = tempDir();
@@ -226,7 +226,7 @@ describe('mechanism 3: a clock that cannot be trusted deletes nothing by age', (
           expect(t.totals.deleted_sessions).toBe(before);
         },
       ),
-      { numRuns: 6, seed: 5 },
+      { numRuns: 4, seed: 5 },
     );
   });
 
@@ -299,7 +299,7 @@ describe('mechanism 4: group membership is re-read before each irreversible step
           expect(r.totals.deleted_sessions).toBe(3);
         },
       ),
-      { numRuns: 8, seed: 4 },
+      { numRuns: 6, seed: 4 },
     );
   });
 });
