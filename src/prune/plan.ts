@@ -3,11 +3,11 @@ import type { NumbersById } from '../io/id-numbers.js';
 import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
 import { compareGroups, groupSessions, type GroupMembers } from './plan-groups.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
-import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
 import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
 import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, type CronPlan } from './cron.js';
 import { sharedClaims, StoredGroup } from './plan-group.js';
+import { applyAgeStep } from './plan-clock.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
@@ -205,50 +205,6 @@ function makeGroups(input: PlanInput): StoredGroup[] {
   return groups;
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-/**
- * Why the clock cannot be trusted for the age step (docs/bad-input.md#the-clock), signals that hold
- * whatever the home looks like:
- * - the age steps would delete most of the dated sessions they may delete (at least 2, over half):
- *   a clock far ahead looks exactly so, however many sessions were written under it;
- * - the newest activity the sessions record is more than max_age_days older than the newest write
- *   on disk (their files' modification times): the times the sessions carry were written by a
- *   clock that lagged, or the clock that reads them now is not the one that wrote them.
- * Files of sessions under a restore hold are left out (a restore writes old content anew).
- */
-function clockSignals(
-  groups: readonly PlanGroup[],
-  deletable: Uint8Array,
-  would: number,
-  newestMs: number | null,
-  policy: Policy,
-  holds: Map<string, PlanHold> | null,
-): string[] {
-  const out: string[] = [];
-  const dated = count(groups, (g) => g.lastActivityMs !== null && deletable[g.id] === 1);
-  if (would >= 2 && would * 2 > dated)
-    out.push(
-      `the age check would delete ${would} of the ${dated} dated sessions it may delete: a clock far ahead looks so`,
-    );
-  let newestWrite = -Infinity;
-  for (const g of groups) {
-    if (g.lastActivityMs === null || g.reason === 'restored_hold') continue;
-    for (const m of g.members) {
-      if (holds?.has(`${m.agent}\0${m.key}`)) continue;
-      for (const f of [m.files.meta, m.files.jsonl]) if (f && f.mtimeMs > newestWrite) newestWrite = f.mtimeMs;
-    }
-  }
-  const limit = Math.max(policy.max_age_days, policy.cron_max_age_days) * DAY_MS;
-  if (newestMs !== null && newestWrite - newestMs > limit)
-    out.push(
-      `the newest activity the sessions record (${iso(newestMs)}) is ` +
-        `${Math.round((newestWrite - newestMs) / DAY_MS)} days older than the newest write on disk ` +
-        `(${iso(newestWrite)}): the times they carry do not match the clock`,
-    );
-  return out;
-}
-
 export function planPrune(input: PlanInput): Plan {
   const { policy, now } = input;
   const groups = makeGroups(input);
@@ -287,41 +243,8 @@ export function planPrune(input: PlanInput): Plan {
     deletable[g.id] = g.reason === 'within_policy' ? 1 : 0;
   }
 
-  // 1. Age. A clock that cannot be trusted deletes nothing by age (clockDoubts): what the step would
-  // delete is counted first, and the step runs only when the clock is believable or trusted.
-  let ageCheck: Plan['ageCheck'] = 'disabled';
-  let cutoff = -Infinity;
-  const clockDoubts: string[] = [];
-  const ageOn = policy.max_age_days > 0 || policy.cron_max_age_days > 0;
-  let ageRefused = false;
-  if (ageOn && now >= USABLE_SINCE_MS && !input.skipAgeCheck) {
-    const mainCut = policy.max_age_days > 0 ? now - policy.max_age_days * DAY_MS : -Infinity;
-    const cronCut = policy.cron_max_age_days > 0 ? now - policy.cron_max_age_days * DAY_MS : -Infinity;
-    const would = count(
-      groups,
-      (g) =>
-        deletable[g.id] === 1 && (g.lastActivityMs! < mainCut || (g.cronJob !== null && g.lastActivityMs! < cronCut)),
-    );
-    if (!input.trustClock && would > 0) {
-      clockDoubts.push(...clockSignals(groups, deletable, would, newestMs, policy, input.holds?.length ? holds : null));
-      ageRefused = clockDoubts.length > 0;
-    }
-  }
-  if (policy.max_age_days > 0) {
-    if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
-    else if (input.skipAgeCheck) ageCheck = 'skipped_clock_jump';
-    else if (ageRefused) ageCheck = 'refused_clock';
-    else {
-      ageCheck = 'applied';
-      cutoff = now - policy.max_age_days * DAY_MS;
-      for (const g of groups) {
-        if (deletable[g.id] && g.lastActivityMs! < cutoff) {
-          g.action = 'delete';
-          g.reason = 'max_age_days';
-        }
-      }
-    }
-  }
+  // 1. Age, unless the clock cannot be trusted (./plan-clock.ts).
+  const { ageCheck, cutoff, clockDoubts, ageRefused } = applyAgeStep(groups, deletable, input, newestMs, holds);
 
   // A wall clock far ahead cannot be told from a long silence in general, but a clock that makes
   // every dated session but the newest old enough to go is worth a word before it acts.

@@ -3,7 +3,7 @@ import { avoided, CLASSES, KNOWN_FAILING } from '../sim/classes.js';
 import { describeFailure, isRoot, simulate, simulateKills, stats } from '../sim/harness.js';
 
 /**
- * The fault-injection simulation (issue 26): every class with fixed seeds, and one fresh seed that
+ * The fault-injection simulation: every class with fixed seeds, and one fresh seed that
  * is printed (a failure prints its seed and the shrunk scenario; `npm run simulate -- --seed S
  * --class C --scenarios N` runs it longer). A class another change fixes is an expected failure
  * (test/sim/classes.ts KNOWN_FAILING).

@@ -5,7 +5,7 @@ import type { Fault, Shape, Share } from './scenario.js';
  * event forced into every scenario), so that each class's failure is certain, not left to chance.
  * `general` lets the generator choose everything.
  *
- * KNOWN_FAILING: the classes whose mechanism another change fixes (issue 26, section 2). Their
+ * KNOWN_FAILING: the classes whose mechanism another change fixes (named in each entry). Their
  * properties stay in the suite as expected failures (vitest `it.fails`), so `npm test` is green
  * until the fix merges; the fix's author removes the class's line here (one line per class).
  */
@@ -34,13 +34,13 @@ export const CLASSES: SimClass[] = [
   { name: 'enospc-state', shape: { fault: 'enospc_state' }, root: 'a small tmpfs needs root' },
 ];
 
-/** Class -> who fixes it (issue 26 section 2). Remove a line when that fix merges. */
+/** Class -> who fixes it. Remove a line when that fix merges. */
 export const KNOWN_FAILING: Record<string, string> = {
   'bind-mounted-folder': 'mechanism 2 (device/inode identity), engineer "safety"',
   'corrupt-page': 'mechanism 6 (quick_check before the first deletion), engineer "safety"',
   // A check, not a class: the report gives every member of a deleted group its group's last archive
   // (src/prune/apply-group.ts keeps one path a group), so it names an archive that holds another member.
-  'report-archive-per-member': 'not in issue 26; found by the simulation (seed 26, class fifo-jsonl)',
+  'report-archive-per-member': 'nobody yet; found by the simulation (seed 26, class fifo-jsonl)',
 };
 
 /** What the random pool of every class leaves out: the faults and shares of the classes known to fail. */

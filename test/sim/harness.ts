@@ -457,7 +457,7 @@ export interface SimRun {
 /** Shrink steps after the first failure (each runs a scenario): the shrunk scenario is small, not minimal. */
 const SHRINK_BUDGET = Number(process.env.PCG_SIM_SHRINK ?? 40);
 
-/** fast-check over `runs` scenarios of a shape; a failure is shrunk (within SHRINK_BUDGET) to a smaller scenario that fails. */
+/** fast-check over `runs` scenarios of a shape; a failure is shrunk (within SHRINK_BUDGET) to a smaller one. */
 export async function simulate(seed: number, runs: number, shape: Shape): Promise<SimRun> {
   let failedOnce = false;
   let shrinks = 0;
@@ -472,7 +472,7 @@ export async function simulate(seed: number, runs: number, shape: Shape): Promis
     { seed, numRuns: runs, endOnFailure: false },
   );
   if (!res.failed) return { seed, runs: res.numRuns, failure: null };
-  const scenario = res.counterexample![0] as Scenario;
+  const scenario = res.counterexample![0];
   const failures = await runScenario(scenario, String(seed));
   return { seed, runs: res.numRuns, failure: { scenario, failures } };
 }

@@ -175,7 +175,7 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
   for (const b of built) byId.set(b.id, b);
   const live = [...byId.values()];
   // Aliases: session i listed by session aliasOf (same folder, both valid).
-  live.forEach((b, i) => {
+  live.forEach((b) => {
     if (b.sim.aliasOf === null) return;
     const owner = live[b.sim.aliasOf % live.length]!;
     if (owner === b || owner.folder !== b.folder) return;
