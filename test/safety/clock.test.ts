@@ -25,7 +25,7 @@ function sessions(base: number, n: number, gapDays: number): HandSession[] {
 }
 
 describe('a clock far ahead deletes nothing by age until it is confirmed', () => {
-  it('five years ahead: dry-run and apply refuse the age check, text and JSON say why; --trust-clock acts', async () => {
+  it('five years ahead: dry-run and apply refuse the age check and say why; --trust-clock acts', async () => {
     const home = tempDir();
     handHome(home, sessions(NOW.getTime() - 3_600_000, 8, 2), { seahorse: false });
     const ahead = new Date(NOW.getTime() + 5 * 365 * DAY);

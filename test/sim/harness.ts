@@ -458,13 +458,13 @@ export interface SimRun {
 const SHRINK_BUDGET = Number(process.env.PCG_SIM_SHRINK ?? 40);
 
 /** fast-check over `runs` scenarios of a shape; a failure is shrunk (within SHRINK_BUDGET) to a smaller one. */
-export async function simulate(seed: number, runs: number, shape: Shape): Promise<SimRun> {
+export async function simulate(seed: number, runs: number, shape: Shape, shrink = SHRINK_BUDGET): Promise<SimRun> {
   let failedOnce = false;
   let shrinks = 0;
   const res = await fc.check(
     fc.asyncProperty(scenarioArb(shape), async (sc) => {
       // Past the budget every candidate "holds": fast-check stops at the smallest failure seen so far.
-      if (failedOnce && ++shrinks > SHRINK_BUDGET) return true;
+      if (failedOnce && ++shrinks > shrink) return true;
       const f = await runScenario(sc, String(seed));
       if (f.length > 0) failedOnce = true;
       return f.length === 0;
@@ -612,12 +612,17 @@ export async function runKillScenario(sc: Scenario, seed: string, killAt: number
 }
 
 /** fast-check over kill scenarios (each spawns the CLI three times). */
-export async function simulateKills(seed: number, runs: number, root: boolean): Promise<SimRun> {
+export async function simulateKills(
+  seed: number,
+  runs: number,
+  root: boolean,
+  shrink = SHRINK_BUDGET / 4,
+): Promise<SimRun> {
   let failedOnce = false;
   let shrinks = 0;
   const res = await fc.check(
     fc.asyncProperty(scenarioArb({ root }), fc.integer({ min: 1, max: 40 }), async (sc, k) => {
-      if (failedOnce && ++shrinks > SHRINK_BUDGET / 4) return true;
+      if (failedOnce && ++shrinks > shrink) return true;
       const f = await runKillScenario(sc, String(seed), k);
       if (f.length > 0) failedOnce = true;
       return f.length === 0;

@@ -131,7 +131,7 @@ describe('mechanism 1: what counts is what PicoClaw lists, once', () => {
     }
   });
 
-  it('max_sessions counts sessions: 30 in 28 groups with a cap of 25 leave 25 (whole groups, oldest first)', async () => {
+  it('max_sessions counts sessions: 30 in 28 groups, a cap of 25, leave 25 (whole groups, oldest first)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 4, max: 30 }),
@@ -254,7 +254,7 @@ describe('mechanism 3: a clock that cannot be trusted deletes nothing by age', (
 });
 
 describe('mechanism 4: group membership is re-read before each irreversible step', () => {
-  it('a kept session that gains an alias mid-pass (temp + rename) takes it out of the deletion, at any step', async () => {
+  it('a kept session gaining an alias mid-pass (temp + rename) takes it out of the deletion, at any step', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom('seahorse', 'jsonl', 'meta'),
