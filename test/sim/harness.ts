@@ -124,6 +124,7 @@ function eventHook(b: BuiltHome, sc: Scenario, expect: Expect, kept: Set<string>
       const e = pending.shift()!;
       const s = rec.files.meta ? byPath.get(rec.files.meta.path) : undefined;
       if (!s) continue;
+      stats.events++;
       const line =
         JSON.stringify({ role: 'user', content: `event ${e.kind}`, created_at: new Date().toISOString() }) + '\n';
       switch (e.kind) {
