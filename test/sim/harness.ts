@@ -186,6 +186,13 @@ function eventHook(b: BuiltHome, sc: Scenario, expect: Expect, kept: Set<string>
   };
 }
 
+function checkWritten(expect: Expect, failures: string[]): void {
+  for (const [p, bytes] of expect.files) {
+    if (!existsSync(p)) failures.push(`(b) ${p}: written (or joined) during the pass, deleted`);
+    else if (!readFileSync(p).equals(bytes) && !p.endsWith('.jsonl')) failures.push(`(b) ${p}: changed by the pass`);
+  }
+}
+
 function rowsByKey(dbPath: string): Map<string, number> {
   const out = new Map<string, number>();
   try {
@@ -264,14 +271,16 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
       vacuum: sc.policy.vacuum,
       archive_dir: archiveDir ?? undefined,
     };
+    // A clock ahead is run the daemon's way (its monotonic clock saw the jump): the pass after it and
+    // the next are told. With events the home after the first pass is no longer the one the model read:
+    // one pass only. (A lone CLI pass has no monotonic clock: docs/bad-input.md#the-clock.)
+    const jump = 'the wall clock jumped ahead by about 1825 days since the last pass';
     const passes: { skipAgeCheck?: string }[] =
-      sc.fault === 'clock_ahead'
-        ? // The daemon's way through a jump: the pass after it, and every pass until the clock is confirmed, is told.
-          [
-            { skipAgeCheck: 'the wall clock jumped ahead by about 1825 days since the last pass' },
-            { skipAgeCheck: 'the wall clock jumped ahead by about 1825 days (not confirmed since)' },
-          ]
-        : [{}];
+      sc.fault !== 'clock_ahead'
+        ? [{}]
+        : sc.events.length > 0
+          ? [{ skipAgeCheck: jump }]
+          : [{ skipAgeCheck: jump }, { skipAgeCheck: `${jump}; not confirmed since` }];
     let report: PruneReport | null = null;
     const deleted = new Set<string>();
     for (const [i, extra] of passes.entries()) {
@@ -308,6 +317,8 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
       }
       report = r;
       stats.completed++;
+      // (b) nothing written after planning is deleted by the pass it was written during (a later pass plans anew).
+      if (i === 0) checkWritten(expect, failures);
       stats.deleted += r.totals.deleted_sessions;
       if (!DOCUMENTED_EXITS.has(r.exit_code)) failures.push(`(f) exit code ${r.exit_code} is not documented`);
       for (const s of r.sessions) if (s.action === 'delete') deleted.add(`${s.agent}/${s.file}`);
@@ -351,11 +362,6 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
         const n1 = rowsAfter.get(s.conversation) ?? 0;
         if (n1 < n0) failures.push(`(a) seahorse ${s.conversation}: kept by the model, ${n0 - n1} message(s) deleted`);
       }
-    }
-    // (b) nothing written after planning is deleted; an event's group keeps what it had when the event came.
-    for (const [p, bytes] of expect.files) {
-      if (!existsSync(p)) failures.push(`(b) ${p}: written (or joined) during the pass, deleted`);
-      else if (!readFileSync(p).equals(bytes) && !p.endsWith('.jsonl')) failures.push(`(b) ${p}: changed by the pass`);
     }
     // (a') with no event and no fault, and the age check applied, the guard deletes what the model deletes.
     if (report && sc.events.length === 0 && sc.fault === 'none' && report.age_check !== 'refused_clock') {
