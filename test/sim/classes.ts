@@ -18,9 +18,9 @@ export interface SimClass {
 
 export const CLASSES: SimClass[] = [
   { name: 'general', shape: {} },
-  { name: 'fifo-jsonl', shape: { jsonl: 'fifo' } },
-  { name: 'device-jsonl', shape: { jsonl: 'device' }, root: 'mknod needs root' },
-  { name: 'wrong-type-meta', shape: { meta: 'wrong_type' } },
+  { name: 'fifo-jsonl', shape: { jsonl: 'fifo', tightCap: true } },
+  { name: 'device-jsonl', shape: { jsonl: 'device', tightCap: true }, root: 'mknod needs root' },
+  { name: 'wrong-type-meta', shape: { meta: 'wrong_type', tightCap: true } },
   { name: 'symlinked-workspace', shape: { share: 'symlink' } },
   { name: 'bind-mounted-folder', shape: { share: 'bind', tightCap: true }, root: 'a bind mount needs root' },
   { name: 'count-what-picoclaw-lists', shape: { tightCap: true } },

@@ -137,7 +137,13 @@ export function scenarioArb(shape: Shape): fc.Arbitrary<Scenario> {
         if (s.share !== 'none' && s.agents < 2) s.agents = 2;
         if (s.share === 'bind' && s.agents < 2) s.agents = 2;
         if (s.fault === 'enospc_archive') s.policy = { ...s.policy, archive: true };
-        if (shape.tightCap) s.policy = { ...s.policy, max_sessions: s.sessions.length, max_age_days: 0 };
+        if (shape.tightCap) {
+          // The cap is the number of sessions PicoClaw lists and the guard may delete: one more counted pushes one out.
+          const counted = s.sessions.filter(
+            (x) => x.meta === 'valid' && !['symlink', 'fifo', 'device'].includes(x.jsonl),
+          ).length;
+          s.policy = { ...s.policy, max_sessions: Math.max(1, counted), max_age_days: 0 };
+        }
         return s;
       }),
     );
