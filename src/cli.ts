@@ -155,6 +155,11 @@ const prune = program
   .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)', wholeNumber(0))
   .option('--no-vacuum', 'never VACUUM seahorse.db')
   .option('--force-vacuum', "VACUUM even while the gateway is running (it blocks the gateway's writes while it runs)")
+  .option(
+    '--trust-clock',
+    'the clock is right: run the age check even when it looks wrong (most sessions would go, or the ' +
+      "sessions' times disagree with the disk); without it such a pass deletes nothing by age",
+  )
   .option('--archive <dir>', 'archive each session (files + seahorse rows, gzip) before deleting it')
   .option('--cron-keep-runs <n>', 'keep at most the newest N runs of each cron job (0 disables)', wholeNumber(0))
   .option(

@@ -126,6 +126,7 @@ export async function execute(
     flags,
     apply,
     forceVacuum: opts.forceVacuum === true,
+    trustClock: opts.trustClock === true,
     ifEnabled: opts.ifEnabled === true,
     clock: deps.clock ?? systemClock,
     freeSpace: freeSpaceFromEnv(),

@@ -118,6 +118,13 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
   else if (r.age_check === 'disabled') out.push('age check: disabled (max_age_days=0)');
   else if (r.age_check === 'skipped_clock_jump')
     out.push('age check: SKIPPED this pass (the wall clock jumped since the last pass; see the warning below)');
+  else if (r.age_check === 'refused_clock')
+    out.push({
+      text:
+        'age check: REFUSED (the clock cannot be trusted: nothing is deleted by age; see the warning below, ' +
+        'and run once with --trust-clock if the clock is right)',
+      indent: 11,
+    });
   out.push('');
   const summary = reportSummary(r);
   writeSummary(out, summary, reasonText);

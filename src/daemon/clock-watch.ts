@@ -21,6 +21,8 @@ const span = (ms: number): string => {
 
 export class ClockWatch {
   private last: { wall: number; mono: number } | null = null;
+  /** The last jump not confirmed since (wall ms when it was seen, and what it was): every pass is told. */
+  private doubt: { atMs: number; why: string } | null = null;
 
   constructor(
     private readonly wall: () => number = Date.now,
@@ -28,12 +30,28 @@ export class ClockWatch {
     private readonly toleranceMs = CLOCK_JUMP_TOLERANCE_MS,
   ) {}
 
-  /** Call at the start of each pass: why its age check must be skipped, or null. */
-  check(): string | null {
+  /**
+   * Call at the start of each pass: why its age check must be skipped, or null. A jump stays a doubt
+   * for every later pass until the clock is confirmed after it (`confirmedAtMs`: when the operator
+   * last ran `prune --apply --trust-clock`, from the state folder): skipping one pass and deleting by
+   * the same wrong clock on the next would only put the deletion off.
+   */
+  check(confirmedAtMs: number | null = null): string | null {
     const now = { wall: this.wall(), mono: this.mono() };
     const prev = this.last;
     this.last = now;
-    if (!prev) return null;
+    if (this.doubt && confirmedAtMs !== null && confirmedAtMs >= this.doubt.atMs) this.doubt = null;
+    const jumped = prev ? this.jumpOf(prev, now) : null;
+    if (jumped) {
+      this.doubt = { atMs: now.wall, why: jumped };
+      return jumped;
+    }
+    if (this.doubt)
+      return `${this.doubt.why}; not confirmed since (run \`picoclaw-guard prune --apply --trust-clock\` once if the clock is right)`;
+    return null;
+  }
+
+  private jumpOf(prev: { wall: number; mono: number }, now: { wall: number; mono: number }): string | null {
     const monoDelta = now.mono - prev.mono;
     const jump = now.wall - prev.wall - monoDelta;
     if (Math.abs(jump) <= this.toleranceMs) return null;

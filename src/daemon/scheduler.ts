@@ -1,6 +1,7 @@
 import { ExitCode, errnoCode, errorMessage } from '../errors.js';
 import { emptyPruneStats, type PruneOutcome, type PruneStats } from '../metrics/guard-metrics.js';
 import { ClockWatch } from './clock-watch.js';
+import { clockConfirmedAt } from '../state/clock-confirmed.js';
 import type { Logger } from './log.js';
 import { firstRunAt, lastCompletedAt, writeMarker } from '../state/marker.js';
 import { PassRunner, type PassRequest } from './pass-runner.js';
@@ -226,7 +227,7 @@ export class Scheduler {
     const t0 = Date.now();
     this.stats.running = true;
     this.stats.next_run_at_ms = null;
-    const clockJump = this.clockWatch.check();
+    const clockJump = this.clockWatch.check(clockConfirmedAt(s.stateDir));
     if (clockJump) {
       const msg = 'the wall clock jumped since the last pass: this pass skips its age check';
       this.log.warn({ clock_jump: clockJump }, msg);

@@ -16,6 +16,10 @@ const ISSUES: Record<string, { text: string; todo: string }> = {
     text: '.meta.json has no key (PicoClaw skips it)',
     todo: 'remove the pair by hand if the session is not wanted',
   },
+  meta_wrong_type: {
+    text: ".meta.json has a field of the wrong type (Go's decoder rejects it: PicoClaw does not list it)",
+    todo: 'PicoClaw skips it too; fix the field or remove the pair by hand',
+  },
   meta_unreadable: { text: '.meta.json cannot be read', todo: 'check its permissions' },
   jsonl_missing: { text: 'no .jsonl (normal right after a turn starts)', todo: 'nothing to do' },
   jsonl_unreadable: { text: '.jsonl cannot be read', todo: 'check its permissions' },
@@ -32,7 +36,7 @@ const ISSUES: Record<string, { text: string; todo: string }> = {
     todo: 'the meta timestamps were used',
   },
   jsonl_not_regular_file: {
-    text: '.jsonl is a symlink or a folder (never followed, never deleted through)',
+    text: '.jsonl is a symlink, a folder, a FIFO or a device (never followed, never deleted through)',
     todo: 'replace it with the real file or remove the pair by hand',
   },
 };

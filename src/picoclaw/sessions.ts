@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
 import { withSmallFile } from '../io/smallfile.js';
 import { readLastLine, type TailIssue } from './jsonl-tail.js';
+import { goDecodeMeta } from './go-meta.js';
 import { parseGoTime, usable } from './time.js';
 
 /**
@@ -40,6 +41,7 @@ export type Issue =
   | 'meta_empty'
   | 'meta_not_utf8'
   | 'meta_no_key'
+  | 'meta_wrong_type'
   | 'meta_unreadable'
   | 'jsonl_missing'
   | 'jsonl_unreadable'
@@ -109,18 +111,21 @@ export function parseMeta(buf: Buffer): { meta: MetaFacts | null; issue: Issue |
   } catch {
     return { meta: null, issue: 'meta_corrupt' };
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { meta: null, issue: 'meta_corrupt' };
-  const o = raw as Record<string, unknown>;
-  if (typeof o.key !== 'string' || o.key === '') return { meta: null, issue: 'meta_no_key' };
+  // Go's decoder decides (PicoClaw's ListSessions skips a meta json.Unmarshal rejects): ./go-meta.ts.
+  const go = goDecodeMeta(raw, text);
+  if ('wrong' in go) return { meta: null, issue: 'meta_wrong_type' };
+  const o = go.meta;
+  if (o.key === '') return { meta: null, issue: 'meta_no_key' };
+  const present = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
   const scope = typeof o.scope === 'object' && o.scope !== null ? (o.scope as Record<string, unknown>) : null;
   return {
     meta: {
       key: o.key,
-      count: typeof o.count === 'number' ? o.count : null,
-      skip: typeof o.skip === 'number' ? o.skip : null,
-      createdAt: typeof o.created_at === 'string' ? o.created_at : null,
-      updatedAt: typeof o.updated_at === 'string' ? o.updated_at : null,
-      aliases: Array.isArray(o.aliases) ? o.aliases.filter((a): a is string => typeof a === 'string') : [],
+      count: typeof present.count === 'number' ? o.count : null,
+      skip: typeof present.skip === 'number' ? o.skip : null,
+      createdAt: o.createdAt,
+      updatedAt: o.updatedAt,
+      aliases: o.aliases,
       agentIdInScope: scope && typeof scope.agent_id === 'string' ? scope.agent_id : null,
     },
     issue: null,
@@ -212,6 +217,8 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
     }
     if (!st.isFile()) {
       scan.ignored.push({ name, why: 'not_a_regular_file' });
+      // A FIFO or a device in a transcript's place is not "no transcript": its meta reports it.
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
       continue;
     }
     if (kind === 'legacy') {

@@ -8,6 +8,7 @@ import type { Pending } from './archive-pass.js';
 import type { PlanGroup, Reason } from './plan.js';
 import { GatewayBusy } from './seahorse-delete.js';
 import { clearJournal, writeJournal } from '../state/deletion-journal.js';
+import { membershipOf } from './apply-membership.js';
 
 /**
  * Deleting one session group (a session and its aliases): every member's files and every
@@ -89,10 +90,18 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
    * group already deleted). Run before each irreversible step: a change anywhere in the
    * group stops the whole group, not just the member it touched.
    */
+  const membership = membershipOf(run.plan);
   const checkGroup = (): void => {
     for (const m of g.members) {
       for (const f of [m.files.meta, m.files.jsonl]) if (f && !unlinked.has(f.path)) sameFile(f, f.path);
     }
+    // A file this group already deleted that is there again (PicoClaw's append recreates a .jsonl): the
+    // session is being written to; its meta must not go after it.
+    for (const p of unlinked)
+      if (lstatSync(p, { throwIfNoEntry: false })) throw new Changed(`${p} was written again after it was deleted`);
+    // The group is re-read, not only its files: a kept session that gained an alias naming a member joins it.
+    const joined = membership.check(g, unlinked);
+    if (joined) throw new Changed(joined);
     if (db) {
       for (const c of g.ownConversations) {
         if (convDone.has(c.conversationId) || !run.convExists!.get(c.conversationId)) continue;
@@ -227,6 +236,7 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
         if (!f) continue;
         checkGroup();
         unlinkExact(f, f.path);
+        membership.ours(m.dir);
         unlinked.add(f.path);
         deletedParts.push(basename(f.path));
         res.deletedFileBytes += step === 'jsonl' ? m.jsonlBytes : m.metaBytes;

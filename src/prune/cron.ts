@@ -50,7 +50,7 @@ export function countsTowardMaxSessions(policy: Policy, cronJob: string | null):
 }
 
 export interface CronPlan {
-  /** cron_max_age_days: applied, off (0), or skipped because the clock reads before 2024. */
+  /** cron_max_age_days: applied, off (0), or skipped because the clock reads before 2024 or is not believed. */
   ageCheck: 'applied' | 'disabled' | 'skipped_clock';
 }
 
@@ -58,10 +58,17 @@ export interface CronPlan {
  * The two cron rules, on the planner's groups (oldest first). Mutates `groups` verdicts;
  * `deletable[g.id]` is the planner's "not protected" flag.
  */
-export function applyCronRules(groups: PlanGroup[], deletable: Uint8Array, policy: Policy, now: number): CronPlan {
+export function applyCronRules(
+  groups: PlanGroup[],
+  deletable: Uint8Array,
+  policy: Policy,
+  now: number,
+  /** The clock is not believed (src/prune/plan.ts clockSignals) or jumped: nothing goes by age. */
+  ageRefused = false,
+): CronPlan {
   let ageCheck: CronPlan['ageCheck'] = 'disabled';
   if (policy.cron_max_age_days > 0) {
-    if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
+    if (now < USABLE_SINCE_MS || ageRefused) ageCheck = 'skipped_clock';
     else {
       ageCheck = 'applied';
       const cutoff = now - policy.cron_max_age_days * DAY_MS;

@@ -14,6 +14,7 @@ import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { homePins, keptByPinSince, pinsPath, type Pin } from '../state/pins.js';
 import { appendHistory } from '../state/history.js';
+import { recordClockConfirmed } from '../state/clock-confirmed.js';
 import { planPrune, type Plan, type PlanInput } from './plan.js';
 import { groupSessions } from './plan-groups.js';
 import { planWarnings } from './plan-warnings.js';
@@ -65,6 +66,8 @@ export interface PassOptions {
   onProgress?: (done: number, total: number, what: string) => void;
   /** Why the age check must be skipped this pass (the daemon saw the wall clock jump), or undefined. */
   skipAgeCheck?: string;
+  /** The operator confirmed the clock (--trust-clock): the age step runs even when its signals doubt it. */
+  trustClock?: boolean;
   /** Resolved home (the daemon resolves once); overrides `home`. */
   resolvedHome?: PicoClawHome;
   /** The process's resident size in bytes, read between sessions against the memory budget (tests give their own). */
@@ -287,6 +290,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       now: now.getTime(),
       db: dbFacts,
       skipAgeCheck: !!o.skipAgeCheck,
+      trustClock: !!o.trustClock,
     };
     releaseAliases(inv);
     // Those aliases and the size walk's rows are dead: the plan starts clean.
@@ -385,6 +389,15 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     const overBudget = budget.why();
     if (overBudget) report.warnings.push(overBudget);
     if (result?.size.unmet) report.warnings.push(`seahorse.db stays over max_db_size_mb: ${result.size.unmet}`);
+    if (o.apply && o.stateDir && o.trustClock) {
+      try {
+        recordClockConfirmed(o.stateDir, Date.now());
+      } catch (err) {
+        report.warnings.push(
+          `could not record the confirmed clock in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
+        );
+      }
+    }
     if (o.apply && o.stateDir) {
       try {
         appendHistory(o.stateDir, {

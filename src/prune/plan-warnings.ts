@@ -9,6 +9,11 @@ export function planWarnings(plan: Plan, o: { skipAgeCheck?: string | false; app
       `${o.skipAgeCheck}: the age check is skipped this pass (nothing is deleted by age until ` +
         `two passes agree on the time)`,
     );
+  if (plan.ageCheck === 'refused_clock')
+    warnings.push(
+      `the clock cannot be trusted (${plan.clockDoubts.join('; ')}): the age check refused to delete anything ` +
+        `by age; if the clock (${o.now.toISOString()}) is right, run \`picoclaw-guard prune --apply --trust-clock\` once`,
+    );
   if (plan.everyDatedOld) {
     const n = plan.groups.filter((g) => g.reason === 'max_age_days').length;
     warnings.push(

@@ -2,7 +2,6 @@ import { formatBytes } from '../io/bytes.js';
 import type { OrphanConversation, SessionRecord } from '../picoclaw/inventory.js';
 import { compareGroups, groupSessions, type GroupMembers } from './plan-groups.js';
 import type { ConversationStat } from '../picoclaw/seahorse.js';
-import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import type { Policy } from './policy.js';
 import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
 import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, type CronPlan } from './cron.js';
@@ -10,6 +9,7 @@ import { sharedClaims, StoredGroup } from './plan-group.js';
 import type { DbFacts, KeepReason, PlanGroup, PlanHold, PlanOrphan, PlanPin, Reason, SizePlan } from './plan-types.js';
 // The plan's records live in plan-types.ts; importers keep reading them from here.
 export type * from './plan-types.js';
+import { applyAgeStep } from './plan-clock.js';
 
 /**
  * The planner: inventory + policy + clock → a verdict and a reason for every
@@ -20,7 +20,9 @@ export type * from './plan-types.js';
 export interface Plan {
   now: number;
   policy: Policy;
-  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump';
+  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | 'refused_clock';
+  /** Why the clock is not believed (the age step refused: it deletes nothing by age); empty when it is. */
+  clockDoubts: string[];
   /** The age check would delete every dated session but the newest: a clock far ahead looks exactly so. */
   everyDatedOld: boolean;
   newestMs: number | null;
@@ -48,6 +50,8 @@ export interface PlanInput {
   db: DbFacts;
   /** The wall clock jumped since the last pass (the daemon measures it): no age deletions this pass. */
   skipAgeCheck?: boolean;
+  /** The operator confirmed the clock (--trust-clock): the age step runs whatever the clock signals say. */
+  trustClock?: boolean;
   /** Active restore holds of this home. */
   holds?: PlanHold[];
   /** The pins of this home. */
@@ -71,6 +75,7 @@ const UNSAFE_ISSUES: Record<string, KeepReason> = {
   meta_empty: 'unreadable_meta',
   meta_not_utf8: 'unreadable_meta',
   meta_no_key: 'unreadable_meta',
+  meta_wrong_type: 'unreadable_meta',
   meta_unreadable: 'unreadable_meta',
   jsonl_not_regular_file: 'not_regular_file',
   jsonl_unreadable: 'not_regular_file',
@@ -131,6 +136,9 @@ export function planPrune(input: PlanInput): Plan {
   for (const g of groups) {
     const t = g.lastActivityMs;
     if (t === null) continue;
+    // A meta PicoClaw does not list (unreadable, or rejected by Go's decoder) is no session: it cannot be
+    // "the newest" and take that protection from the real newest (its .jsonl may carry a time).
+    if (g.members.some((m) => unsafeReason(m) === 'unreadable_meta')) continue;
     if (newestMs === null || t > newestMs) newestMs = t;
     if (t <= now + FUTURE_SLACK_MS && (plausibleMs === null || t > plausibleMs)) plausibleMs = t;
   }
@@ -163,23 +171,8 @@ export function planPrune(input: PlanInput): Plan {
     deletable[g.id] = g.reason === 'within_policy' ? 1 : 0;
   }
 
-  // 1. Age.
-  let ageCheck: Plan['ageCheck'] = 'disabled';
-  let cutoff = -Infinity;
-  if (policy.max_age_days > 0) {
-    if (now < USABLE_SINCE_MS) ageCheck = 'skipped_clock';
-    else if (input.skipAgeCheck) ageCheck = 'skipped_clock_jump';
-    else {
-      ageCheck = 'applied';
-      cutoff = now - policy.max_age_days * DAY_MS;
-      for (const g of groups) {
-        if (deletable[g.id] && g.lastActivityMs! < cutoff) {
-          g.action = 'delete';
-          g.reason = 'max_age_days';
-        }
-      }
-    }
-  }
+  // 1. Age, unless the clock cannot be trusted (./plan-clock.ts).
+  const { ageCheck, cutoff, clockDoubts, ageRefused } = applyAgeStep(groups, deletable, input, newestMs, holds);
 
   // A wall clock far ahead cannot be told from a long silence in general, but a clock that makes
   // every dated session but the newest old enough to go is worth a word before it acts.
@@ -187,33 +180,47 @@ export function planPrune(input: PlanInput): Plan {
   const ageVictims = count(groups, (g) => g.reason === 'max_age_days');
   const everyDatedOld = ageCheck === 'applied' && ageVictims > 0 && ageVictims === datedDeletable;
 
-  const cron = applyCronRules(groups, deletable, policy, now);
+  const cron = applyCronRules(groups, deletable, policy, now, ageRefused || !!input.skipAgeCheck);
 
   // 2. Count: all agents together, undated and protected groups included (cron runs unless
   // max_sessions_counts_cron is false). Groups kept only because the guard refuses to touch
   // them (an unreadable meta, a .jsonl that is not a regular file) do not count: PicoClaw's
   // ListSessions skips an unreadable meta, and a refusal must never make room by deleting
   // another session.
+  // max_sessions is a count of sessions (meta files, as PicoClaw's pruner counts them), not of alias
+  // groups: whole groups go, oldest first, until the sessions left are within the cap; a group of
+  // several sessions can take the count below it, and its verdict says so.
   const counts = (g: PlanGroup) => countsTowardMaxSessions(policy, g.cronJob);
+  const sessionsOf = (g: PlanGroup) => g.members.length;
+  const sum = (pass: (g: PlanGroup) => boolean): number => {
+    let n = 0;
+    for (const g of groups) if (pass(g)) n += sessionsOf(g);
+    return n;
+  };
   const undatedGroups = count(groups, (g) => g.reason === 'undated');
   const pinnedGroups = count(groups, (g) => g.reason === 'pinned');
   let displacedByUndated = 0;
   let displacedByPinned = 0;
   if (policy.max_sessions > 0) {
     const counted = (g: PlanGroup) => g.action === 'keep' && !UNSAFE_REASONS.has(g.reason) && counts(g);
-    let remaining = count(groups, counted);
-    const candidates = count(groups, (g) => g.action === 'keep' && deletable[g.id] === 1 && counts(g));
+    let remaining = sum(counted);
+    const candidates = sum((g) => g.action === 'keep' && deletable[g.id] === 1 && counts(g));
     const over = (n: number) => Math.min(candidates, Math.max(0, n - policy.max_sessions));
     // Undated sessions count and are never deleted (PicoClaw's rule): how many dated ones they push out.
-    displacedByUndated = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'undated' && counted(g)));
+    displacedByUndated = over(remaining) - over(remaining - sum((g) => g.reason === 'undated' && counted(g)));
     // Pinned ones too: the operator chose them, and the report says what that choice costs.
-    displacedByPinned = over(remaining) - over(remaining - count(groups, (g) => g.reason === 'pinned' && counted(g)));
+    displacedByPinned = over(remaining) - over(remaining - sum((g) => g.reason === 'pinned' && counted(g)));
     for (const g of groups) {
       if (remaining <= policy.max_sessions) break;
       if (g.action === 'keep' && deletable[g.id] && counts(g)) {
         g.action = 'delete';
         g.reason = 'max_sessions';
-        remaining--;
+        const before = remaining;
+        remaining -= sessionsOf(g);
+        if (remaining < policy.max_sessions)
+          g.detail =
+            `a group of ${sessionsOf(g)} sessions (aliases go together): deleting it takes the count from ` +
+            `${before} to ${remaining}, below max_sessions=${policy.max_sessions}`;
       }
     }
   }
@@ -309,6 +316,7 @@ export function planPrune(input: PlanInput): Plan {
     now,
     policy,
     ageCheck,
+    clockDoubts,
     everyDatedOld,
     newestMs,
     groups,

@@ -48,7 +48,9 @@ export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
   home: string;
   gateway: { state: string; reason: string } | null;
   policy: Record<string, { value: unknown; source: string; from: string | null }>;
-  age_check: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | null;
+  age_check: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | 'refused_clock' | null;
+  /** Why the clock is not believed (age_check refused_clock: nothing was deleted by age); [] when it is. */
+  clock_doubts: string[];
   /**
    * Sessions with no usable timestamp: never deleted, yet counted toward max_sessions; `displaced`: dated sessions they
    * push out.
@@ -283,6 +285,7 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
     gateway: r.gateway ? { state: r.gateway.state, reason: r.gateway.reason } : null,
     policy,
     age_check: r.plan?.ageCheck ?? null,
+    clock_doubts: r.plan?.clockDoubts ?? [],
     undated: r.plan ? { sessions: r.plan.undated.groups, displaced: r.plan.undated.displaced } : null,
     pinned: r.plan ? { groups: r.plan.pinned.groups, displaced: r.plan.pinned.displaced } : null,
     sessions,

@@ -49,7 +49,7 @@ function expected(dir: string, names: string[]) {
       sessions.push([
         base,
         jsonl,
-        j === 'symlink' || j === 'dir' ? 'jsonl_not_regular_file' : jsonl ? '' : 'jsonl_missing',
+        j === 'symlink' || j === 'dir' || j === 'fifo' ? 'jsonl_not_regular_file' : jsonl ? '' : 'jsonl_missing',
       ]);
     } else if (c === 'jsonl' && kind(`${name.slice(0, -'.jsonl'.length)}.meta.json`) !== 'file')
       orphans.push(join(dir, name));
@@ -139,7 +139,7 @@ describe('the store scan streams a folder', () => {
         ['a.k', null, 'jsonl_not_regular_file'],
         ['a', join(dir, 'a.jsonl'), ''],
         ['b', null, 'jsonl_not_regular_file'],
-        ['c', null, 'jsonl_missing'],
+        ['c', null, 'jsonl_not_regular_file'],
       ],
       orphans: [join(dir, 'd.jsonl'), join(dir, 'f.jsonl')],
     };

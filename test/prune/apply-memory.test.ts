@@ -19,6 +19,8 @@ describe('the outcome of an apply pass', () => {
     // Sessions with no files (nothing to unlink) in a real writable folder: every old one is deleted by age.
     const sessions = Array.from({ length: n }, (_, i) => rec(`sk_v1_${i}`, i === 0 ? 0 : 40 + (i % 50), { dir }));
     return planPrune({
+      // Every session but the newest goes by age here: the clock is trusted (the age step would refuse otherwise).
+      trustClock: true,
       sessions,
       orphanConversations: [],
       agentIds: ['main'],
@@ -54,6 +56,8 @@ describe('the outcome of an apply pass', () => {
 describe('between two sessions', () => {
   it('the pass collects the garbage its sessions left once it passes 8 MiB over the last collection', () => {
     const plan = planPrune({
+      // Every session but the newest goes by age here: the clock is trusted (the age step would refuse otherwise).
+      trustClock: true,
       sessions: [],
       orphanConversations: [],
       agentIds: ['main'],
@@ -88,6 +92,8 @@ describe('the deletions on seahorse.db', () => {
       discoverHome({ home, env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG } }),
     );
     const plan = planPrune({
+      // Every session but the newest goes by age here: the clock is trusted (the age step would refuse otherwise).
+      trustClock: true,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
       agentIds: ['main'],

@@ -31,6 +31,8 @@ function planOf(home: string): Plan {
   const h = discoverHome({ home, env: {} });
   const inv = buildInventory(h);
   return planPrune({
+    // Every session but the newest goes by age here: the clock is trusted (the age step would refuse otherwise).
+    trustClock: true,
     sessions: inv.sessions,
     orphanConversations: inv.orphanConversations,
     agentIds: h.agents.map((a) => a.id),

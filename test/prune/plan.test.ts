@@ -17,11 +17,13 @@ function plan(
     policy: { ...DEFAULT_POLICY, ...policy },
     now: opts.now ?? NOW,
     db: opts.db ?? NO_DB,
+    // These cases are about the rules, not the clock (test/sim/clock.test.ts): the clock is trusted.
+    trustClock: true,
   });
 }
 
 describe('the planner', () => {
-  it('1. alias groups are kept or deleted together and count as one session', () => {
+  it('1. alias groups are kept or deleted together; each session counts toward max_sessions', () => {
     const canonical = rec('sk_v1_aaa', 40, { aliases: ['agent:main:main', 'agent:main:telegram:direct:1'] });
     const legacy = rec('agent:main:telegram:direct:1', 5); // the alias is recent: the group is recent
     const other = rec('sk_v1_bbb', 50, { aliases: ['agent:main:main'] }); // shares only the main alias: not grouped
@@ -47,12 +49,23 @@ describe('the planner', () => {
       sk_v1_aaa: 'delete:max_age_days',
       'agent:main:telegram:direct:1': 'delete:max_age_days',
     });
-    // A group counts once toward max_sessions.
+    // max_sessions counts sessions (meta files), as PicoClaw's pruner does: a group of two is two. Over the cap
+    // by one, the oldest group goes whole, and says that it takes the count below the cap.
     const p3 = plan([rec('sk_v1_aaa', 4, { aliases: ['agent:main:x'] }), rec('agent:main:x', 5), rec('sk_v1_new', 0)], {
       max_sessions: 2,
       max_age_days: 0,
     });
-    expect(Object.values(verdicts(p3)).every((v) => v.startsWith('keep'))).toBe(true);
+    expect(verdicts(p3)).toMatchObject({
+      sk_v1_aaa: 'delete:max_sessions',
+      'agent:main:x': 'delete:max_sessions',
+      sk_v1_new: 'keep:newest',
+    });
+    expect(p3.groups.find((g) => g.key === 'agent:main:x')!.detail).toMatch(/from 3 to 1, below max_sessions=2/);
+    const p4 = plan([rec('sk_v1_aaa', 4, { aliases: ['agent:main:x'] }), rec('agent:main:x', 5), rec('sk_v1_new', 0)], {
+      max_sessions: 3,
+      max_age_days: 0,
+    });
+    expect(Object.values(verdicts(p4)).every((v) => v.startsWith('keep'))).toBe(true);
   });
 
   it('1b. aliases only join sessions in the same folder', () => {

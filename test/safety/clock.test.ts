@@ -24,21 +24,20 @@ function sessions(base: number, n: number, gapDays: number): HandSession[] {
   }));
 }
 
-describe('a clock far ahead warns before it deletes', () => {
-  it('five years ahead: the dry-run, the apply, the text and the JSON say "is the clock right?"', async () => {
+describe('a clock far ahead deletes nothing by age until it is confirmed', () => {
+  it('five years ahead: dry-run and apply refuse the age check and say why; --trust-clock acts', async () => {
     const home = tempDir();
     handHome(home, sessions(NOW.getTime() - 3_600_000, 8, 2), { seahorse: false });
     const ahead = new Date(NOW.getTime() + 5 * 365 * DAY);
     const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(ahead), stateDir: null, probe: down });
-    const w = dry.warnings.find((x) => x.includes('is the clock right?'));
-    expect(w).toBe(
-      `every session is older than max_age_days (30 days) but the newest: is ` +
-        `the clock right? ${ahead.toISOString()} (7 session(s) would be deleted by age)`,
+    expect(dry.age_check).toBe('refused_clock');
+    expect(dry.clock_doubts[0]).toBe(
+      'the age check would delete 7 of the 7 dated sessions it may delete: a clock far ahead looks so',
     );
-    expect(renderPruneText(dry, Infinity)).toContain(
-      `warning: every session is older than max_age_days (30 days) but the newest: ` +
-        `is the clock right? ${ahead.toISOString()}`,
-    );
+    expect(dry.totals.delete).toBe(0);
+    const w = dry.warnings.find((x) => x.startsWith('the clock cannot be trusted'));
+    expect(w).toContain('run `picoclaw-guard prune --apply --trust-clock` once');
+    expect(renderPruneText(dry, Infinity)).toContain('age check: REFUSED (the clock cannot be trusted');
     const applied = await runPrunePass({
       home,
       env,
@@ -47,20 +46,34 @@ describe('a clock far ahead warns before it deletes', () => {
       stateDir: null,
       probe: down,
     });
+    expect(applied.totals.deleted_sessions).toBe(0);
+    expect(applied.age_check).toBe('refused_clock');
+    const trusted = await runPrunePass({
+      home,
+      env,
+      apply: true,
+      clock: fixedClock(ahead),
+      stateDir: null,
+      probe: down,
+      trustClock: true,
+    });
+    expect(trusted.age_check).toBe('applied');
     expect(
-      applied.warnings.some((x) => x.includes('is the clock right?') && x.includes('7 session(s) deleted by age')),
+      trusted.warnings.some((x) => x.includes('is the clock right?') && x.includes('7 session(s) deleted by age')),
     ).toBe(true);
+    expect(trusted.totals.deleted_sessions).toBe(7);
   });
 
-  it('says nothing when some dated sessions are recent enough to stay', async () => {
+  it('says nothing when most dated sessions are recent enough to stay', async () => {
     const home = tempDir();
-    handHome(home, sessions(NOW.getTime() - 3_600_000, 8, 10), { seahorse: false });
+    handHome(home, sessions(NOW.getTime() - 3_600_000, 8, 5), { seahorse: false });
     const r = await runPrunePass({ home, env, apply: false, clock: fixedClock(NOW), stateDir: null, probe: down });
-    expect(r.totals.delete).toBeGreaterThan(0);
+    expect(r.totals.delete).toBe(2);
+    expect(r.age_check).toBe('applied');
     expect(r.warnings.filter((x) => x.includes('clock'))).toEqual([]);
   });
 
-  it('the daemon logs the warning in full', async () => {
+  it('the daemon logs the refusal in full', async () => {
     const root = tempDir();
     const home = join(root, 'home');
     handHome(home, sessions(Date.now() - 3_600_000, 4, 40), { seahorse: false });
@@ -68,14 +81,14 @@ describe('a clock far ahead warns before it deletes', () => {
     const d = await startDaemon({ home, stateDir: join(root, 'state'), config });
     const line = await d.waitForLog((l) => l.msg === 'prune pass warnings');
     expect(JSON.stringify(line.warnings)).toMatch(
-      /every session is older than max_age_days \(30 days\) but the newest: is the clock right\?/,
+      /the clock cannot be trusted \(the age check would delete 3 of the 3 dated sessions/,
     );
     expect((await d.stop()).code).toBe(0);
   });
 });
 
 describe("a wall-clock jump between two daemon passes skips that pass's age deletions", () => {
-  it('ClockWatch: steady clocks say nothing; a step of the wall clock either way is named', () => {
+  it('ClockWatch: steady clocks say nothing; a step either way is named, and stays a doubt until confirmed', () => {
     let wall = NOW.getTime();
     let mono = 1000;
     const w = new ClockWatch(
@@ -92,6 +105,16 @@ describe("a wall-clock jump between two daemon passes skips that pass's age dele
     wall -= 2 * DAY - 3_600_000;
     mono += 3_600_000;
     expect(w.check()).toMatch(/jumped back by about 2 days/);
+    // The next passes agree with it, but the jump is not confirmed: each is told, not only the first.
+    wall += 3_600_000;
+    mono += 3_600_000;
+    expect(w.check()).toMatch(/jumped back by about 2 days.*not confirmed since/);
+    wall += 3_600_000;
+    mono += 3_600_000;
+    expect(w.check(wall - 5 * 3_600_000)).toMatch(/not confirmed since/); // a confirmation from before the jump
+    wall += 3_600_000;
+    mono += 3_600_000;
+    expect(w.check(wall - 60_000)).toBeNull(); // `prune --apply --trust-clock` ran after it
     wall += 3_600_000;
     mono += 3_600_000;
     expect(w.check()).toBeNull();

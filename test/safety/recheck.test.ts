@@ -31,6 +31,8 @@ function setup(sessions: HandSession[]) {
   ]);
   const inv = buildInventory(discoverHome({ home, env }));
   const plan = planPrune({
+    // The victims here are most of the dated sessions: the clock is trusted (the age check would refuse otherwise).
+    trustClock: true,
     sessions: inv.sessions,
     orphanConversations: inv.orphanConversations,
     agentIds: ['main'],
@@ -169,6 +171,9 @@ describe('a conversation larger than one transaction is re-checked in every tran
     // Plan again: the conversation is now part of the inventory.
     const inv = buildInventory(discoverHome({ home: s.home, env }));
     const plan = planPrune({
+      trustClock: true,
+      // The victims here are most of the dated sessions: the clock is trusted (the age check would refuse otherwise).
+      trustClock: true,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
       agentIds: ['main'],
@@ -256,6 +261,9 @@ describe('shared conversations get the same guard, and their errors are reported
     db.close();
     const inv = buildInventory(discoverHome({ home: s.home, env }));
     const plan = planPrune({
+      trustClock: true,
+      // The victims here are most of the dated sessions: the clock is trusted (the age check would refuse otherwise).
+      trustClock: true,
       sessions: inv.sessions,
       orphanConversations: inv.orphanConversations,
       agentIds: ['main'],

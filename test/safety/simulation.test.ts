@@ -1,0 +1,54 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { avoided, CLASSES, KNOWN_FAILING } from '../sim/classes.js';
+import { describeFailure, isRoot, simulate, simulateKills, stats } from '../sim/harness.js';
+
+/**
+ * The fault-injection simulation: every class with fixed seeds, and one fresh seed that
+ * is printed (a failure prints its seed and the shrunk scenario; `npm run simulate -- --seed S
+ * --class C --scenarios N` runs it longer). A class another change fixes is an expected failure
+ * (test/sim/classes.ts KNOWN_FAILING).
+ */
+const FIXED_SEEDS = [26];
+const FRESH = Number(process.env.PCG_SIM_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const RUNS = Number(process.env.PCG_SIM_RUNS ?? 4);
+/** Shrink steps in `npm test` (the script shrinks further). */
+const SHRINK = Number(process.env.PCG_SIM_SHRINK ?? 8);
+const KILL_RUNS = Number(process.env.PCG_SIM_KILL_RUNS ?? 2);
+console.log(`simulation: fresh seed ${FRESH} (PCG_SIM_SEED=${FRESH} reruns it)`);
+
+describe('simulation: real passes on random homes, with events and faults, against the model', () => {
+  afterAll(() => {
+    console.log(`simulation: ${JSON.stringify(stats)}`);
+    // A harness whose passes never complete, or never delete, checks nothing.
+    expect(stats.completed).toBeGreaterThan(stats.scenarios / 2);
+    expect(stats.deleted).toBeGreaterThan(0);
+  });
+  for (const c of CLASSES) {
+    const known = KNOWN_FAILING[c.name];
+    const skip = c.root && !isRoot() ? c.root : null;
+    const test = skip ? it.skip : known ? it.fails : it;
+    test(`${c.name}${known ? ` (known failing: ${known})` : ''}${skip ? ` (skipped: ${skip})` : ''}`, async () => {
+      for (const seed of [...FIXED_SEEDS, FRESH]) {
+        const r = await simulate(
+          seed,
+          RUNS,
+          { ...c.shape, root: isRoot(), avoid: known ? undefined : avoided() },
+          SHRINK,
+        );
+        expect(r.failure, describeFailure(r, c.name)).toBeNull();
+      }
+    }, 120_000);
+  }
+
+  const killKnown = KNOWN_FAILING.sigkill;
+  (killKnown ? it.fails : it)(
+    `sigkill: the built CLI killed at the nth change to a sessions folder converges on the next pass${killKnown ? ` (known failing: ${killKnown})` : ''}`,
+    async () => {
+      for (const seed of [FIXED_SEEDS[0]!, FRESH]) {
+        const r = await simulateKills(seed, KILL_RUNS, isRoot(), SHRINK / 2);
+        expect(r.failure, describeFailure(r, 'sigkill')).toBeNull();
+      }
+    },
+    120_000,
+  );
+});
