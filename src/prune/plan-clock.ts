@@ -9,6 +9,7 @@ import type { Policy } from './policy.js';
  */
 
 const DAY_MS = 86_400_000;
+const YEAR_MS = 365 * DAY_MS;
 
 /** How many of xs pass. */
 function count<T>(xs: readonly T[], pass: (x: T) => boolean): number {
@@ -22,8 +23,13 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 /**
  * Why the clock cannot be trusted for the age step (docs/bad-input.md#the-clock), signals that hold
  * whatever the home looks like:
- * - the age steps would delete most of the dated sessions they may delete (at least 2, over half):
- *   a clock far ahead looks exactly so, however many sessions were written under it;
+ * - the age steps would delete most of the dated sessions they may delete (at least 2, over half), and
+ *   every one of those fell silent a whole age limit before the cutoff (no deletable session was
+ *   active in the limit just before it): a clock far ahead looks exactly so, while a first pass on a
+ *   board used every day for months deletes most of its sessions too, but up to the cutoff;
+ * - whatever their share, the sessions the age steps would delete fell silent more than a year
+ *   before the cutoff while others were active since: a clock years ahead, however many sessions
+ *   were written under it;
  * - the newest activity the sessions record is more than max_age_days older than the newest write
  *   on disk (their files' modification times): the times the sessions carry were written by a
  *   clock that lagged, or the clock that reads them now is not the one that wrote them.
@@ -33,15 +39,26 @@ export function clockSignals(
   groups: readonly PlanGroup[],
   deletable: Uint8Array,
   would: number,
+  newestVictimMs: number | null,
+  cutoffMs: number,
   newestMs: number | null,
   policy: Policy,
   holds: Map<string, PlanHold> | null,
 ): string[] {
   const out: string[] = [];
   const dated = count(groups, (g) => g.lastActivityMs !== null && deletable[g.id] === 1);
-  if (would >= 2 && would * 2 > dated)
+  // How long before the cutoff the sessions to delete fell silent: the newest of them against the cutoff.
+  const silentMs = newestVictimMs === null ? 0 : cutoffMs - newestVictimMs;
+  const limitMs = Math.max(policy.max_age_days, policy.cron_max_age_days) * DAY_MS;
+  if (would >= 2 && would * 2 > dated && silentMs > limitMs)
     out.push(
-      `the age check would delete ${would} of the ${dated} dated sessions it may delete: a clock far ahead looks so`,
+      `the age check would delete ${would} of the ${dated} dated sessions it may delete, all silent for ` +
+        `${Math.round(silentMs / DAY_MS)} days before the cutoff: a clock far ahead looks so`,
+    );
+  else if (would >= 1 && silentMs > YEAR_MS && newestMs !== null && newestMs > cutoffMs)
+    out.push(
+      `the sessions the age check would delete fell silent ${Math.round(silentMs / DAY_MS)} days before ` +
+        `the cutoff, while others were active since: a clock years ahead looks so`,
     );
   let newestWrite = -Infinity;
   for (const g of groups) {
@@ -51,8 +68,7 @@ export function clockSignals(
       for (const f of [m.files.meta, m.files.jsonl]) if (f && f.mtimeMs > newestWrite) newestWrite = f.mtimeMs;
     }
   }
-  const limit = Math.max(policy.max_age_days, policy.cron_max_age_days) * DAY_MS;
-  if (newestMs !== null && newestWrite - newestMs > limit)
+  if (newestMs !== null && newestWrite - newestMs > limitMs)
     out.push(
       `the newest activity the sessions record (${iso(newestMs)}) is ` +
         `${Math.round((newestWrite - newestMs) / DAY_MS)} days older than the newest write on disk ` +
@@ -78,13 +94,20 @@ export function applyAgeStep(
   if (ageOn && now >= USABLE_SINCE_MS && !input.skipAgeCheck) {
     const mainCut = policy.max_age_days > 0 ? now - policy.max_age_days * DAY_MS : -Infinity;
     const cronCut = policy.cron_max_age_days > 0 ? now - policy.cron_max_age_days * DAY_MS : -Infinity;
-    const would = count(
-      groups,
-      (g) =>
-        deletable[g.id] === 1 && (g.lastActivityMs! < mainCut || (g.cronJob !== null && g.lastActivityMs! < cronCut)),
-    );
+    let would = 0;
+    let newestVictim: number | null = null;
+    for (const g of groups) {
+      if (deletable[g.id] !== 1) continue;
+      const t = g.lastActivityMs!;
+      if (t < mainCut || (g.cronJob !== null && t < cronCut)) {
+        would++;
+        if (newestVictim === null || t > newestVictim) newestVictim = t;
+      }
+    }
     if (!input.trustClock && would > 0) {
-      clockDoubts.push(...clockSignals(groups, deletable, would, newestMs, policy, input.holds?.length ? holds : null));
+      const cutoffMs = Math.max(mainCut, cronCut);
+      const held = input.holds?.length ? holds : null;
+      clockDoubts.push(...clockSignals(groups, deletable, would, newestVictim, cutoffMs, newestMs, policy, held));
       ageRefused = clockDoubts.length > 0;
     }
   }

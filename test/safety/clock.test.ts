@@ -32,7 +32,8 @@ describe('a clock far ahead deletes nothing by age until it is confirmed', () =>
     const dry = await runPrunePass({ home, env, apply: false, clock: fixedClock(ahead), stateDir: null, probe: down });
     expect(dry.age_check).toBe('refused_clock');
     expect(dry.clock_doubts[0]).toBe(
-      'the age check would delete 7 of the 7 dated sessions it may delete: a clock far ahead looks so',
+      'the age check would delete 7 of the 7 dated sessions it may delete, all silent for 1797 days before the ' +
+        'cutoff: a clock far ahead looks so',
     );
     expect(dry.totals.delete).toBe(0);
     const w = dry.warnings.find((x) => x.startsWith('the clock cannot be trusted'));
@@ -73,10 +74,33 @@ describe('a clock far ahead deletes nothing by age until it is confirmed', () =>
     expect(r.warnings.filter((x) => x.includes('clock'))).toEqual([]);
   });
 
+  it('a first pass on a board used daily for months deletes most sessions, up to the cutoff: no doubt', async () => {
+    const home = tempDir();
+    // One session a day for 120 days, max_age_days 30: 90 of 120 go, the newest of them just past the cutoff.
+    handHome(home, sessions(NOW.getTime() - 3_600_000, 120, 1), { seahorse: false });
+    const r = await runPrunePass({ home, env, apply: false, clock: fixedClock(NOW), stateDir: null, probe: down });
+    expect(r.age_check).toBe('applied');
+    expect(r.clock_doubts).toEqual([]);
+    expect(r.totals.delete).toBeGreaterThan(80);
+  });
+
+  it('years ahead, more sessions written under the wrong clock than before it: still refused', async () => {
+    const home = tempDir();
+    // 10 sessions written 2 years before "now" (the true time: timestamps before 2024 would be unusable), then 30
+    // written under the clock 2 years ahead.
+    const before = sessions(NOW.getTime() - 730 * DAY, 10, 1).map((x, i) => ({ ...x, key: `sk_v1_old${i}` }));
+    handHome(home, [...sessions(NOW.getTime() - 3_600_000, 30, 0.5), ...before], { seahorse: false });
+    const r = await runPrunePass({ home, env, apply: false, clock: fixedClock(NOW), stateDir: null, probe: down });
+    expect(r.age_check).toBe('refused_clock');
+    expect(r.clock_doubts.join(' ')).toMatch(/fell silent \d+ days before the cutoff/);
+    expect(r.totals.delete).toBe(0);
+  });
+
   it('the daemon logs the refusal in full', async () => {
     const root = tempDir();
     const home = join(root, 'home');
-    handHome(home, sessions(Date.now() - 3_600_000, 4, 40), { seahorse: false });
+    // The three older sessions fell silent 70, 140 and 210 days ago: 40 days before the 30-day cutoff.
+    handHome(home, sessions(Date.now() - 3_600_000, 4, 70), { seahorse: false });
     const config = writeConfig(root, { prune: { enabled: true, max_age_days: 30 } });
     const d = await startDaemon({ home, stateDir: join(root, 'state'), config });
     const line = await d.waitForLog((l) => l.msg === 'prune pass warnings');
