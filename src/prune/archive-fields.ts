@@ -160,7 +160,8 @@ export function gunzipCapped(path: string, cap: number, fd?: number): Readable {
     try {
       fd = openRegular(path, constants.O_RDONLY);
     } catch (err) {
-      const why = err instanceof NotRegular ? `is ${err.type}, not a regular file` : `cannot be opened (${String(err)})`;
+      const why =
+        err instanceof NotRegular ? `is ${err.type}, not a regular file` : `cannot be opened (${String(err)})`;
       queueMicrotask(() => counter.destroy(new ArchiveInvalid(path, 'the archive', why)));
       return counter;
     }
