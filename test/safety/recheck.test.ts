@@ -171,7 +171,6 @@ describe('a conversation larger than one transaction is re-checked in every tran
     // Plan again: the conversation is now part of the inventory.
     const inv = buildInventory(discoverHome({ home: s.home, env }));
     const plan = planPrune({
-      trustClock: true,
       // The victims here are most of the dated sessions: the clock is trusted (the age check would refuse otherwise).
       trustClock: true,
       sessions: inv.sessions,
@@ -261,7 +260,6 @@ describe('shared conversations get the same guard, and their errors are reported
     db.close();
     const inv = buildInventory(discoverHome({ home: s.home, env }));
     const plan = planPrune({
-      trustClock: true,
       // The victims here are most of the dated sessions: the clock is trusted (the age check would refuse otherwise).
       trustClock: true,
       sessions: inv.sessions,
