@@ -80,16 +80,26 @@ export function isMainAlias(alias: string, agentIds: readonly string[]): boolean
 
 export type SeahorseOpen =
   | { state: 'absent' }
-  | { state: 'error'; reason: string; kind: 'not_a_database' | 'schema' | 'unreadable' | 'locked' | 'no_fts5' }
+  | {
+      state: 'error';
+      reason: string;
+      kind: 'not_a_database' | 'damaged' | 'schema' | 'unreadable' | 'locked' | 'no_fts5';
+    }
   | { state: 'open'; db: Database; mode: 'immutable' | 'readonly' | 'readwrite' };
 
-function classifyOpenError(err: unknown): { reason: string; kind: 'not_a_database' | 'unreadable' | 'locked' } {
+function classifyOpenError(err: unknown): {
+  reason: string;
+  kind: 'not_a_database' | 'damaged' | 'unreadable' | 'locked';
+} {
   const code = errnoCode(err) ?? '';
   const msg = errorMessage(err);
   if (code === 'SQLITE_NOTADB' || /not a database/i.test(msg))
     return { kind: 'not_a_database', reason: 'file is not a SQLite database' };
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || /locked|busy/i.test(msg))
     return { kind: 'locked', reason: `database is locked (${msg})` };
+  // A damaged page (or the disk failing under it): not a store that cannot delete for now, but data to leave be.
+  if (code.startsWith('SQLITE_CORRUPT') || code.startsWith('SQLITE_IOERR') || /malformed/i.test(msg))
+    return { kind: 'damaged', reason: `the database is damaged (${code || 'error'}: ${msg}); see PRAGMA quick_check` };
   return { kind: 'unreadable', reason: `${code || 'error'}: ${msg}` };
 }
 

@@ -60,7 +60,9 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
     const msg = `${inv.seahorse.path}: ${inv.seahorse.error}`;
     if (o.apply) {
       const code =
-        inv.seahorse.errorKind === 'not_a_database' || inv.seahorse.errorKind === 'schema'
+        inv.seahorse.errorKind === 'not_a_database' ||
+        inv.seahorse.errorKind === 'schema' ||
+        inv.seahorse.errorKind === 'damaged'
           ? ExitCode.DATA
           : ExitCode.SKIPPED;
       return refuse(
