@@ -10,6 +10,7 @@ import type { Policy } from './policy.js';
 
 const DAY_MS = 86_400_000;
 const YEAR_MS = 365 * DAY_MS;
+const SEASON_MS = 90 * DAY_MS;
 
 /** How many of xs pass. */
 function count<T>(xs: readonly T[], pass: (x: T) => boolean): number {
@@ -24,9 +25,10 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * Why the clock cannot be trusted for the age step (docs/bad-input.md#the-clock), signals that hold
  * whatever the home looks like:
  * - the age steps would delete most of the dated sessions they may delete (at least 2, over half), and
- *   every one of those fell silent a whole age limit before the cutoff (no deletable session was
- *   active in the limit just before it): a clock far ahead looks exactly so, while a first pass on a
- *   board used every day for months deletes most of its sessions too, but up to the cutoff;
+ *   every one of those fell silent long before the cutoff (three age limits, 90 days at least: no
+ *   deletable session was active in that time just before it): a clock far ahead looks exactly so,
+ *   while a first pass on a board used every day for months deletes most of its sessions too, but up
+ *   to the cutoff, and a board left idle for a few weeks is no sign;
  * - whatever their share, the sessions the age steps would delete fell silent more than a year
  *   before the cutoff while others were active since: a clock years ahead, however many sessions
  *   were written under it;
@@ -50,7 +52,9 @@ export function clockSignals(
   // How long before the cutoff the sessions to delete fell silent: the newest of them against the cutoff.
   const silentMs = newestVictimMs === null ? 0 : cutoffMs - newestVictimMs;
   const limitMs = Math.max(policy.max_age_days, policy.cron_max_age_days) * DAY_MS;
-  if (would >= 2 && would * 2 > dated && silentMs > limitMs)
+  // A long silence: three age limits, and at least a season (a board idle for a few weeks is no sign).
+  const longSilence = Math.max(3 * limitMs, SEASON_MS);
+  if (would >= 2 && would * 2 > dated && silentMs > longSilence)
     out.push(
       `the age check would delete ${would} of the ${dated} dated sessions it may delete, all silent for ` +
         `${Math.round(silentMs / DAY_MS)} days before the cutoff: a clock far ahead looks so`,

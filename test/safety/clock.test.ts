@@ -99,8 +99,8 @@ describe('a clock far ahead deletes nothing by age until it is confirmed', () =>
   it('the daemon logs the refusal in full', async () => {
     const root = tempDir();
     const home = join(root, 'home');
-    // The three older sessions fell silent 70, 140 and 210 days ago: 40 days before the 30-day cutoff.
-    handHome(home, sessions(Date.now() - 3_600_000, 4, 70), { seahorse: false });
+    // The three older sessions fell silent 130, 260 and 390 days ago: 100 days before the 30-day cutoff.
+    handHome(home, sessions(Date.now() - 3_600_000, 4, 130), { seahorse: false });
     const config = writeConfig(root, { prune: { enabled: true, max_age_days: 30 } });
     const d = await startDaemon({ home, stateDir: join(root, 'state'), config });
     const line = await d.waitForLog((l) => l.msg === 'prune pass warnings');
