@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { discoverHome, placePaths } from '../../src/picoclaw/home.js';
 import { outsideHomeRefusal } from '../../src/prune/pass.js';
+import { requireRoot } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
@@ -92,6 +93,12 @@ function expectedInside(k: Kind, via: Via): boolean {
 }
 
 describe('where a pass works: real paths, and what lies outside the home', () => {
+  it('as root, the shapes include a bind mount of the home (the one way to it only device and inode tell)', (ctx) => {
+    requireRoot(ctx, 'bind-mount a folder (mount --bind)');
+    if (!BIND) ctx.skip();
+    expect(BIND).toBe(true);
+  });
+
   it(`matches the model for every shape of workspace and every way to the home${BIND ? '' : ' (bind mounts skipped: need root and mount)'}`, () => {
     const vias: Via[] = BIND ? ['direct', 'symlink', 'copy', 'bind'] : ['direct', 'symlink', 'copy'];
     fc.assert(
