@@ -12,7 +12,18 @@ import { sampleHome, startDaemon, writeConfig } from '../daemon/support.js';
  * sessions, prune, the pre-start unit's pass and the daemon's), show, delete, export.
  */
 
-const OLD = '2025-01-02T03:04:05Z';
+// Old enough for max_age_days (30), recent enough that the age check has no reason to doubt the clock (a
+// long silence before the cutoff would look like a clock far ahead: docs/bad-input.md#the-clock).
+const DAY = 86_400_000;
+const at = (daysAgo: number) => new Date(Math.floor((Date.now() - daysAgo * DAY) / 1000) * 1000);
+const OLD_AT = at(60);
+const OLD2_AT = at(45);
+const OLD = OLD_AT.toISOString().replace('.000Z', 'Z');
+const sql = (d: Date, plusSeconds = 0) =>
+  new Date(d.getTime() + plusSeconds * 1000)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d{3}Z$/, '');
 const NOW = new Date().toISOString();
 const ALIAS = 'agent:main:telegram:direct:1';
 
@@ -21,9 +32,9 @@ function home(): { home: string; state: string; sessionsDir: string; dbPath: str
   const h = join(root, 'home');
   const { sessionsDir, dbPath } = handHome(h, [
     // One alias group: the canonical session names the legacy one as an alias.
-    { key: 'sk_v1_old1', updated: OLD, aliases: [ALIAS], seahorse: ['2025-01-02 03:04:05'] },
+    { key: 'sk_v1_old1', updated: OLD, aliases: [ALIAS], seahorse: [sql(OLD_AT)] },
     { key: ALIAS, updated: OLD },
-    { key: 'sk_v1_old2', updated: '2025-02-01T00:00:00Z', seahorse: ['2025-02-01 00:00:00', '2025-02-01 00:00:01'] },
+    { key: 'sk_v1_old2', updated: OLD2_AT.toISOString(), seahorse: [sql(OLD2_AT), sql(OLD2_AT, 1)] },
     { key: 'sk_v1_new', updated: NOW },
   ]);
   return { home: h, state: join(root, 'state'), sessionsDir, dbPath };
@@ -172,7 +183,7 @@ describe('show', () => {
       key: 'sk_v1_old1',
       lines: { lines: 2, non_empty: 2, too_long: 0 },
       meta: { count: 2, summary_chars: 0, aliases: [ALIAS] },
-      last_activity: '2025-01-02T03:04:05.000Z',
+      last_activity: OLD_AT.toISOString(),
       alias_group: [{ agent: 'main', key: ALIAS }],
       pins: [expect.objectContaining({ key: ALIAS, note: 'n' })],
       verdict: { action: 'keep', reason: 'pinned' },
