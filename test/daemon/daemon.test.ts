@@ -42,8 +42,10 @@ const HEALTH_KEYS = [
 
 /** An old session (a victim for the next pass) written straight into the main sessions folder. */
 function addOldSession(sessionsDir: string, key: string): void {
-  // Dated in 2025 (times before 2024 count as unusable and are never deleted).
-  writeSession(sessionsDir, { key, updated: '2025-01-02T03:04:05Z', created: '2025-01-01T00:00:00Z', lines: 3 });
+  // 45 days old: past max_age_days, and no long silence before the cutoff (which would make the age check doubt
+  // the clock: docs/bad-input.md#the-clock).
+  const t = new Date(Date.now() - 45 * 86_400_000).toISOString();
+  writeSession(sessionsDir, { key, updated: t, created: t, lines: 3 });
 }
 
 describe('picoclaw-guard run: the endpoints', () => {
