@@ -2,6 +2,7 @@ import { constants, createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createGunzip } from 'node:zlib';
 import { errnoCode } from '../errors.js';
+import { openRegular } from '../io/regular-file.js';
 import { keptParts } from '../picoclaw/log-parts.js';
 import type { LogSource } from './types.js';
 
@@ -45,7 +46,10 @@ async function* partsThenFile(path: string, parts: boolean, chunkBytes: number, 
       const entry = { path: p.path, bytes: 0, error: null as string | null };
       rs.parts.push(entry);
       try {
-        for await (const chunk of createReadStream(p.path).pipe(createGunzip()) as AsyncIterable<Buffer>) {
+        // Opened non-blocking and checked to be a regular file: a FIFO named like a part never blocks the report.
+        const fd = openRegular(p.path, constants.O_RDONLY);
+        const src = createReadStream('', { fd, autoClose: true });
+        for await (const chunk of src.pipe(createGunzip()) as AsyncIterable<Buffer>) {
           entry.bytes += chunk.length;
           rs.bytesRead += chunk.length;
           yield chunk;

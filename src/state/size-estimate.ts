@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../io/atomic.js';
+import { readSmallText } from '../io/smallfile.js';
 
 /**
  * What the size guard counts seahorse.db as while the file cannot show it: the estimated size
@@ -41,7 +42,8 @@ const isEstimate = (x: unknown): x is SizeEstimate =>
 
 function readAll(stateDir: string): SizeEstimate[] {
   try {
-    const v = JSON.parse(readFileSync(join(stateDir, SIZE_ESTIMATE_FILE), 'utf8')) as unknown;
+    // Non-blocking and type-checked (a FIFO or device in its place is refused, never waited on).
+    const v = JSON.parse(readSmallText(join(stateDir, SIZE_ESTIMATE_FILE), 'state')) as unknown;
     return Array.isArray(v) ? v.filter(isEstimate) : [];
   } catch {
     // Missing or torn: no estimate, so the guard measures the used pages (it may then delete for
