@@ -57,7 +57,7 @@ const SOURCE: Record<ResolvedPolicy[keyof ResolvedPolicy]['source'], ValueRow['s
   env: 'env',
 };
 
-function pruneRows(c: CheckContext): ValueRow[] {
+async function pruneRows(c: CheckContext): Promise<ValueRow[]> {
   // PicoClaw's config.json is read only when there is a home to read it from: the check is about the guard's config.
   let picoclaw: { path: string; values: Record<string, unknown> } | null = null;
   try {
@@ -72,7 +72,22 @@ function pruneRows(c: CheckContext): ValueRow[] {
       c.config.path && c.config.sections.prune ? { path: c.config.path, values: c.config.sections.prune } : null,
     picoclawConfig: picoclaw,
   });
-  return Object.entries(p).map(([key, v]) => ({ key, value: v.value, source: SOURCE[v.source], from: v.from }));
+  const rows: ValueRow[] = Object.entries(p).map(([key, v]) => ({
+    key,
+    value: v.value,
+    source: SOURCE[v.source],
+    from: v.from,
+  }));
+  // The next run times of a cron schedule (its errors, such as a schedule beside check_interval_minutes, too).
+  const schedule = (await import('../daemon/schedule.js')).scheduleOf(p);
+  if (schedule)
+    rows.push({
+      key: 'schedule_next_runs',
+      value: schedule.nextRuns(3, Date.now()).map((ms) => new Date(ms).toISOString()),
+      source: SOURCE[p.schedule.source],
+      from: p.schedule.from,
+    });
+  return rows;
 }
 
 /** Targets by their label only (an ntfy topic, a URL's path or query, a command's arguments may be secrets). */

@@ -144,4 +144,22 @@ describe('config check: every section', () => {
     expect(token).toEqual({ key: 'token', value: '(set)', source: 'env', from: 'PICOCLAW_GUARD_TOKEN' });
     expect(JSON.stringify(r)).not.toContain(TOKEN);
   });
+  it('shows a cron schedule\'s next run times, and refuses one beside check_interval_minutes naming both', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'c.json');
+    writeFileSync(path, JSON.stringify({ prune: { schedule: '30 3 * * *', schedule_timezone: 'Europe/Berlin' } }));
+    const r = await checkSections(path, { HOME: dir });
+    const next = r.sections.find((x) => x.section === 'prune')!.values.find((v) => v.key === 'schedule_next_runs');
+    expect(next?.value).toHaveLength(3);
+    for (const t of next!.value as string[]) {
+      // 03:30 in Berlin is 01:30 or 02:30 UTC (summer or winter time).
+      expect(t).toMatch(/T0[12]:30:00\.000Z$/);
+      expect(Date.parse(t)).toBeGreaterThan(Date.now());
+    }
+    writeFileSync(path, JSON.stringify({ prune: { schedule: '30 3 * * *', check_interval_minutes: 60 } }));
+    const both = await checkSections(path, { HOME: dir });
+    const prune = both.sections.find((x) => x.section === 'prune')!;
+    expect(prune.ok).toBe(false);
+    expect(JSON.stringify(prune)).toMatch(/schedule.*check_interval_minutes/);
+  });
 });
