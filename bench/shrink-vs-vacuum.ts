@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { buildSampleHome } from '../dev/sample/builder.js';
 import { systemClock } from '../src/io/clock.js';
 import { sqlite } from '../src/io/sqlite.js';
-import type { GatewayState } from '../src/picoclaw/gateway.js';
+import { downGateway } from '../dev/gateway-state.js';
 import { dbFileBytes, readPages } from '../src/picoclaw/seahorse.js';
 import { runPrunePass } from '../src/prune/pass.js';
 import { shrinkOnline } from '../src/prune/shrink.js';
@@ -32,19 +32,7 @@ const { values } = parseArgs({
   },
 });
 
-const down = (): Promise<GatewayState> =>
-  Promise.resolve({
-    state: 'down',
-    reason: 'bench: no gateway',
-    pid: null,
-    pidFile: 'absent',
-    alive: false,
-    host: '127.0.0.1',
-    port: 1,
-    ready: null,
-    health: null,
-    healthPidMatches: null,
-  });
+const down = downGateway;
 
 const dir = mkdtempSync(join(tmpdir(), 'pcg-shrink-bench-'));
 const emptyConfig = join(dir, 'guard.json');

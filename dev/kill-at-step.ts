@@ -1,5 +1,5 @@
 import { fixedClock } from '../src/io/clock.js';
-import type { GatewayState } from '../src/picoclaw/gateway.js';
+import { downGateway } from './gateway-state.js';
 import { runPrunePass } from '../src/prune/pass.js';
 
 /**
@@ -24,18 +24,7 @@ interface Args {
 }
 
 const a = JSON.parse(process.argv[2] ?? '{}') as Args;
-const down = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'kill-at-step',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
+const down = downGateway;
 let steps = 0;
 const report = await runPrunePass({
   home: a.home,

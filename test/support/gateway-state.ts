@@ -1,22 +1,2 @@
-import type { GatewayState } from '../../src/picoclaw/gateway.js';
-
-/** Gateway probes for in-process passes: no gateway running (offline pass), or one ready (online pass). */
-export const downGateway = async (): Promise<GatewayState> => ({
-  state: 'down',
-  reason: 'test',
-  pid: null,
-  pidFile: 'absent',
-  alive: false,
-  host: '127.0.0.1',
-  port: 1,
-  ready: null,
-  health: null,
-  healthPidMatches: null,
-});
-
-export const readyGateway = async (): Promise<GatewayState> => ({
-  ...(await downGateway()),
-  state: 'ready',
-  reason: 'test: ready',
-  alive: true,
-});
+/** Gateway probes for in-process passes: dev/gateway-state.ts (shared with the benchmarks and the kill child). */
+export { downGateway, readyGateway } from '../../dev/gateway-state.js';
