@@ -19,11 +19,19 @@ function basicHome(home: string) {
   ]);
 }
 
+/**
+ * Each home's own state folder. `join(home, '..')` would be the shared temp folder, where a state folder left by
+ * another user's run cannot be written, and the deletion journal (rightly) keeps every session then.
+ */
+const stateDirs = new Map<string, string>();
+function stateOf(home: string): string {
+  let d = stateDirs.get(home);
+  if (!d) stateDirs.set(home, (d = tempDir()));
+  return d;
+}
+
 function prune(home: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-  const r = runCli(
-    ['prune', '--apply', '--json', '--home', home, '--state-dir', join(home, '..', 'guard-state'), ...args],
-    env,
-  );
+  const r = runCli(['prune', '--apply', '--json', '--home', home, '--state-dir', stateOf(home), ...args], env);
   let report: Record<string, any> | null = null;
   try {
     report = JSON.parse(r.stdout);
