@@ -41,8 +41,10 @@ describe('archivePath', () => {
     const perPath = (settledHeapData() - before) / n;
     const chars = paths[0]!.length;
     // A flat one-byte string is its characters and a 16-byte header, rounded to 8 (and 8 for its slot in
-    // `paths`); one made by join() is a chain of pieces over a copy of its text, about three times that.
-    expect(perPath).toBeLessThan(chars + 16 + 8 + 16);
+    // `paths`); one made by join() is a chain of pieces over a copy of its text, about three times that. The
+    // bound sits between the two: in a full suite on a loaded machine the heap's own noise measured 209 bytes a
+    // path against the 183 of a tight bound, and a rope is still well over it.
+    expect(perPath).toBeLessThan(2 * chars);
     expect(paths[n - 1]).toBe(
       join(place.dir, `20261130T000000.000Z_${homeTag(place.homeReal)}_${names[n - 1]}.tar.gz`),
     );
