@@ -17,6 +17,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, NO_GUARD_CONFIG } from '../support/cli.js';
 import { handHome } from '../support/home.js';
+
+/** Node 22 or later: a higher resident floor than Node 20, the Node of the boards (README). */
+const LATER_NODE = Number(process.versions.node.split('.')[0]) > 20;
 import { tempDir } from '../support/tmp.js';
 
 const GNU_TIME = '/usr/bin/time';
@@ -87,15 +90,18 @@ describe('archive memory', () => {
       const arch = measured([...args(b.home), '--archive', archive], state);
       expect(arch.code, arch.stderr).toBe(0);
       expect(existsSync(join(b.sessionsDir, 'sk_v1_big.jsonl'))).toBe(false);
-      expect(arch.rssMiB).toBeLessThan(100);
+      // A prune --apply runs its pass in a worker thread (signals stop it between two sessions): about 11 MiB
+      // more at the peak than a pass on the main thread (BENCHMARKS.md), and Node 24's floor is higher than 20's.
+      expect(arch.rssMiB).toBeLessThan(LATER_NODE ? 125 : 115);
       // The archive's own cost is a few buffers, not the session's size (50 MiB).
       expect(arch.rssMiB - plain.rssMiB).toBeLessThan(25);
       const rest = measured(['restore', archive, '--home', b.home, '--state-dir', state], state);
       console.info(`restore of a 50 MB session's .tar.gz: peak ${rest.rssMiB.toFixed(1)} MiB`);
       expect(rest.code, rest.stderr).toBe(0);
       // Restore streams too, each piece written as it is read (73.1-74.1 MiB in nine runs): the bound of
-      // every restore (docs/restore.md). The earlier reader held the archive whole (about 490 MiB here).
-      expect(rest.rssMiB).toBeLessThan(100);
+      // every restore (docs/restore.md) on Node 20, the boards' Node; a later Node starts higher. The earlier
+      // reader held the archive whole (about 490 MiB here).
+      expect(rest.rssMiB).toBeLessThan(LATER_NODE ? 115 : 100);
       expect(
         createHash('sha256')
           .update(readFileSync(join(b.sessionsDir, 'sk_v1_big.jsonl')))
@@ -167,7 +173,7 @@ describe('archive memory', () => {
         `restore of a version-1 archive: ${gz} bytes, expands to ${expanded}: peak ${rest.rssMiB.toFixed(1)} MiB`,
       );
       expect(rest.code, rest.stderr).toBe(0);
-      expect(rest.rssMiB).toBeLessThan(100);
+      expect(rest.rssMiB).toBeLessThan(LATER_NODE ? 115 : 100);
       expect(
         createHash('sha256')
           .update(readFileSync(join(sessionsDir, 'sk_v1_big.jsonl')))
