@@ -14,7 +14,7 @@ import { runLiveGateway, stopChildren } from '../test/support/gateway-sim.js';
  *   [--keep] [--shrink]
  *
  * --shrink: seahorse.db converted to auto_vacuum INCREMENTAL first (what the pre-start pass's VACUUM does with
- * shrink_online), so that every online pass also gives its free pages back (src/prune/shrink.ts).
+ * shrink_online), so that every online pass also gives its free pages back (src/prune/apply/shrink.ts).
  */
 const { values } = parseArgs({
   options: {

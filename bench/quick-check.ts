@@ -1,5 +1,5 @@
 import { sqlite } from '../src/io/sqlite.js';
-import { APPLY_CACHE_KIB } from '../src/prune/apply.js';
+import { APPLY_CACHE_KIB } from '../src/prune/apply/apply.js';
 
 /**
  * The cost of the check `prune --apply` runs before its first deletion:

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { openSeahorseWrite, dbFileBytes, readPages } from '../src/picoclaw/seahorse.js';
-import { deleteConversationWithTriggers, SeahorseDeleter } from '../src/prune/seahorse-delete.js';
-import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, runVacuum } from '../src/prune/vacuum.js';
+import { deleteConversationWithTriggers, SeahorseDeleter } from '../src/prune/apply/seahorse-delete.js';
+import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, runVacuum } from '../src/prune/apply/vacuum.js';
 
 /**
  * Child process of the seahorse benchmark (items 2 and 3): one deletion on one copy of
@@ -11,9 +11,9 @@ import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, runVacuum } fr
  *   node dist/bench/seahorse-worker.js triggers DB VICTIMS.json --sample-ms N --full-limit-ms N
  *
  * `guard` deletes the victims as `prune --apply` does while the gateway is stopped
- * (src/prune/apply.ts: SeahorseDeleter with a 500 ms transaction target, each
+ * (src/prune/apply/apply.ts: SeahorseDeleter with a 500 ms transaction target, each
  * conversation re-checked just before), then, with --vacuum, gives the space back the
- * way src/prune/vacuum.ts does (FTS optimize, estimate, VACUUM) and always runs the
+ * way src/prune/apply/vacuum.ts does (FTS optimize, estimate, VACUUM) and always runs the
  * VACUUM, so that the estimate can be set against what it really gave back.
  *
  * `triggers` deletes the same victims the way PicoClaw does (plain deletes, its per-row
@@ -80,7 +80,7 @@ if (mode === 'guard') {
   const ftsLeft = count('SELECT COUNT(*) AS n FROM messages_fts_content');
   let vacuum: unknown = null;
   if (rest.includes('--vacuum')) {
-    // What src/prune/vacuum.ts vacuumAfterPass does, step by step, with each step measured.
+    // What src/prune/apply/vacuum.ts vacuumAfterPass does, step by step, with each step measured.
     const files0 = dbFileBytes(path!);
     const p0 = readPages(db);
     const tf = performance.now();

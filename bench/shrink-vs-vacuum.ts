@@ -8,8 +8,8 @@ import { sqlite } from '../src/io/sqlite.js';
 import { downGateway } from '../dev/gateway-state.js';
 import { dbFileBytes, readPages } from '../src/picoclaw/seahorse.js';
 import { runPrunePass } from '../src/prune/pass.js';
-import { shrinkOnline } from '../src/prune/shrink.js';
-import { foldFtsTombstones, runVacuum } from '../src/prune/vacuum.js';
+import { shrinkOnline } from '../src/prune/apply/shrink.js';
+import { foldFtsTombstones, runVacuum } from '../src/prune/apply/vacuum.js';
 
 /**
  * Online shrink against a full VACUUM of the same database (docs/schedule-and-shrink.md):

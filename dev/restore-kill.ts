@@ -1,6 +1,6 @@
 import { discoverHome } from '../src/picoclaw/home.js';
-import { restoreArchives } from '../src/prune/restore.js';
-import { RESTORE_STEPS, type RestoreStep } from '../src/prune/restore-write.js';
+import { restoreArchives } from '../src/archive/restore.js';
+import { RESTORE_STEPS, type RestoreStep } from '../src/archive/restore-write.js';
 
 /**
  * A restore that kills itself with SIGKILL at one step of its writing, for the crash test

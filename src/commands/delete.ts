@@ -4,17 +4,17 @@ import { systemClock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
-import type { PruneReport, PruneSessionEntry } from '../prune/report.js';
-import type { Selection } from '../prune/plan-select.js';
+import type { PruneReport, PruneSessionEntry } from '../prune/report/report.js';
+import type { Selection } from '../prune/plan/select.js';
 import { escapeControl, formatBytes, layout, outputWidth, printJson } from './format.js';
 
 /**
  * `picoclaw-guard delete KEY`: one session and its whole alias group, through the one deleter
- * (src/prune/apply.ts) in an ordinary pass: the pass lock, the gateway probe, the re-check of each
+ * (src/prune/apply/apply.ts) in an ordinary pass: the pass lock, the gateway probe, the re-check of each
  * file and seahorse row just before it goes, the archive (--archive or prune.archive_dir), the
  * history line. A dry-run unless --apply; with --apply on a terminal it asks first (--yes skips).
  * The pass plans the whole home (a pinned session is refused, an unreadable one too) and narrows the
- * plan to the group (src/prune/plan-select.ts).
+ * plan to the group (src/prune/plan/select.ts).
  */
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);

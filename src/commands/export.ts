@@ -1,9 +1,9 @@
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
 import { readSmallText } from '../io/smallfile.js';
-import { buildInventory } from '../picoclaw/inventory.js';
+import { buildInventory } from '../picoclaw/inventory/inventory.js';
 import { jsonlLines } from '../picoclaw/jsonl-lines.js';
-import { resolveSessionKey, sessionCandidates } from '../prune/session-key.js';
+import { resolveSessionKey, sessionCandidates } from '../picoclaw/session-key.js';
 import { homeFromOpts } from './common.js';
 
 /**

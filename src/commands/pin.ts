@@ -3,12 +3,12 @@ import { ExitCode, GuardError } from '../errors.js';
 import { systemClock } from '../io/clock.js';
 import { resolveStateDir, SYSTEM_STATE_DIR } from '../io/statedir.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
-import { buildInventory, type SessionRecord } from '../picoclaw/inventory.js';
-import { groupSessions, memberList } from '../prune/plan-groups.js';
+import { buildInventory, type SessionRecord } from '../picoclaw/inventory/inventory.js';
+import { groupSessions, memberList } from '../prune/plan/groups.js';
 import { addPin, MAX_NOTE_CHARS, pinDetail, pinsPath } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
 import { escapeControl, layout, outputWidth, printJson } from './format.js';
-import { resolveSessionKey, sessionCandidates } from '../prune/session-key.js';
+import { resolveSessionKey, sessionCandidates } from '../picoclaw/session-key.js';
 
 /**
  * `picoclaw-guard pin KEY [--note TEXT]`: every prune pass (the CLI's, the daemon's, the pre-start

@@ -1,7 +1,7 @@
 import { errnoCode, errorMessage } from '../errors.js';
 import { discoverHome } from '../picoclaw/home.js';
-import type { PruneReport } from '../prune/report.js';
-import type { SessionList } from '../prune/report-sessions.js';
+import type { PruneReport } from '../prune/report/report.js';
+import type { SessionList } from '../prune/report/sessions.js';
 import { recordPreStart } from '../startup-model/learn.js';
 
 /**

@@ -1,8 +1,8 @@
 import type { Whereabouts } from '../picoclaw/home.js';
 import type { ConfirmInput, DbSummary } from '../prune/pass.js';
-import type { PruneReport } from '../prune/report.js';
-import type { SessionList } from '../prune/report-sessions.js';
-import type { VerdictCount } from '../prune/report-summary.js';
+import type { PruneReport } from '../prune/report/report.js';
+import type { SessionList } from '../prune/report/sessions.js';
+import type { VerdictCount } from '../prune/report/summary.js';
 import { formatBytes, table, type LayoutWriter } from './format.js';
 
 /**

@@ -1,9 +1,9 @@
-import type { Reason } from '../prune/plan.js';
-import type { PruneReport } from '../prune/report.js';
-import type { SessionList } from '../prune/report-sessions.js';
+import type { Reason } from '../prune/plan/plan.js';
+import type { PruneReport } from '../prune/report/report.js';
+import type { SessionList } from '../prune/report/sessions.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { reportSummary, writeSummary, writeWarnings, writeWhere } from './prune-summary.js';
-import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-extras.js';
+import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-guard-keys.js';
 import {
   DEFAULT_WIDTH,
   displayWidth,

@@ -3,7 +3,7 @@ import { basename } from 'node:path';
 import { ExitCode, GuardError } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, holdsPath, releaseHolds } from '../state/holds.js';
-import { resolveKey, restoreArchives, type RestoreAction } from '../prune/restore.js';
+import { resolveKey, restoreArchives, type RestoreAction } from '../archive/restore.js';
 import { homeFromOpts } from './common.js';
 import { fitTable, layout, outputWidth, printJson, shortKey } from './format.js';
 

@@ -3,13 +3,13 @@ import { errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, type Hold } from '../state/holds.js';
 import { homePins, pinDetail, type Pin } from '../state/pins.js';
-import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory.js';
+import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory/inventory.js';
 import { systemClock, type Clock } from '../io/clock.js';
-import { issueText } from '../picoclaw/issues.js';
-import { cronJobsOf } from '../prune/cron.js';
+import { issueText } from '../picoclaw/inventory/issues.js';
+import { cronJobsOf } from '../prune/plan/cron.js';
 import { collate } from '../io/collate.js';
 import { homeFromOpts } from './common.js';
-import { cronJobsTable } from './render-extras.js';
+import { cronJobsTable } from './render-guard-keys.js';
 import { LazyList } from './json-stream.js';
 import {
   fitTable,

@@ -15,7 +15,7 @@ import type { PicoClawHome } from '../picoclaw/home.js';
 import type { SessionsNow } from '../startup/sessions-now.js';
 import { homeFromOpts } from './common.js';
 import { fitTable, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
-import { predictionLines } from './render-extras.js';
+import { predictionLines } from './render-guard-keys.js';
 
 /**
  * `picoclaw-guard startup [--json] [--log FILE|-] [--last N]`: each gateway restart from

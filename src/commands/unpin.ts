@@ -4,7 +4,7 @@ import { homePins, pinDetail, pinsPath, removePins } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
 import { escapeControl, layout, outputWidth, printJson } from './format.js';
 import { pinStateDir } from './pin.js';
-import { resolveSessionKey } from '../prune/session-key.js';
+import { resolveSessionKey } from '../picoclaw/session-key.js';
 
 /**
  * `picoclaw-guard unpin KEY`: end a pin; the next pass decides on the session by the policy again.

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { HISTORY_FILE } from '../state/history.js';
-import type { PruneReport } from '../prune/report.js';
-import { firstOf, type SessionList } from '../prune/report-sessions.js';
+import type { PruneReport } from '../prune/report/report.js';
+import { firstOf, type SessionList } from '../prune/report/sessions.js';
 
 /**
  * What the daemon keeps of a pass's report for GET /prune. A pass over 20,000 sessions

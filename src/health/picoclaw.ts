@@ -3,7 +3,7 @@ import { errnoCode } from '../errors.js';
 import { probeGateway, type GatewayStateName, type ProbeResult } from '../picoclaw/gateway.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes } from '../picoclaw/seahorse.js';
-import { classifyEntry } from '../picoclaw/sessions.js';
+import { classifyEntry } from '../picoclaw/inventory/sessions.js';
 import { readHistory } from '../state/history.js';
 import { noData, type Section } from './types.js';
 

@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { errnoCode, errorMessage } from '../errors.js';
 import { fsyncDir } from '../io/atomic.js';
-import { keptParts, partPath } from '../picoclaw/log-parts.js';
+import { keptParts, partPath } from '../picoclaw/gatewaylog/parts.js';
 import {
   CollapseError,
   collapseBlock,

@@ -5,7 +5,7 @@ import { tryLock } from '../io/lock.js';
 import { probedBefore } from './collapse.js';
 import { cutLog, resumeCut, type CutContext, type CutOutcome, type Resumed } from './cut.js';
 import { journalPath, readJournal } from './journal.js';
-import { keptParts } from '../picoclaw/log-parts.js';
+import { keptParts } from '../picoclaw/gatewaylog/parts.js';
 
 export {
   cutLog,

@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { ExitCode, GuardError, errnoCode } from '../errors.js';
-import { MAX_LINE_BYTES } from './jsonl-tail.js';
+import { MAX_LINE_BYTES } from './inventory/jsonl-tail.js';
 
 /**
  * A session's .jsonl read forwards, one line at a time, never whole: a chat under seahorse is

@@ -1,7 +1,7 @@
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { trustFor } from '../startup-model/fit.js';
 import { bootstrapDir, learn } from '../startup-model/learn.js';
-import type { BootstrapInput } from './bootstrap-cap.js';
+import type { BootstrapInput } from './plan/bootstrap-cap.js';
 
 /**
  * The planner's input for max_bootstrap_seconds: the model learnt from the samples in the

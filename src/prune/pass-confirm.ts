@@ -1,8 +1,8 @@
 import { ExitCode, GuardError } from '../errors.js';
 import { placePaths, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
-import type { Inventory } from '../picoclaw/inventory.js';
-import type { Plan } from './plan.js';
-import { planVerdicts, type VerdictCount } from './report-summary.js';
+import type { Inventory } from '../picoclaw/inventory/inventory.js';
+import type { Plan } from './plan/plan.js';
+import { planVerdicts, type VerdictCount } from './report/summary.js';
 
 /**
  * What a pass shows before it deletes: the prompt's summary (the same the report starts with) and the

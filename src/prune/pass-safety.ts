@@ -2,11 +2,11 @@ import { realpathSync } from 'node:fs';
 import { ExitCode, GuardError, diskFault, errnoCode, errorMessage } from '../errors.js';
 import { fileId } from '../io/file-id.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
-import { finishInterrupted, interruptedNote, type Interrupted } from './finish-interrupted.js';
+import { finishInterrupted, interruptedNote, type Interrupted } from './apply/finish-interrupted.js';
 import { busyTimeoutMs } from './pass-seahorse.js';
-import type { Plan } from './plan.js';
-import type { PruneReport } from './report.js';
-import type { SessionList } from './report-sessions.js';
+import type { Plan } from './plan/plan.js';
+import type { PruneReport } from './report/report.js';
+import type { SessionList } from './report/sessions.js';
 
 /**
  * What a pass does about the disk and about an earlier pass that did not finish: the key its state

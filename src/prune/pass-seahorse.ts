@@ -1,8 +1,8 @@
 import { accessSync, constants, existsSync } from 'node:fs';
-import { autoVacuumMode, shrinkAllowed } from './shrink.js';
+import { autoVacuumMode, shrinkAllowed } from './apply/shrink.js';
 import { ExitCode, GuardError, errnoCode, errorMessage, type ExitCodeValue } from '../errors.js';
 import type { Database } from '../io/sqlite.js';
-import type { Inventory } from '../picoclaw/inventory.js';
+import type { Inventory } from '../picoclaw/inventory/inventory.js';
 import {
   hasFts5Trigram,
   openSeahorseRead,
@@ -11,10 +11,10 @@ import {
   readPages,
   withWalkCache,
 } from '../picoclaw/seahorse.js';
-import type { DbFacts } from './plan.js';
+import type { DbFacts } from './plan/plan.js';
 import type { Policy } from './policy.js';
-import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './write-lock.js';
-import { APPLY_CACHE_KIB } from './apply.js';
+import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './apply/write-lock.js';
+import { APPLY_CACHE_KIB } from './apply/apply.js';
 
 /**
  * A pass's seahorse.db: opened read-only for a plan, read-write and checked for apply (writable,
@@ -109,7 +109,7 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
       }
       const p = readPages(db);
       // Offline, each session's share of the file is also what decides whether a VACUUM is worth its writes;
-      // online on a converted database, whether the shrink merges the FTS index first (src/prune/shrink.ts).
+      // online on a converted database, whether the shrink merges the FTS index first (src/prune/apply/shrink.ts).
       const wantShares =
         needContent ||
         (o.values.vacuum && (!o.online || o.forceVacuum)) ||
@@ -203,7 +203,7 @@ function ftsUnusable(db: Database): string | null {
 /**
  * Take and release the write lock once: a writer that holds it past the busy timeout skips
  * the pass. Online, the lock is taken the way every deletion takes it (at a quiet moment, never
- * from SQLite's busy handler: src/prune/write-lock.ts), so the probe cannot fail a gateway turn either.
+ * from SQLite's busy handler: src/prune/apply/write-lock.ts), so the probe cannot fail a gateway turn either.
  */
 function writeLockBusy(db: Database, online: boolean, timeoutMs: number): string | null {
   try {

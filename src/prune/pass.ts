@@ -8,24 +8,24 @@ import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
-import { buildInventory, releaseAliases } from '../picoclaw/inventory.js';
-import { applyPlan, type ApplyOptions, type ApplyResult } from './apply.js';
-import { archiveDirProblem, refuseArchiveInSessions } from './archive-pass.js';
+import { buildInventory, releaseAliases } from '../picoclaw/inventory/inventory.js';
+import { applyPlan, type ApplyOptions, type ApplyResult } from './apply/apply.js';
+import { archiveDirProblem, refuseArchiveInSessions } from './apply/archive-step.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { homePins, keptByPinSince, pinsPath, type Pin } from '../state/pins.js';
 import { appendHistory } from '../state/history.js';
 import { recordClockConfirmed } from '../state/clock-confirmed.js';
-import { planPrune, type Plan, type PlanInput } from './plan.js';
-import { groupSessions } from './plan-groups.js';
-import { planWarnings } from './plan-warnings.js';
-import { selectForDelete, type Selection } from './plan-select.js';
+import { planPrune, type Plan, type PlanInput } from './plan/plan.js';
+import { groupSessions } from './plan/groups.js';
+import { planWarnings } from './plan/warnings.js';
+import { selectForDelete, type Selection } from './plan/select.js';
 import { policyValues, resolvePolicy, type PolicyKey, type ResolvedPolicy } from './policy.js';
-import { buildReportOf, type PruneReport } from './report.js';
+import { buildReportOf, type PruneReport } from './report/report.js';
 import { confirmInput, dbBytesOf, NOT_CONFIRMED, whereOrRefuse, type ConfirmInput } from './pass-confirm.js';
 
 export { NOT_CONFIRMED, outsideHomeRefusal, type ConfirmInput, type DbSummary } from './pass-confirm.js';
-import { lockPathFor } from './pass-lock.js';
-import type { SessionEntries, SessionList } from './report-sessions.js';
+import { lockPathFor } from '../state/pass-lock.js';
+import type { SessionEntries, SessionList } from './report/sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { readSizeEstimate, scaledEstimate, writeSizeEstimate, type SizeEstimate } from '../state/size-estimate.js';
 import { bootstrapInput } from './bootstrap-input.js';
@@ -78,7 +78,7 @@ export interface PassOptions {
   noArchivePaths?: boolean;
   /** The report's sessions are made as they are read (see runPrunePass). */
   streamSessions?: boolean;
-  /** `delete KEY`: the plan narrowed to this one alias group (src/prune/plan-select.ts). */
+  /** `delete KEY`: the plan narrowed to this one alias group (src/prune/plan/select.ts). */
   only?: Selection;
   /** Refuse an apply whose folders lie outside a --home (`prune`, unless --allow-outside-home): ./pass-confirm.ts. */
   refuseOutsideHome?: boolean;

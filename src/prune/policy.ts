@@ -21,7 +21,7 @@ export interface Policy {
   vacuum: boolean;
   archive_dir: string | null;
   /**
-   * The guard's own keys beyond PicoClaw's (src/prune/cron.ts, src/startup-model/): 0 / true = PicoClaw's behaviour.
+   * The guard's own keys beyond PicoClaw's (./plan/cron.ts, src/startup-model/): 0 / true = PicoClaw's behaviour.
    */
   cron_keep_runs: number;
   cron_max_age_days: number;
@@ -33,7 +33,7 @@ export interface Policy {
    */
   schedule: string | null;
   schedule_timezone: string | null;
-  /** To auto_vacuum INCREMENTAL at an offline VACUUM, then space given back online (src/prune/shrink.ts). */
+  /** To auto_vacuum INCREMENTAL at an offline VACUUM, then space given back online (src/prune/apply/shrink.ts). */
   shrink_online: boolean;
 }
 

@@ -1,5 +1,5 @@
 import { errnoCode } from '../errors.js';
-import { Level } from '../picoclaw/gatewaylog.js';
+import { Level } from '../picoclaw/gatewaylog/gatewaylog.js';
 import { LineFramer } from './framer.js';
 import { adviceFor, inputNotes } from './notes.js';
 import { DuplicatePairer } from './pairing.js';
@@ -16,7 +16,7 @@ import { newLineCounts, type AnalyzeOptions, type LogSource, type StartupReport 
  * the log allows for it (docs/picoclaw.md#the-startup-bootstrap, docs/picoclaw.md#startup-messages).
  *
  * The log is streamed in fixed-size chunks: memory stays constant whatever the file's size
- * (the restarts kept are capped too). Each line gets a cheap scan (src/picoclaw/gatewaylog.ts);
+ * (the restarts kept are capped too). Each line gets a cheap scan (src/picoclaw/gatewaylog/gatewaylog.ts);
  * only marker lines, and WARN lines inside a bootstrap, are decoded and parsed.
  *
  * The pipeline: source (chunks) → framer (lines) → router (which lines to parse) → pairing

@@ -10,12 +10,12 @@ import {
   type LevelValue,
   type LineFormatValue,
   type MarkerValue,
-} from '../picoclaw/gatewaylog.js';
+} from '../picoclaw/gatewaylog/gatewaylog.js';
 import type { LineCounts } from './types.js';
 
 /**
  * The line framer: chunks in, lines out, each with its format, level and marker from a cheap
- * scan (src/picoclaw/gatewaylog.ts). zerolog JSON lines take the byte-level path: level and
+ * scan (src/picoclaw/gatewaylog/gatewaylog.ts). zerolog JSON lines take the byte-level path: level and
  * message are read in place and nothing is decoded unless the message is a marker. A line cut
  * by a chunk boundary is joined from a copy (never whole chunks); a line over 1 MiB is skipped.
  * Counts each line's format in `lines` (json, console, journald, text, binary, empty, torn,

@@ -1,4 +1,4 @@
-import { LineFormat, type LevelValue, type MarkerValue, type ParsedLine } from '../picoclaw/gatewaylog.js';
+import { LineFormat, type LevelValue, type MarkerValue, type ParsedLine } from '../picoclaw/gatewaylog/gatewaylog.js';
 import type { LineCounts } from './types.js';
 
 /**

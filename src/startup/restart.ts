@@ -1,4 +1,10 @@
-import { Level, Marker, type LevelValue, type MarkerValue, type ParsedLine } from '../picoclaw/gatewaylog.js';
+import {
+  Level,
+  Marker,
+  type LevelValue,
+  type MarkerValue,
+  type ParsedLine,
+} from '../picoclaw/gatewaylog/gatewaylog.js';
 import type { T } from './times.js';
 import type { GapCounts, RestartEnd } from './types.js';
 

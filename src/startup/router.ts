@@ -8,7 +8,7 @@ import {
   type LevelValue,
   type LineFormatValue,
   type MarkerValue,
-} from '../picoclaw/gatewaylog.js';
+} from '../picoclaw/gatewaylog/gatewaylog.js';
 import type { LineSink } from './framer.js';
 import type { DuplicatePairer } from './pairing.js';
 import { Phase, STAGE } from './restart.js';

@@ -2,7 +2,7 @@ import { lstatSync, opendirSync, type Dir, type Stats } from 'node:fs';
 import { readSmallFile } from '../io/smallfile.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { dbFileBytes, openSeahorseRead } from '../picoclaw/seahorse.js';
-import { classifyEntry, JSONL_SUFFIX, META_SUFFIX, parseMeta } from '../picoclaw/sessions.js';
+import { classifyEntry, JSONL_SUFFIX, META_SUFFIX, parseMeta } from '../picoclaw/inventory/sessions.js';
 
 /**
  * The sessions on the board now, as `startup` shows them beside the restarts: per agent a

@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { createGunzip } from 'node:zlib';
 import { errnoCode } from '../errors.js';
 import { openRegular } from '../io/regular-file.js';
-import { keptParts } from '../picoclaw/log-parts.js';
+import { keptParts } from '../picoclaw/gatewaylog/parts.js';
 import type { LogSource } from './types.js';
 
 /**

@@ -1,4 +1,4 @@
-import { Level } from '../picoclaw/gatewaylog.js';
+import { Level } from '../picoclaw/gatewaylog/gatewaylog.js';
 import { LEVEL_BIT, Phase, type RestartState } from './restart.js';
 import { collate } from '../io/collate.js';
 import { timeText, type T } from './times.js';

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { ConsoleClock, formatInstant, LineFormat, type ParsedLine } from '../picoclaw/gatewaylog.js';
+import { ConsoleClock, formatInstant, LineFormat, type ParsedLine } from '../picoclaw/gatewaylog/gatewaylog.js';
 import type { AnalyzeOptions, StartupReport } from './types.js';
 
 /**

@@ -5,7 +5,7 @@ import {
   type LevelValue,
   type MarkerValue,
   type ParsedLine,
-} from '../picoclaw/gatewaylog.js';
+} from '../picoclaw/gatewaylog/gatewaylog.js';
 import { LEVEL_BIT, loggedInDetail, newRestart, Phase, STAGE, startLabel, type RestartState } from './restart.js';
 import type { T } from './times.js';
 import type { RestartEnd } from './types.js';

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { byActivity } from '../../src/commands/sessions.js';
-import type { SessionRecord } from '../../src/picoclaw/inventory.js';
+import type { SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
 import { collate, rootAsciiCompare } from '../../src/io/collate.js';
 
 const COLLATE = fileURLToPath(new URL('../../dist/src/io/collate.js', import.meta.url));

@@ -4,7 +4,7 @@ import { inventoryJson, inventoryJsonLazy } from '../../src/commands/sessions.js
 import { LazyList, writeJson } from '../../src/commands/json-stream.js';
 import { fixedClock } from '../../src/io/clock.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';

@@ -3,7 +3,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapeControl, fitTable, formatBytes, layout, LayoutWriter, outputWidth } from '../../src/commands/format.js';
-import { roomForVacuum } from '../../src/prune/vacuum.js';
+import { roomForVacuum } from '../../src/prune/apply/vacuum.js';
 import { buildSampleHome, type SampleHome } from '../../dev/sample/builder.js';
 import { board } from '../health/boards.js';
 import { runCli } from '../support/cli.js';

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { summarizeReport } from '../../src/daemon/pass-summary.js';
-import type { PruneReport } from '../../src/prune/report.js';
-import { SessionEntries } from '../../src/prune/report-sessions.js';
+import type { PruneReport } from '../../src/prune/report/report.js';
+import { SessionEntries } from '../../src/prune/report/sessions.js';
 
 type Entry = PruneReport['sessions'][number];
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { agentTotals } from '../../src/commands/sessions.js';
 import { countSessions, readPicoClaw } from '../../src/health/picoclaw.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import { appendHistory } from '../../src/state/history.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import { tempDir } from '../support/tmp.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatBytes, WHOLE_MIB } from '../../src/io/bytes.js';
-import { ARCHIVE_BYTES } from '../../src/prune/archive-fields.js';
+import { ARCHIVE_BYTES } from '../../src/archive/fields.js';
 
 const MiB = 1024 * 1024;
 /** Byte counts from 0 to past a TiB, whole and fractional (estimates are fractions). */

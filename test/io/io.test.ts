@@ -9,7 +9,7 @@ import { tryLock } from '../../src/io/lock.js';
 import { resolveStateDir } from '../../src/io/statedir.js';
 import { GuardError } from '../../src/errors.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { lockPathFor } from '../../src/prune/pass-lock.js';
+import { lockPathFor } from '../../src/state/pass-lock.js';
 import { tempDir } from '../support/tmp.js';
 
 describe('writeFileAtomic', () => {

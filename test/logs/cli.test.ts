@@ -11,7 +11,7 @@ import {
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { keptParts } from '../../src/picoclaw/log-parts.js';
+import { keptParts } from '../../src/picoclaw/gatewaylog/parts.js';
 import { runCli } from '../support/cli.js';
 import { skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';

@@ -13,7 +13,7 @@ import {
   type CutStep,
 } from '../../src/logs/index.js';
 import { ExitCode, GuardError } from '../../src/errors.js';
-import { keptParts } from '../../src/picoclaw/log-parts.js';
+import { keptParts } from '../../src/picoclaw/gatewaylog/parts.js';
 import { requireRoot, skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 import { AppendWriter, childWriter, numbersOf } from './support.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { keptParts } from '../../src/picoclaw/log-parts.js';
+import { keptParts } from '../../src/picoclaw/gatewaylog/parts.js';
 
 /**
  * A numbered log and the check that nothing was lost: line n carries `"n":n`, so after any

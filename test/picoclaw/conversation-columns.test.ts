@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/io/sqlite.js';
-import { ConversationColumns } from '../../src/picoclaw/conversation-columns.js';
+import { ConversationColumns } from '../../src/picoclaw/inventory/conversation-columns.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import type { ConversationStat } from '../../src/picoclaw/seahorse.js';
 import { addConversation, handHome, oneConversationEach, writeSession } from '../support/home.js';
 import { heldPerSession } from '../support/heap.js';

@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFile
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import { opaqueKey } from '../../src/picoclaw/seahorse.js';
 import { parseGoTime } from '../../src/picoclaw/time.js';
 import { buildSampleHome } from '../../dev/sample/builder.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { KeyClaims, groupKeys, keyHash } from '../../src/picoclaw/key-claims.js';
+import { KeyClaims, groupKeys, keyHash } from '../../src/picoclaw/inventory/key-claims.js';
 
 /** What the claims stand for: every session that lists the key among its group keys, in order. */
 const naive = (sessions: { key: string | null; aliases: string[] }[], agentIds: string[], key: string) =>

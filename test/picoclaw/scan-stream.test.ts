@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { withSmallFile, readSmallFile } from '../../src/io/smallfile.js';
-import { classifyEntry, parseMeta, scanStore, type StoredSession } from '../../src/picoclaw/sessions.js';
+import { classifyEntry, parseMeta, scanStore, type StoredSession } from '../../src/picoclaw/inventory/sessions.js';
 import { tempDir } from '../support/tmp.js';
 import { settledHeapData } from '../support/heap.js';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countSessions } from '../../src/health/picoclaw.js';
-import { classifyEntry, scanStore } from '../../src/picoclaw/sessions.js';
+import { classifyEntry, scanStore } from '../../src/picoclaw/inventory/sessions.js';
 import { tempDir } from '../support/tmp.js';
 
 describe('which names are session files', () => {

@@ -2,8 +2,8 @@ import { mkdirSync, statSync, symlinkSync, writeFileSync, copyFileSync, readdirS
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readLastLine } from '../../src/picoclaw/jsonl-tail.js';
-import { scanStore } from '../../src/picoclaw/sessions.js';
+import { readLastLine } from '../../src/picoclaw/inventory/jsonl-tail.js';
+import { scanStore } from '../../src/picoclaw/inventory/sessions.js';
 import { tempDir } from '../support/tmp.js';
 
 const REAL = join(import.meta.dirname, '../fixtures/real-picoclaw-capture/sessions');

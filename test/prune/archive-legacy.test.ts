@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LegacyDocParser, StreamedData } from '../../src/prune/archive-legacy.js';
+import { LegacyDocParser, StreamedData } from '../../src/archive/legacy.js';
 
 /** Parse text cut into pieces at the given points; the streamed strings' bytes by role. */
 function parse(text: string, cuts: number[]): { doc: unknown; data: Map<string, Buffer> } {

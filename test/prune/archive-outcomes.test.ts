@@ -2,14 +2,20 @@ import { closeSync, existsSync, openSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
-import { applyPlan, GroupOutcomes, newApplyResult, type ApplyResult, type Outcome } from '../../src/prune/apply.js';
-import { PassArchiver } from '../../src/prune/archive-pass.js';
-import { archiveBuffersHeld, GzipTarWriter } from '../../src/prune/archive-tar.js';
-import { planPrune, type Plan } from '../../src/prune/plan.js';
+import {
+  applyPlan,
+  GroupOutcomes,
+  newApplyResult,
+  type ApplyResult,
+  type Outcome,
+} from '../../src/prune/apply/apply.js';
+import { PassArchiver } from '../../src/prune/apply/archive-step.js';
+import { archiveBuffersHeld, GzipTarWriter } from '../../src/archive/tar.js';
+import { planPrune, type Plan } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
-import { buildReport } from '../../src/prune/report.js';
+import { buildReport } from '../../src/prune/report/report.js';
 import { renderPruneText } from '../../src/commands/prune.js';
 import { collidingAgents, handHome, type HandSession } from '../support/home.js';
 import { NOW, offlineApply } from '../support/plan-input.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ARCHIVE_SUFFIX, archivePath, homeTag } from '../../src/prune/archive.js';
+import { ARCHIVE_SUFFIX, archivePath, homeTag } from '../../src/archive/archive.js';
 import { settledHeapData } from '../support/heap.js';
 
 const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, '');

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/io/sqlite.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
-import { writeRows } from '../../src/prune/archive-rows.js';
-import { SeahorseDeleter } from '../../src/prune/seahorse-delete.js';
+import { writeRows } from '../../src/archive/rows.js';
+import { SeahorseDeleter } from '../../src/prune/apply/seahorse-delete.js';
 import { addConversation, handHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 

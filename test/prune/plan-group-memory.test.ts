@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
-import { planPrune, type Plan } from '../../src/prune/plan.js';
-import { groupCronJob } from '../../src/prune/cron.js';
-import { smallest } from '../../src/prune/plan-groups.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
+import { planPrune, type Plan } from '../../src/prune/plan/plan.js';
+import { groupCronJob } from '../../src/prune/plan/cron.js';
+import { smallest } from '../../src/prune/plan/groups.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import type { ConversationStat } from '../../src/picoclaw/seahorse.js';
 import { heldPerSession } from '../support/heap.js';

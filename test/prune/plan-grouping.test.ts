@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { groupKeys, type SessionRecord } from '../../src/picoclaw/inventory.js';
-import { groupSessions, memberList, type GroupMembers } from '../../src/prune/plan-groups.js';
-import { planPrune, type PlanInput } from '../../src/prune/plan.js';
+import { groupKeys, type SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
+import { groupSessions, memberList, type GroupMembers } from '../../src/prune/plan/groups.js';
+import { planPrune, type PlanInput } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { NO_DB, NOW, rec } from '../support/plan-input.js';
 

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { OrphanConversation, SessionRecord } from '../../src/picoclaw/inventory.js';
-import type { BootstrapInput } from '../../src/prune/bootstrap-cap.js';
-import { cronJobId } from '../../src/prune/cron.js';
-import { planPrune, type Plan } from '../../src/prune/plan.js';
+import type { OrphanConversation, SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
+import type { BootstrapInput } from '../../src/prune/plan/bootstrap-cap.js';
+import { cronJobId } from '../../src/prune/plan/cron.js';
+import { planPrune, type Plan } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY, type Policy } from '../../src/prune/policy.js';
 import { DAY, NO_DB, NOW, rec, verdicts, withPermutation } from '../support/plan-input.js';
 import { MIB, predictGap, type BootstrapModel, type Trust } from '../../src/startup-model/fit.js';

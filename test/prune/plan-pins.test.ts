@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SessionRecord } from '../../src/picoclaw/inventory.js';
-import { planPrune, type DbFacts, type Plan, type PlanPin } from '../../src/prune/plan.js';
+import type { SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
+import { planPrune, type DbFacts, type Plan, type PlanPin } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY, type Policy } from '../../src/prune/policy.js';
-import { planWarnings } from '../../src/prune/plan-warnings.js';
+import { planWarnings } from '../../src/prune/plan/warnings.js';
 import { NO_DB, NOW, rec, verdicts } from '../support/plan-input.js';
 
 /**

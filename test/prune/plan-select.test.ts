@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GuardError } from '../../src/errors.js';
-import { planPrune, type PlanPin } from '../../src/prune/plan.js';
-import { selectForDelete } from '../../src/prune/plan-select.js';
+import { planPrune, type PlanPin } from '../../src/prune/plan/plan.js';
+import { selectForDelete } from '../../src/prune/plan/select.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { NOW, rec } from '../support/plan-input.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { OrphanConversation, SessionRecord } from '../../src/picoclaw/inventory.js';
-import { planPrune, type DbFacts, type Plan } from '../../src/prune/plan.js';
+import type { OrphanConversation, SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
+import { planPrune, type DbFacts, type Plan } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY, type Policy } from '../../src/prune/policy.js';
 import { DAY, NO_DB, NOW, rec, verdicts, withPermutation } from '../support/plan-input.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { newApplyResult, type ApplyResult } from '../../src/prune/apply.js';
-import { buildReport, type ReportInput } from '../../src/prune/report.js';
+import { newApplyResult, type ApplyResult } from '../../src/prune/apply/apply.js';
+import { buildReport, type ReportInput } from '../../src/prune/report/report.js';
 import { plannedHome, reportInput, sampleReportHome } from '../support/report-input.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { writeJson } from '../../src/commands/json-stream.js';
-import { newApplyResult, type ApplyResult } from '../../src/prune/apply.js';
-import { buildReport, buildStreamedReport } from '../../src/prune/report.js';
+import { newApplyResult, type ApplyResult } from '../../src/prune/apply/apply.js';
+import { buildReport, buildStreamedReport } from '../../src/prune/report/report.js';
 import { heldPerSession } from '../support/heap.js';
 import { oneConversationEach } from '../support/home.js';
 import { plannedHome, reportInput, sampleReportHome } from '../support/report-input.js';

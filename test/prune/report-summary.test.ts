@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { layoutToString } from '../../src/commands/format.js';
 import { reasonText } from '../../src/commands/prune.js';
 import { deleteTotals, writeSummary } from '../../src/commands/prune-summary.js';
-import { VerdictTally } from '../../src/prune/report-summary.js';
+import { VerdictTally } from '../../src/prune/report/summary.js';
 
 /**
  * Invariant: the summary counts every session once, under its verdict, with its bytes, whatever the

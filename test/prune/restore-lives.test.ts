@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../src/prune/archive-read.js';
+import { inspectArchive } from '../../src/archive/read.js';
 import { runCli } from '../support/cli.js';
 import { tempDir } from '../support/tmp.js';
 import { live, prune, world, type World } from '../support/restore-world.js';

@@ -14,10 +14,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { tryLock } from '../../src/io/lock.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { lockPathFor } from '../../src/prune/pass-lock.js';
-import { inspectArchive } from '../../src/prune/archive-read.js';
-import { restoreArchives, type RestoreResult } from '../../src/prune/restore.js';
-import { RESTORE_STEPS, RESTORE_TMP_PREFIX, type RestoreStep } from '../../src/prune/restore-write.js';
+import { lockPathFor } from '../../src/state/pass-lock.js';
+import { inspectArchive } from '../../src/archive/read.js';
+import { restoreArchives, type RestoreResult } from '../../src/archive/restore.js';
+import { RESTORE_STEPS, RESTORE_TMP_PREFIX, type RestoreStep } from '../../src/archive/restore-write.js';
 import { live, prune, sessionFiles, world, type World } from '../support/restore-world.js';
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sharedClaims } from '../../src/prune/plan-group.js';
-import type { PlanGroup } from '../../src/prune/plan.js';
+import { sharedClaims } from '../../src/prune/plan/group.js';
+import type { PlanGroup } from '../../src/prune/plan/plan.js';
 
 /** The planner's rule spelled out: a conversation claimed by members of two or more groups, with their ids in order. */
 function naive(groups: { id: number; members: { conversations: { conversationId: number }[] }[] }[]) {

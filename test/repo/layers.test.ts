@@ -15,7 +15,7 @@ const LAYERS: string[][] = [
   ['picoclaw'],
   ['state'],
   ['health', 'startup', 'logs'],
-  ['startup-model'],
+  ['startup-model', 'archive'],
   ['prune', 'metrics', 'notify'],
   ['daemon', 'install'],
   ['commands'],

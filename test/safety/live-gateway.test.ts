@@ -29,7 +29,7 @@ describe('a live gateway', () => {
       turnGapMs: 120,
       oldShare: 0.3,
       // seahorse.db as the pre-start pass's VACUUM leaves it with shrink_online (the default): every online
-      // pass gives its free pages back in short steps under the same write lock (src/prune/shrink.ts).
+      // pass gives its free pages back in short steps under the same write lock (src/prune/apply/shrink.ts).
       shrink: true,
     });
     // The figures the issue asks for (longest guard write lock, slowest gateway write with and without a pass).

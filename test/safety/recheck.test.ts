@@ -4,12 +4,12 @@ import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
 import { sqlite, type Database } from '../../src/io/sqlite.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import { openSeahorseWrite } from '../../src/picoclaw/seahorse.js';
-import { applyPlan, type ApplyOptions } from '../../src/prune/apply.js';
-import { planPrune } from '../../src/prune/plan.js';
+import { applyPlan, type ApplyOptions } from '../../src/prune/apply/apply.js';
+import { planPrune } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
-import { SeahorseDeleter } from '../../src/prune/seahorse-delete.js';
+import { SeahorseDeleter } from '../../src/prune/apply/seahorse-delete.js';
 import { addConversation, dumpSeahorse, handHome, integrity, type HandSession } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RESTORE_STEPS, RESTORE_TMP_PREFIX } from '../../src/prune/restore-write.js';
+import { RESTORE_STEPS, RESTORE_TMP_PREFIX } from '../../src/archive/restore-write.js';
 import { assertBuilt, runCli } from '../support/cli.js';
 import { repoRoot } from '../support/crash.js';
 import { live, prune, sessionFiles, world, type World } from '../support/restore-world.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RESTORE_TMP_PREFIX } from '../../src/prune/restore-write.js';
+import { RESTORE_TMP_PREFIX } from '../../src/archive/restore-write.js';
 import { runCli } from '../support/cli.js';
 import { live, prune, sessionFiles, world } from '../support/restore-world.js';
 import { requireRoot, skipWithReason } from '../support/skip.js';

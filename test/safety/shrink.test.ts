@@ -12,7 +12,7 @@ import { dailyHome, integrity } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
- * Online shrink (src/prune/shrink.ts): seahorse.db is converted to auto_vacuum INCREMENTAL only by
+ * Online shrink (src/prune/apply/shrink.ts): seahorse.db is converted to auto_vacuum INCREMENTAL only by
  * a VACUUM that runs with the gateway stopped, once; from then on an online pass gives the free
  * pages back in short steps under the quiet-moment write lock, beside a gateway that keeps writing.
  */

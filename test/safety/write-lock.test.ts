@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
 import { runPrunePass } from '../../src/prune/pass.js';
-import { GatewayBusy, WriteLock } from '../../src/prune/write-lock.js';
+import { GatewayBusy, WriteLock } from '../../src/prune/apply/write-lock.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { dailyHome } from '../support/home.js';
 import { tempDir } from '../support/tmp.js';

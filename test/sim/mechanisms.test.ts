@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/io/clock.js';
-import { parseMeta } from '../../src/picoclaw/sessions.js';
+import { parseMeta } from '../../src/picoclaw/inventory/sessions.js';
 import { runPrunePass, type PassOptions } from '../../src/prune/pass.js';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { downGateway } from '../support/gateway-state.js';

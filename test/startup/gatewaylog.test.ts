@@ -20,7 +20,7 @@ import {
   parseLine,
   scanLine,
   splitConsoleMessage,
-} from '../../src/picoclaw/gatewaylog.js';
+} from '../../src/picoclaw/gatewaylog/gatewaylog.js';
 import { sampleGatewayEvents } from '../../dev/sample/gateway-events.js';
 import { renderConsoleLine, renderJsonLine } from '../../dev/sample/gatewaylog.js';
 import { scenario } from './scenario.js';

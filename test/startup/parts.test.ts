@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { boundLogs } from '../../src/logs/index.js';
-import { keptParts } from '../../src/picoclaw/log-parts.js';
+import { keptParts } from '../../src/picoclaw/gatewaylog/parts.js';
 import { analyzeStartupLog, type StartupReport } from '../../src/startup/index.js';
 import { skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { discoverHome } from '../../src/picoclaw/home.js';
-import { buildInventory } from '../../src/picoclaw/inventory.js';
+import { buildInventory } from '../../src/picoclaw/inventory/inventory.js';
 import { agentTotals } from '../../src/commands/sessions.js';
 import { sessionsNow } from '../../src/startup/sessions-now.js';
 import { readSmallFile } from '../../src/io/smallfile.js';

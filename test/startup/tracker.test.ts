@@ -6,7 +6,7 @@ import {
   type LevelValue,
   type MarkerValue,
   type ParsedLine,
-} from '../../src/picoclaw/gatewaylog.js';
+} from '../../src/picoclaw/gatewaylog/gatewaylog.js';
 import { Phase } from '../../src/startup/restart.js';
 import { toEntry } from '../../src/startup/spans.js';
 import type { T } from '../../src/startup/times.js';

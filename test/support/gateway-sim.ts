@@ -466,7 +466,7 @@ export interface LiveOptions {
   oldShare: number;
   /**
    * seahorse.db converted to auto_vacuum INCREMENTAL before the run (as the pre-start pass's VACUUM
-   * does with shrink_online): every online pass then gives the free pages back (src/prune/shrink.ts).
+   * does with shrink_online): every online pass then gives the free pages back (src/prune/apply/shrink.ts).
    */
   shrink?: boolean;
   onPass?: (p: PassLog) => void;

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import type { SessionRecord } from '../../src/picoclaw/inventory.js';
+import type { SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
 import type { Database } from '../../src/io/sqlite.js';
-import type { ApplyOptions } from '../../src/prune/apply.js';
-import type { DbFacts, Plan } from '../../src/prune/plan.js';
+import type { ApplyOptions } from '../../src/prune/apply/apply.js';
+import type { DbFacts, Plan } from '../../src/prune/plan/plan.js';
 
 /** Shared by the planner's tests: a fixed clock, no database, hand-made session records. */
 export const DAY = 86_400_000;

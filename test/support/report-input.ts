@@ -1,9 +1,9 @@
 import { discoverHome, type PicoClawHome } from '../../src/picoclaw/home.js';
-import { buildInventory, type Inventory } from '../../src/picoclaw/inventory.js';
-import type { ApplyResult } from '../../src/prune/apply.js';
-import { planPrune, type Plan } from '../../src/prune/plan.js';
+import { buildInventory, type Inventory } from '../../src/picoclaw/inventory/inventory.js';
+import type { ApplyResult } from '../../src/prune/apply/apply.js';
+import { planPrune, type Plan } from '../../src/prune/plan/plan.js';
 import { policyValues, resolvePolicy, type ResolvedPolicy } from '../../src/prune/policy.js';
-import type { ReportInput } from '../../src/prune/report.js';
+import type { ReportInput } from '../../src/prune/report/report.js';
 import { handHome } from './home.js';
 import { tempDir } from './tmp.js';
 

@@ -1,0 +1,292 @@
+import { lstatSync, readdirSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
+import { errnoCode } from '../../errors.js';
+import { withSmallFile } from '../../io/smallfile.js';
+import { readLastLine, type TailIssue } from './jsonl-tail.js';
+import { goDecodeMeta } from './go-meta.js';
+import { parseGoTime, usable } from '../time.js';
+
+/**
+ * PicoClaw's JSONL session store as it lies on disk (pkg/memory/jsonl.go,
+ * docs/picoclaw.md#session-files): `<sanitized key>.jsonl` + `<sanitized key>.meta.json`.
+ *
+ * Only these two name shapes are ever sessions. `.tmp-*` (atomic-write temp files),
+ * `session-*.tmp`, legacy `*.json` and `*.json.migrated`, folders and symlinks never
+ * are, whatever their names. The real key is `meta.key`: sanitisation is not reversible.
+ * Nothing here writes.
+ */
+
+export const META_SUFFIX = '.meta.json';
+export const JSONL_SUFFIX = '.jsonl';
+
+export interface FileFacts {
+  path: string;
+  bytes: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+export interface MetaFacts {
+  key: string;
+  count: number | null;
+  skip: number | null;
+  createdAt: string | null;
+  updatedAt: string | null;
+  aliases: string[];
+  agentIdInScope: string | null;
+}
+
+export type Issue =
+  | 'meta_corrupt'
+  | 'meta_empty'
+  | 'meta_not_utf8'
+  | 'meta_no_key'
+  | 'meta_wrong_type'
+  | 'meta_unreadable'
+  | 'jsonl_missing'
+  | 'jsonl_unreadable'
+  | TailIssue
+  | 'jsonl_not_regular_file';
+
+export interface StoredSession {
+  /** meta.key, or null when the meta could not be read. */
+  key: string | null;
+  /** The sanitized file base name (without .meta.json / .jsonl). */
+  base: string;
+  dir: string;
+  meta: FileFacts | null;
+  jsonl: FileFacts | null;
+  parsedMeta: MetaFacts | null;
+  /** created_at of the last complete JSONL line, as written and as epoch ms. */
+  lastLineCreatedAt: string | null;
+  issues: Issue[];
+}
+
+export interface IgnoredEntry {
+  name: string;
+  why: 'symlink' | 'directory' | 'temp_file' | 'legacy_json' | 'not_a_regular_file';
+}
+
+export interface StoreScan {
+  dir: string;
+  exists: boolean;
+  /** Sessions: every `*.meta.json` (with or without its .jsonl). */
+  sessions: StoredSession[];
+  /** `.jsonl` files without a `.meta.json`: invisible to PicoClaw's ListSessions. */
+  orphanJsonl: FileFacts[];
+  ignored: IgnoredEntry[];
+  error: string | null;
+}
+
+function facts(path: string, st: Stats): FileFacts {
+  return { path, bytes: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Whether the bytes, read as Latin-1, are all white space to String.prototype.trim: tab, LF, VT,
+ * FF, CR, space and no-break space (0xA0). Checked in place: a copy of every meta as a string
+ * only to ask this was a fifth of what the scan allocated.
+ */
+function isBlank(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    if (!((c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0)) return false;
+  }
+  return true;
+}
+
+export function parseMeta(buf: Buffer): { meta: MetaFacts | null; issue: Issue | null } {
+  if (isBlank(buf)) return { meta: null, issue: 'meta_empty' };
+  let text: string;
+  try {
+    text = utf8.decode(buf);
+  } catch {
+    return { meta: null, issue: 'meta_not_utf8' };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { meta: null, issue: 'meta_corrupt' };
+  }
+  // Go's decoder decides (PicoClaw's ListSessions skips a meta json.Unmarshal rejects): ./go-meta.ts.
+  const go = goDecodeMeta(raw, text);
+  if ('wrong' in go) return { meta: null, issue: 'meta_wrong_type' };
+  const o = go.meta;
+  if (o.key === '') return { meta: null, issue: 'meta_no_key' };
+  const present = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+  const scope = typeof o.scope === 'object' && o.scope !== null ? (o.scope as Record<string, unknown>) : null;
+  return {
+    meta: {
+      key: o.key,
+      count: typeof present.count === 'number' ? o.count : null,
+      skip: typeof present.skip === 'number' ? o.skip : null,
+      createdAt: o.createdAt,
+      updatedAt: o.updatedAt,
+      aliases: o.aliases,
+      agentIdInScope: scope && typeof scope.agent_id === 'string' ? scope.agent_id : null,
+    },
+    issue: null,
+  };
+}
+
+export type EntryKind = 'meta' | 'jsonl' | 'temp' | 'legacy' | 'other';
+
+/**
+ * What a directory entry's name makes it: the only place that tells session files from
+ * the rest (the inventory and health's session count both ask here).
+ */
+export function classifyEntry(name: string): EntryKind {
+  if (name.startsWith('.tmp-') || (name.startsWith('session-') && name.endsWith('.tmp'))) return 'temp';
+  if (name.endsWith(META_SUFFIX) && name.length > META_SUFFIX.length) return 'meta';
+  if (name.endsWith(JSONL_SUFFIX) && name.length > JSONL_SUFFIX.length) return 'jsonl';
+  if (name.endsWith('.json') || name.endsWith('.json.migrated')) return 'legacy';
+  return 'other';
+}
+
+/** A lstat without the exception a vanished file would cost; null when it is gone. */
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Scan one sessions folder. Never fatal: problems are reported per file. With `onSession`,
+ * each session goes there as soon as it is read and `sessions` stays empty: the caller keeps
+ * what it needs and the rest is garbage while still young (cheap to collect, never promoted).
+ *
+ * The folder is walked once, in name order, and each file is looked at (one lstat) when its
+ * name comes up: a session is read and handed over at its `.meta.json`, whose `.jsonl` always
+ * sorts before it (`x.jsonl` < `x.meta.json`). What the scan holds is the list of names
+ * and the transcripts still waiting for their meta (normally one; at the end, the orphans),
+ * not a record per file of the folder.
+ */
+export function scanStore(dir: string, onSession?: (s: StoredSession) => void): StoreScan {
+  const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+    scan.exists = true;
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') scan.error = `cannot list ${dir}: ${errnoCode(err) ?? String(err)}`;
+    return scan;
+  }
+  names.sort();
+  // join(dir, name) for a name read from the folder (never '.', '..' or with a '/'), made once.
+  const prefix = join(dir, '_').slice(0, -1);
+  // The last transcript seen, by base, until its meta takes it or the next transcript comes up:
+  // 'bad' when the name is taken by a symlink or a folder (the meta then reports it). Almost
+  // always its meta is the very next name. Earlier ones still waiting (orphans, or names sorting
+  // in between) go to `earlier`, in name order.
+  let lastBase: string | null = null;
+  let last: FileFacts | 'bad' = 'bad';
+  const earlier = new Map<string, FileFacts | 'bad'>();
+  const wait = (base: string, j: FileFacts | 'bad'): void => {
+    if (lastBase !== null) earlier.set(lastBase, last);
+    lastBase = base;
+    last = j;
+  };
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
+    // Let each name go once read: the list of a large folder's names (about 100 bytes each) would
+    // otherwise live through the whole scan beside the records it becomes.
+    names[i] = '';
+    const kind = classifyEntry(name);
+    if (kind === 'other') continue;
+    if (kind === 'temp') {
+      scan.ignored.push({ name, why: 'temp_file' });
+      continue;
+    }
+    const path = prefix + name;
+    const st = lstatOrNull(path);
+    if (st === null) continue; // vanished between readdir and lstat
+    if (st.isSymbolicLink()) {
+      scan.ignored.push({ name, why: 'symlink' });
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      continue;
+    }
+    if (st.isDirectory()) {
+      scan.ignored.push({ name, why: 'directory' });
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      continue;
+    }
+    if (!st.isFile()) {
+      scan.ignored.push({ name, why: 'not_a_regular_file' });
+      // A FIFO or a device in a transcript's place is not "no transcript": its meta reports it.
+      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
+      continue;
+    }
+    if (kind === 'legacy') {
+      scan.ignored.push({ name, why: 'legacy_json' });
+      continue;
+    }
+    if (kind === 'jsonl') {
+      wait(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
+      continue;
+    }
+    const base = name.slice(0, -META_SUFFIX.length);
+    let j: FileFacts | 'bad' | undefined;
+    if (base === lastBase) {
+      j = last;
+      lastBase = null;
+    } else if ((j = earlier.get(base)) !== undefined) earlier.delete(base);
+    const s = readSession(dir, base, facts(path, st), j);
+    if (onSession) onSession(s);
+    else scan.sessions.push(s);
+  }
+  if (lastBase !== null) earlier.set(lastBase, last);
+  for (const j of earlier.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
+  return scan;
+}
+
+function readSession(dir: string, base: string, meta: FileFacts, j: FileFacts | 'bad' | undefined): StoredSession {
+  const s: StoredSession = {
+    key: null,
+    base,
+    dir,
+    meta,
+    jsonl: null,
+    parsedMeta: null,
+    lastLineCreatedAt: null,
+    issues: [],
+  };
+  try {
+    // The meta is parsed from the reader's own buffer: nothing of the file's bytes outlives this.
+    const { meta: m, issue } = withSmallFile(meta.path, 'meta', { noFollow: true }, parseMeta);
+    if (issue) s.issues.push(issue);
+    s.parsedMeta = m;
+    s.key = m?.key ?? null;
+  } catch {
+    s.issues.push('meta_unreadable');
+  }
+  if (j === 'bad') s.issues.push('jsonl_not_regular_file');
+  else if (j) {
+    s.jsonl = j;
+    try {
+      const last = readLastLine(j.path, j.bytes);
+      s.lastLineCreatedAt = last.createdAt;
+      if (last.issue) s.issues.push(last.issue);
+    } catch {
+      s.issues.push('jsonl_unreadable');
+    }
+  } else s.issues.push('jsonl_missing');
+  return s;
+}
+
+/** The newest usable time among the JSONL store's own signals, in epoch ms. */
+export function storeTimes(s: StoredSession): {
+  updatedAt: number | null;
+  createdAt: number | null;
+  lastLine: number | null;
+} {
+  return {
+    updatedAt: usable(parseGoTime(s.parsedMeta?.updatedAt)),
+    createdAt: usable(parseGoTime(s.parsedMeta?.createdAt)),
+    lastLine: usable(parseGoTime(s.lastLineCreatedAt)),
+  };
+}

@@ -1,0 +1,133 @@
+import type { SessionRecord } from '../../picoclaw/inventory/inventory.js';
+import type { Outcome } from './apply.js';
+import type { DeleteReason, PlanGroup } from '../plan/plan.js';
+
+/** A pass's outcome of each plan group, held as little as it can be (moved out of ./apply.ts as it was). */
+
+/** The reasons a group is deleted for, by code (see GroupOutcomes.archived); a reason not listed is stored whole. */
+const DELETE_REASONS: readonly DeleteReason[] = [
+  'max_age_days',
+  'max_sessions',
+  'max_db_size_mb',
+  'cron_keep_runs',
+  'cron_max_age_days',
+  'max_bootstrap_seconds',
+];
+
+/**
+ * Outcome per group id, read like a Map of every plan group. Only the outcomes that differ from
+ * the plan's action and reason (kept after all, an archive, a detail) are stored: a pass that deletes
+ * what it planned would otherwise hold one object per session, through the report, for nothing.
+ * A deletion archived where the pass archives its last member by default is not stored either: its
+ * path is made again when asked for (an object and a path per session: 4 MB over 18,000 deletions).
+ */
+export class GroupOutcomes extends Map<number, Outcome> {
+  private byId: Map<number, PlanGroup> | null = null;
+  /** Where the pass archives a session unless another archive holds that name (PassArchiver.defaultPath). */
+  private archivePath: ((s: SessionRecord) => string) | null = null;
+  /**
+   * Per group id that is its index in the plan: 0, or 1 + the DELETE_REASONS index of the reason it
+   * was deleted for, archived at its last member's default path.
+   */
+  private archived: Uint8Array | null = null;
+
+  constructor(private readonly planned: readonly PlanGroup[]) {
+    super();
+  }
+
+  private group(id: number): PlanGroup | undefined {
+    const g = this.planned[id];
+    if (g?.id === id) return g;
+    // Ids are indexes in a planner's plan; any other plan is looked up by id.
+    if (!this.byId) {
+      this.byId = new Map();
+      for (const x of this.planned) if (x) this.byId.set(x.id, x);
+    }
+    return this.byId.get(id);
+  }
+
+  /** The pass archives each deletion: an archive at a session's default path is kept as one byte. */
+  archivesAt(path: (s: SessionRecord) => string): void {
+    this.archivePath = path;
+  }
+
+  override get(id: number): Outcome | undefined {
+    const stored = super.get(id);
+    if (stored) return stored;
+    const g = this.group(id);
+    if (!g) return undefined;
+    const code = this.archived?.[id] ?? 0;
+    if (code > 0)
+      return { action: 'delete', reason: DELETE_REASONS[code - 1]!, archive: this.archivePath!(g.members.at(-1)!) };
+    return { action: g.action, reason: g.reason };
+  }
+
+  /** The code of o (see archived) when get(id) makes it again exactly from the group; otherwise 0. */
+  private archiveCode(id: number, g: PlanGroup, o: Outcome): number {
+    const last = g.members.at(-1);
+    if (!this.archivePath || this.planned[id] !== g || !last || o.archive === undefined) return 0;
+    if (o.action !== 'delete' || o.detail !== undefined || o.partial !== undefined) return 0;
+    const r = DELETE_REASONS.indexOf(o.reason as DeleteReason);
+    return r >= 0 && o.archive === this.archivePath(last) ? r + 1 : 0;
+  }
+
+  override set(id: number, o: Outcome): this {
+    const g = this.group(id);
+    const code = g ? this.archiveCode(id, g, o) : 0;
+    if (code > 0 || this.archived?.[id]) (this.archived ??= new Uint8Array(this.planned.length))[id] = code;
+    if (code > 0) {
+      super.delete(id);
+      return this;
+    }
+    const asPlanned =
+      g !== undefined &&
+      o.action === g.action &&
+      o.reason === g.reason &&
+      o.detail === undefined &&
+      o.archive === undefined &&
+      o.partial === undefined;
+    if (asPlanned) super.delete(id);
+    else super.set(id, o);
+    return this;
+  }
+
+  /** Back to the plan's outcome. */
+  override delete(id: number): boolean {
+    const flagged = !!this.archived?.[id];
+    if (flagged) this.archived![id] = 0;
+    return super.delete(id) || flagged;
+  }
+
+  override clear(): void {
+    this.archived = null;
+    super.clear();
+  }
+
+  override has(id: number): boolean {
+    return this.group(id) !== undefined;
+  }
+
+  override get size(): number {
+    return this.planned.length;
+  }
+
+  override *keys(): MapIterator<number> {
+    for (const g of this.planned) yield g.id;
+  }
+
+  override *values(): MapIterator<Outcome> {
+    for (const g of this.planned) yield this.get(g.id)!;
+  }
+
+  override *entries(): MapIterator<[number, Outcome]> {
+    for (const g of this.planned) yield [g.id, this.get(g.id)!];
+  }
+
+  override [Symbol.iterator](): MapIterator<[number, Outcome]> {
+    return this.entries();
+  }
+
+  override forEach(fn: (o: Outcome, id: number, map: Map<number, Outcome>) => void, thisArg?: unknown): void {
+    for (const [id, o] of this.entries()) fn.call(thisArg, o, id, this);
+  }
+}
