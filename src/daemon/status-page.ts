@@ -1,20 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { HealthReport } from '../health/index.js';
-import type { ResolvedValue } from '../prune/policy.js';
-import {
-  downsample,
-  FLAG_FREQ_CAPPED,
-  FLAG_SOFT_TEMP_LIMIT,
-  FLAG_THROTTLED,
-  FLAG_UNDER_VOLTAGE,
-  type GatewaySince,
-  type Sample,
-} from './history.js';
-import type { StartupView } from './readings.js';
+import { downsample, FLAG_FREQ_CAPPED, FLAG_SOFT_TEMP_LIMIT, FLAG_THROTTLED, FLAG_UNDER_VOLTAGE } from './history.js';
 import { pruneSection, restartsSection, sessionsSection } from './status-sections.js';
 import { chart, esc } from './svg.js';
 import { ago, bar, bytes, clock, dayClock, pad, when } from './status-format.js';
 import { instantMs } from '../picoclaw/time.js';
+import type { PageInput } from './status-input.js';
+
+export type * from './status-input.js';
 
 /**
  * The status page `GET /` answers with: one self-contained HTML document (inline CSS and
@@ -23,50 +15,6 @@ import { instantMs } from '../picoclaw/time.js';
  * and follows the reader's light or dark scheme. Every string that comes from the board,
  * PicoClaw's files or the logs goes through esc().
  */
-export interface PassRow {
-  at_ms: number;
-  outcome: string;
-  deleted_sessions: number;
-  freed_bytes: number;
-  sessions_after: number | null;
-}
-
-/** The startup model's forecast of the next bootstrap gap, when there is one. */
-export interface GapPrediction {
-  next_gap_seconds: number;
-  low_seconds?: number | null;
-  high_seconds?: number | null;
-  basis?: string | null;
-}
-
-export interface PageInput {
-  nowMs: number;
-  version: string;
-  startedAtMs: number;
-  refreshSeconds: number;
-  health: HealthReport | null;
-  /** The history, oldest first, perhaps already thinned (the page thins it further to MAX_CHART_POINTS). */
-  samples: Sample[];
-  /** Readings in the history (more than `samples` when they were thinned). */
-  historyLength: number;
-  historyCapacity: number;
-  gateway: GatewaySince | null;
-  /** Undated sessions per agent, as the last prune pass of this daemon classified them. */
-  undated: { at_ms: number; per_agent: Record<string, number> } | null;
-  policy: Record<string, ResolvedValue<unknown>>;
-  intervalSeconds: number;
-  intervalSource: 'policy' | 'env';
-  passes: PassRow[];
-  schedule: { enabled: boolean; running: boolean; next_run_at_ms: number | null };
-  /** prune.schedule ("30 3 * * *" (Europe/Berlin)) and its next slots; null or absent: the interval. */
-  cron?: { text: string; next_runs_ms: number[] } | null;
-  startup: StartupView | null;
-  startupMissing: { error: string; path: string } | null;
-  /** Session count nearest a time, from the history (null when it does not reach back so far). */
-  sessionsAt: (ms: number) => number | null;
-  prediction: GapPrediction | null;
-  maxDbBytes: number | null;
-}
 
 /** Most points one chart draws. */
 export const MAX_CHART_POINTS = 360;

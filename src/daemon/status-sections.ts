@@ -1,4 +1,4 @@
-import type { PageInput } from './status-page.js';
+import type { PageInput } from './status-input.js';
 import { ago, bar, bytes, dayClock, seconds, when } from './status-format.js';
 import { chart, esc, type Point } from './svg.js';
 import { instantMs } from '../picoclaw/time.js';

@@ -65,6 +65,72 @@ function importsOf(file: string): Import[] {
   return out;
 }
 
+/**
+ * Sub-folders of a top-level folder, and what each may import of the same folder (its own files always;
+ * `root` is the folder's own files). Type-only imports may also point where `mayTypes` says: the report
+ * names the deleter's result type, never its code.
+ */
+const SUB_LAYERS: Record<string, { unit: string; may: string[]; mayTypes?: string[] }[]> = {
+  prune: [
+    { unit: 'plan', may: ['policy.ts'] },
+    { unit: 'apply', may: ['plan', 'policy.ts'] },
+    { unit: 'report', may: ['plan', 'policy.ts'], mayTypes: ['apply'] },
+    { unit: 'policy.ts', may: [] },
+    { unit: 'root', may: ['plan', 'apply', 'report', 'policy.ts'] },
+  ],
+  picoclaw: [
+    { unit: 'inventory', may: ['root'] },
+    { unit: 'gatewaylog', may: ['root'] },
+    { unit: 'root', may: ['inventory'] },
+  ],
+};
+
+/** A file's folder and sub-unit (a sub-folder, a named file, or `root`) when its folder has SUB_LAYERS. */
+function subUnitOf(file: string): { folder: string; unit: string } | null {
+  const rel = relative(SRC, file).split('/');
+  const rules = SUB_LAYERS[rel[0]!];
+  if (rel.length < 2 || !rules) return null;
+  if (rel.length > 2) return { folder: rel[0]!, unit: rel[1]! };
+  const named = rules.find((r) => r.unit === rel[1]);
+  return { folder: rel[0]!, unit: named ? named.unit : 'root' };
+}
+
+/** Modules of src/ and packages that read or write the disk, or read the clock. */
+const CLOCK_OR_DISK_FILES = [
+  'io/clock.ts',
+  'io/sqlite.ts',
+  'io/atomic.ts',
+  'io/lock.ts',
+  'io/smallfile.ts',
+  'io/freespace.ts',
+  'io/statedir.ts',
+  'io/regular-file.ts',
+  'io/process.ts',
+];
+const DISK_MODULES = [
+  'node:fs',
+  'node:fs/promises',
+  'fs',
+  'better-sqlite3',
+  'node:child_process',
+  'node:worker_threads',
+  'node:net',
+  'node:http',
+];
+
+/** Packages and node: modules a file imports at run time (type-only imports left out). */
+function packagesOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(
+    /(?:^|\n)\s*(import|export)(\s+type)?\s[^;]*?from\s+'([^.'][^']*)'|import\s*\(\s*'([^.'][^']*)'|require\(\s*'([^.'][^']*)'/g,
+  )) {
+    if (m[2] !== undefined) continue;
+    out.push(m[3] ?? m[4] ?? m[5]!);
+  }
+  return out;
+}
+
 const files = walk(SRC);
 
 describe('src/ layers', () => {
@@ -90,12 +156,12 @@ describe('src/ layers', () => {
     expect(bad).toEqual([]);
   });
 
-  it('no import cycle between files (at run time: type-only imports are erased)', () => {
+  it('no import cycle between files, type-only imports included (a type belongs to the lower file)', () => {
     const graph = new Map(
       files.map((f) => [
         f,
         importsOf(f)
-          .filter((i) => !i.typeOnly && i.path.startsWith(SRC))
+          .filter((i) => i.path.startsWith(SRC))
           .map((i) => i.path),
       ]),
     );
@@ -115,6 +181,49 @@ describe('src/ layers', () => {
     };
     for (const f of files) if (!state.has(f)) visit(f);
     expect(cycles).toEqual([]);
+  });
+
+  it('inside a folder, sub-folders keep their own order (the plan below the deleter and the report)', () => {
+    const bad: string[] = [];
+    for (const f of files) {
+      const from = subUnitOf(f);
+      if (from === null) continue;
+      const rules = SUB_LAYERS[from.folder]!;
+      for (const imp of importsOf(f)) {
+        const to = subUnitOf(imp.path);
+        if (to === null || to.folder !== from.folder || to.unit === from.unit) continue;
+        const ok = rules.find((r) => r.unit === from.unit)?.may ?? [];
+        const typeOk = rules.find((r) => r.unit === from.unit)?.mayTypes ?? [];
+        if (ok.includes(to.unit) || (imp.typeOnly && typeOk.includes(to.unit))) continue;
+        bad.push(`${relative(ROOT, f)} (${from.unit}) imports ${relative(ROOT, imp.path)} (${to.unit})`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('the plan touches neither the disk nor the clock, and never reaches the deleter, at run time', () => {
+    const planFiles = files.filter((f) => relative(SRC, f).startsWith('prune/plan/'));
+    expect(planFiles.length).toBeGreaterThan(3);
+    const bad: string[] = [];
+    for (const start of planFiles) {
+      const seen = new Set<string>();
+      const todo = [start];
+      while (todo.length > 0) {
+        const f = todo.pop()!;
+        if (seen.has(f)) continue;
+        seen.add(f);
+        const rel = relative(SRC, f);
+        if (rel.startsWith('prune/apply/')) bad.push(`${relative(SRC, start)} reaches the deleter (${rel})`);
+        if (CLOCK_OR_DISK_FILES.includes(rel)) bad.push(`${relative(SRC, start)} reaches ${rel}`);
+        for (const m of packagesOf(f))
+          if (DISK_MODULES.includes(m)) bad.push(`${relative(SRC, start)} reaches ${m} through ${rel}`);
+        const text = readFileSync(f, 'utf8');
+        if (/\bDate\.now\(|new Date\(\)|performance\.now\(|process\.hrtime/.test(text))
+          bad.push(`${relative(SRC, start)} reaches the clock in ${rel}`);
+        for (const i of importsOf(f)) if (!i.typeOnly && i.path.startsWith(SRC)) todo.push(i.path);
+      }
+    }
+    expect([...new Set(bad)]).toEqual([]);
   });
 
   it('a file in src/ over 600 lines says in its first 40 lines why it is one job (not a line cap)', () => {

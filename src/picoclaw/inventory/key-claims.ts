@@ -1,5 +1,5 @@
 import { lowerBound } from '../../io/id-numbers.js';
-import { isMainAlias } from '../seahorse.js';
+import { isMainAlias } from '../keys.js';
 
 /**
  * Which sessions a seahorse conversation belongs to: the sessions whose key, or one of whose

@@ -1,5 +1,5 @@
 import { errnoCode, errorMessage } from '../../errors.js';
-import type { ApplyRun } from './apply.js';
+import type { ApplyRun } from './run.js';
 import type { Pending } from './archive-step.js';
 import { GatewayBusy } from './seahorse-delete.js';
 

@@ -1,6 +1,14 @@
 import type { SessionRecord } from '../../picoclaw/inventory/inventory.js';
-import type { Outcome } from './apply.js';
-import type { DeleteReason, PlanGroup } from '../plan/plan.js';
+import type { DeleteReason, PlanGroup, Reason } from '../plan/types.js';
+
+export interface Outcome {
+  action: 'keep' | 'delete';
+  reason: Reason;
+  detail?: string;
+  archive?: string;
+  /** Kept, but part of it was deleted before a change stopped it: what went. */
+  partial?: string;
+}
 
 /** A pass's outcome of each plan group, held as little as it can be (moved out of ./apply.ts as it was). */
 

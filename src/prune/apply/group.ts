@@ -3,7 +3,7 @@ import { basename } from 'node:path';
 import { errnoCode, errorMessage } from '../../errors.js';
 import { fsyncDir } from '../../io/atomic.js';
 import type { FileFacts } from '../../picoclaw/inventory/sessions.js';
-import type { ApplyRun } from './apply.js';
+import type { ApplyRun } from './run.js';
 import type { Pending } from './archive-step.js';
 import type { PlanGroup, Reason } from '../plan/plan.js';
 import { GatewayBusy } from './seahorse-delete.js';

@@ -1,7 +1,7 @@
 import { formatBytes } from '../../io/bytes.js';
 import type { Database } from '../../io/sqlite.js';
 import { dbFileBytes, readContentBytes, readPages } from '../../picoclaw/seahorse.js';
-import type { ApplyOptions, ApplyResult } from './apply.js';
+import type { ApplyOptions, ApplyResult } from './types.js';
 import { sizeHolders, type Plan, type PlanGroup, type Reason } from '../plan/plan.js';
 import { foldFtsTombstones, MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, roomForVacuum, runVacuum } from './vacuum.js';
 import { scaledEstimate } from '../../state/size-estimate.js';

@@ -1,5 +1,5 @@
 import { dbFileBytes, readPages } from '../../picoclaw/seahorse.js';
-import type { ApplyRun } from './apply.js';
+import type { ApplyRun } from './run.js';
 import { autoVacuumMode, shrinkAllowed, shrinkOnline } from './shrink.js';
 import { MIN_RECLAIM_BYTES, MIN_RECLAIM_RATIO, vacuumAfterPass } from './vacuum.js';
 

@@ -7,7 +7,7 @@ import {
   type BootstrapModel,
   type Trust,
 } from '../../startup-model/fit.js';
-import type { PlanGroup } from './plan.js';
+import type { PlanGroup } from './types.js';
 
 /**
  * The `max_bootstrap_seconds` step of the planner: from the startup-time model, a cap on

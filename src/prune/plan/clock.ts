@@ -1,6 +1,15 @@
 import { USABLE_SINCE_MS } from '../../picoclaw/time.js';
-import type { Plan, PlanGroup, PlanHold, PlanInput } from './plan.js';
+import type { AgeCheck, PlanGroup, PlanHold } from './types.js';
 import type { Policy } from '../policy.js';
+
+/** What the age step reads of the planner's input. */
+export interface AgeInput {
+  policy: Policy;
+  now: number;
+  skipAgeCheck?: boolean;
+  trustClock?: boolean;
+  holds?: readonly PlanHold[];
+}
 
 /**
  * The planner's age step, and whether the clock can be trusted for it (docs/bad-input.md#the-clock):
@@ -85,12 +94,12 @@ export function clockSignals(
 export function applyAgeStep(
   groups: PlanGroup[],
   deletable: Uint8Array,
-  input: PlanInput,
+  input: AgeInput,
   newestMs: number | null,
   holds: Map<string, PlanHold>,
-): { ageCheck: Plan['ageCheck']; cutoff: number; clockDoubts: string[]; ageRefused: boolean } {
+): { ageCheck: AgeCheck; cutoff: number; clockDoubts: string[]; ageRefused: boolean } {
   const { policy, now } = input;
-  let ageCheck: Plan['ageCheck'] = 'disabled';
+  let ageCheck: AgeCheck = 'disabled';
   let cutoff = -Infinity;
   const clockDoubts: string[] = [];
   const ageOn = policy.max_age_days > 0 || policy.cron_max_age_days > 0;

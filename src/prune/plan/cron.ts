@@ -1,5 +1,5 @@
 import { USABLE_SINCE_MS } from '../../picoclaw/time.js';
-import type { PlanGroup, PlanOrphan } from './plan.js';
+import type { PlanGroup, PlanOrphan } from './types.js';
 import type { Policy } from '../policy.js';
 
 /**

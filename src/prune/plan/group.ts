@@ -1,7 +1,7 @@
 import type { SessionRecord } from '../../picoclaw/inventory/inventory.js';
 import type { ConversationStat } from '../../picoclaw/seahorse.js';
 import { cronJobId, groupCronJob } from './cron.js';
-import type { PlanGroup, PlanHold, PlanPin, Reason } from './plan.js';
+import type { PlanGroup, PlanHold, PlanPin, Reason } from './types.js';
 import { smallest, type GroupMembers } from './groups.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { SessionRecord } from '../../picoclaw/inventory/inventory.js';
-import { groupKeys } from '../../picoclaw/inventory/inventory.js';
+import { groupKeys } from '../../picoclaw/inventory/key-claims.js';
 
 /**
  * The planner's alias groups (a session and the sessions whose keys it lists as aliases go

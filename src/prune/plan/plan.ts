@@ -6,8 +6,18 @@ import type { Policy } from '../policy.js';
 import { applyBootstrapCap, type BootstrapInput, type BootstrapPlan } from './bootstrap-cap.js';
 import { applyCronAgeToOrphans, applyCronRules, countsTowardMaxSessions, type CronPlan } from './cron.js';
 import { sharedClaims, StoredGroup } from './group.js';
-import type { DbFacts, KeepReason, PlanGroup, PlanHold, PlanOrphan, PlanPin, Reason, SizePlan } from './types.js';
-// The plan's records live in plan-types.ts; importers keep reading them from here.
+import type {
+  AgeCheck,
+  DbFacts,
+  KeepReason,
+  PlanGroup,
+  PlanHold,
+  PlanOrphan,
+  PlanPin,
+  Reason,
+  SizePlan,
+} from './types.js';
+// The plan's records live in ./types.ts; importers outside the planner read them from here.
 export type * from './types.js';
 import { applyAgeStep } from './clock.js';
 
@@ -20,7 +30,7 @@ import { applyAgeStep } from './clock.js';
 export interface Plan {
   now: number;
   policy: Policy;
-  ageCheck: 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | 'refused_clock';
+  ageCheck: AgeCheck;
   /** Why the clock is not believed (the age step refused: it deletes nothing by age); empty when it is. */
   clockDoubts: string[];
   /** The age check would delete every dated session but the newest: a clock far ahead looks exactly so. */

@@ -34,6 +34,9 @@ export type KeepReason =
   | 'interrupted';
 export type Reason = DeleteReason | KeepReason;
 
+/** How the age step went (Plan.ageCheck). */
+export type AgeCheck = 'applied' | 'disabled' | 'skipped_clock' | 'skipped_clock_jump' | 'refused_clock';
+
 export interface PlanGroup {
   /** Index in `groups` (oldest first). */
   id: number;

@@ -7,32 +7,21 @@ import type { Inventory } from '../../picoclaw/inventory/inventory.js';
 import type { ApplyResult } from '../apply/apply.js';
 import type { DbFacts, Plan, PlanGroup } from '../plan/plan.js';
 import { POLICY_KEYS, type ResolvedPolicy } from '../policy.js';
-import { cronRuns, iso, outcomeOf, SessionEntries, sessionEntry, type SessionList } from './sessions.js';
+import {
+  cronRuns,
+  iso,
+  outcomeOf,
+  SessionEntries,
+  sessionEntry,
+  type PruneSessionEntry,
+  type SessionList,
+} from './sessions.js';
+
+export type { PruneSessionEntry } from './sessions.js';
 import { bootstrapReport, cronReport, type BootstrapReport, type CronReport } from './guard-keys.js';
 import { VerdictTally, type VerdictCount } from './summary.js';
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
-export interface PruneSessionEntry {
-  agent: string;
-  key: string | null;
-  file: string;
-  /** The alias group's key when the session is one of several deleted or kept together. */
-  group: string | null;
-  last_activity: string | null;
-  group_last_activity: string | null;
-  action: 'keep' | 'delete';
-  reason: string;
-  detail: string | null;
-  bytes: number;
-  seahorse_messages: number;
-  estimated_db_bytes: number | null;
-  issues: string[];
-  archive: string | null;
-  /** Kept, but part of it was deleted before a change stopped the delete: what went. */
-  partly_deleted: string | null;
-  /** The cron job this session is a run of (`agent:cron-<job>-<uuid>`), or null. */
-  cron_job: string | null;
-}
 
 export interface PruneReport<S extends SessionList = PruneSessionEntry[]> {
   /**

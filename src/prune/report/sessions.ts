@@ -4,8 +4,30 @@ import { holdDetail } from '../../state/holds.js';
 import { pinDetail } from '../../state/pins.js';
 import type { ApplyResult, Outcome } from '../apply/apply.js';
 import { cronJobId } from '../plan/cron.js';
+
+/** One session as the prune report lists it (text, --json, the daemon's /prune). */
+export interface PruneSessionEntry {
+  agent: string;
+  key: string | null;
+  file: string;
+  /** The alias group's key when the session is one of several deleted or kept together. */
+  group: string | null;
+  last_activity: string | null;
+  group_last_activity: string | null;
+  action: 'keep' | 'delete';
+  reason: string;
+  detail: string | null;
+  bytes: number;
+  seahorse_messages: number;
+  estimated_db_bytes: number | null;
+  issues: string[];
+  archive: string | null;
+  /** Kept, but part of it was deleted before a change stopped the delete: what went. */
+  partly_deleted: string | null;
+  /** The cron job this session is a run of (`agent:cron-<job>-<uuid>`), or null. */
+  cron_job: string | null;
+}
 import type { DbFacts, Plan, PlanGroup } from '../plan/plan.js';
-import type { PruneSessionEntry } from './report.js';
 
 /**
  * A prune report's session entries: one per session, made from the plan's group, the member and
