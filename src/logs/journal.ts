@@ -48,7 +48,7 @@ const HINT =
   'delete it: a cut it described is then left as it is (its lines may be both in the newest part and in ' +
   'the log, none is lost)';
 
-const spec: JsonSpec<CutJournal | null> = {
+export const cutJournalSpec: JsonSpec<CutJournal | null> = {
   what: 'a log cut journal of this version',
   validate: (j) =>
     isRecord(j) &&
@@ -73,14 +73,14 @@ const spec: JsonSpec<CutJournal | null> = {
  */
 export function readJournal(stateDir: string): CutJournal | null {
   const path = journalPath(stateDir);
-  const r = readJsonFile(path, spec);
+  const r = readJsonFile(path, cutJournalSpec);
   if (r.problem) throw refusal(`the log cut journal cannot be used: ${r.problem}`, path, HINT);
   return r.value;
 }
 
 /** Throws StateWriteError (src/state/store.ts). */
 export function writeJournal(stateDir: string, j: CutJournal): void {
-  writeJsonFile(journalPath(stateDir), j, spec);
+  writeJsonFile(journalPath(stateDir), j, cutJournalSpec);
 }
 
 export function clearJournal(stateDir: string): void {

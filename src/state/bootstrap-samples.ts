@@ -48,7 +48,7 @@ function valid(x: unknown): x is BootstrapSample {
 }
 
 /** The file: `{ "version": 1, "samples": [...] }`; a sample of the wrong shape is dropped. */
-const file = jsonState<BootstrapSample[]>(SAMPLES_FILE, {
+export const samplesFile = jsonState<BootstrapSample[]>(SAMPLES_FILE, {
   what: 'a list of bootstrap samples',
   validate: (v) => (isRecord(v) && Array.isArray(v.samples) ? v.samples.filter(valid) : null),
   empty: () => [],
@@ -63,7 +63,7 @@ const file = jsonState<BootstrapSample[]>(SAMPLES_FILE, {
  * no samples), and the next write replaces it.
  */
 export function readAllSamples(stateDir: string): BootstrapSample[] {
-  return file.read(stateDir).value;
+  return samplesFile.read(stateDir).value;
 }
 
 export function readSamples(stateDir: string, home: string): BootstrapSample[] {
@@ -75,5 +75,5 @@ export function writeSamples(stateDir: string, home: string, samples: BootstrapS
   const mine = [...samples]
     .sort((a, b) => instantMs(a.recorded_at) - instantMs(b.recorded_at))
     .slice(-MAX_SAMPLES_PER_HOME);
-  file.update(stateDir, (all) => [...all.filter((s) => s.home !== home), ...mine], { overwriteDamaged: true });
+  samplesFile.update(stateDir, (all) => [...all.filter((s) => s.home !== home), ...mine], { overwriteDamaged: true });
 }

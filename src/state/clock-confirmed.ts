@@ -8,7 +8,7 @@ import { readJsonFile, writeJsonFile, type JsonSpec } from './store.js';
  */
 export const CLOCK_CONFIRMED = 'clock-confirmed';
 
-const spec: JsonSpec<number | null> = {
+export const clockSpec: JsonSpec<number | null> = {
   what: 'a confirmation time (one ISO line)',
   parse: (text) => text.trim(),
   validate: (v) => {
@@ -22,7 +22,7 @@ const spec: JsonSpec<number | null> = {
 
 /** Throws StateWriteError (src/state/store.ts). */
 export function recordClockConfirmed(stateDir: string, nowMs: number): void {
-  writeJsonFile(join(stateDir, CLOCK_CONFIRMED), nowMs, spec);
+  writeJsonFile(join(stateDir, CLOCK_CONFIRMED), nowMs, clockSpec);
 }
 
 /**
@@ -30,5 +30,5 @@ export function recordClockConfirmed(stateDir: string, nowMs: number): void {
  * (the daemon's passes keep skipping the age check: the safe side).
  */
 export function clockConfirmedAt(stateDir: string | null): number | null {
-  return stateDir ? readJsonFile(join(stateDir, CLOCK_CONFIRMED), spec).value : null;
+  return stateDir ? readJsonFile(join(stateDir, CLOCK_CONFIRMED), clockSpec).value : null;
 }

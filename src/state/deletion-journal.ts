@@ -56,7 +56,7 @@ export function journalPath(stateDir: string, homeReal: string): string {
   return join(stateDir, `${PREFIX}${tag}.json`);
 }
 
-const spec: JsonSpec<DeletionJournal | null> = {
+export const journalSpec: JsonSpec<DeletionJournal | null> = {
   what: 'a deletion journal',
   validate: (j) =>
     isRecord(j) &&
@@ -82,7 +82,7 @@ const spec: JsonSpec<DeletionJournal | null> = {
 
 /** Record the deletion about to start; fsynced before it returns (throws StateWriteError: it must not start). */
 export function writeJournal(path: string, j: DeletionJournal): void {
-  writeJsonFile(path, j, spec);
+  writeJsonFile(path, j, journalSpec);
 }
 
 /** The deletion is complete (or was given up and reported): the journal goes, and the folder is fsynced. */
@@ -96,7 +96,7 @@ export function clearJournal(path: string): void {
  * not plan over it.
  */
 export function readJournal(path: string): DeletionJournal | null {
-  const r = readJsonFile(path, spec);
+  const r = readJsonFile(path, journalSpec);
   if (r.problem) throw refusal(r.problem, path);
   return r.value;
 }

@@ -39,7 +39,7 @@ export const HISTORY_FILE = 'prune-history.jsonl';
 export const HISTORY_MAX_BYTES = 1024 * 1024;
 
 /** One JSON line per pass, bounded by its writer; a torn last line (a kill mid-append) is never an entry. */
-const history = jsonLines<PruneHistoryEntry>(HISTORY_FILE, {
+export const historyFile = jsonLines<PruneHistoryEntry>(HISTORY_FILE, {
   validate: (raw) =>
     typeof raw === 'object' && raw !== null && typeof (raw as PruneHistoryEntry).at === 'string'
       ? (raw as PruneHistoryEntry)
@@ -53,7 +53,7 @@ const history = jsonLines<PruneHistoryEntry>(HISTORY_FILE, {
 
 /** Record one pass; throws StateWriteError (the caller warns and goes on: src/state/store.ts). */
 export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
-  history.append(stateDir, e);
+  historyFile.append(stateDir, e);
 }
 
 /**
@@ -62,6 +62,6 @@ export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
  * only costs a report its past passes, and the schedule a catch-up pass).
  */
 export function readHistory(stateDir: string, home?: string): PruneHistoryEntry[] {
-  const all = history.read(stateDir).value;
+  const all = historyFile.read(stateDir).value;
   return home === undefined ? all : all.filter((e) => e.home === home);
 }

@@ -33,7 +33,7 @@ const isHold = (h: unknown): h is Hold =>
   Number.isFinite(instantMs(h.until));
 
 /** `{ "holds": [...] }`; an entry of the wrong shape is dropped (no pass could honour it anyway). */
-const file = jsonState<Hold[]>(HOLDS_FILE, {
+export const holdsFile = jsonState<Hold[]>(HOLDS_FILE, {
   what: 'a list of restore holds ({"holds": [...]})',
   validate: (v) => (isRecord(v) && Array.isArray(v.holds) ? v.holds.filter(isHold) : null),
   empty: () => [],
@@ -51,7 +51,7 @@ const refuse = (stateDir: string) => (problem: string) => refusal(problem, holds
  * or is not a holds file throws (exit 3): a hidden hold could let a pass delete a restored session.
  */
 export function readHolds(stateDir: string): Hold[] {
-  const r = file.read(stateDir);
+  const r = holdsFile.read(stateDir);
   if (r.problem) throw refuse(stateDir)(r.problem);
   return r.value;
 }
@@ -64,7 +64,7 @@ export function activeHolds(stateDir: string, homeReal: string, nowMs: number): 
 /** Add (or renew) holds; drops every expired one. Throws as readHolds does, or StateWriteError. */
 export function addHolds(stateDir: string, add: Hold[], nowMs: number): void {
   const same = (a: Hold, b: Hold) => a.home === b.home && a.agent === b.agent && a.key === b.key;
-  file.update(
+  holdsFile.update(
     stateDir,
     (all) => [...all.filter((h) => instantMs(h.until) > nowMs && !add.some((x) => same(x, h))), ...add],
     { refuse: refuse(stateDir) },
@@ -79,7 +79,7 @@ export function releaseHolds(
   nowMs: number,
 ): Hold[] {
   let gone: Hold[] = [];
-  file.update(
+  holdsFile.update(
     stateDir,
     (all) => {
       gone = all.filter((h) => h.home === homeReal && match(h.key));

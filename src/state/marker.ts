@@ -29,7 +29,7 @@ export function markerPath(stateDir: string, home: string): string {
   return join(stateDir, `daemon-last-run-${tag}.json`);
 }
 
-const markerSpec = (home: string): JsonSpec<LastRunMarker | null> => ({
+export const markerSpec = (home: string): JsonSpec<LastRunMarker | null> => ({
   what: 'a last-run marker of this home',
   validate: (m) =>
     isRecord(m) && m.home === home && typeof m.finished_at === 'string' && Number.isFinite(instantMs(m.finished_at))

@@ -79,7 +79,7 @@ function outboxOf(v: unknown): OutboxItem | null {
 }
 
 /** An entry of the wrong shape is dropped; a file that is not an object is damaged (reported, starting afresh). */
-const file = jsonState<NotifyState>(NOTIFY_STATE_FILE, {
+export const notifyFile = jsonState<NotifyState>(NOTIFY_STATE_FILE, {
   what: 'a notify state',
   validate: (o) => {
     if (!isRecord(o)) return null;
@@ -103,11 +103,11 @@ const file = jsonState<NotifyState>(NOTIFY_STATE_FILE, {
 
 /** The remembered state; a missing file is an empty state, an unreadable or foreign one too (with the reason). */
 export function readNotifyState(stateDir: string): { state: NotifyState; error: string | null } {
-  const r = file.read(stateDir);
+  const r = notifyFile.read(stateDir);
   return { state: r.value, error: r.problem };
 }
 
 /** Throws StateWriteError (src/state/store.ts). */
 export function writeNotifyState(stateDir: string, state: NotifyState): void {
-  file.write(stateDir, state);
+  notifyFile.write(stateDir, state);
 }

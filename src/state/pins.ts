@@ -42,7 +42,7 @@ function isPin(p: unknown): p is Pin {
 const HINT = 'fix or move that file away (pinned sessions lose their pins)';
 
 /** `{ "pins": [...] }`; an entry of the wrong shape is dropped (no pass could honour it anyway). */
-const file = jsonState<Pin[]>(PINS_FILE, {
+export const pinsFile = jsonState<Pin[]>(PINS_FILE, {
   what: 'a list of pins ({"pins": [...]})',
   validate: (v) => (isRecord(v) && Array.isArray(v.pins) ? v.pins.filter(isPin) : null),
   empty: () => [],
@@ -60,7 +60,7 @@ const refuse = (stateDir: string) => (problem: string) => refusal(problem, pinsP
  * throws (exit 3): a pass that cannot read its pins must not act as if there were none.
  */
 export function readPins(stateDir: string): Pin[] {
-  const r = file.read(stateDir);
+  const r = pinsFile.read(stateDir);
   if (r.problem) throw refuse(stateDir)(r.problem);
   return r.value;
 }
@@ -75,14 +75,14 @@ const same = (a: Pin, b: Pick<Pin, 'home' | 'agent' | 'key'>) =>
 
 /** Add a pin, or renew its note and time; returns the pin as written. Throws as readPins does, or StateWriteError. */
 export function addPin(stateDir: string, pin: Pin): Pin {
-  file.update(stateDir, (all) => [...all.filter((p) => !same(p, pin)), pin], { refuse: refuse(stateDir) });
+  pinsFile.update(stateDir, (all) => [...all.filter((p) => !same(p, pin)), pin], { refuse: refuse(stateDir) });
   return pin;
 }
 
 /** End the pins of one home's session; returns what was removed (none: nothing is written). */
 export function removePins(stateDir: string, which: Pick<Pin, 'home' | 'agent' | 'key'>): Pin[] {
   let gone: Pin[] = [];
-  file.update(
+  pinsFile.update(
     stateDir,
     (all) => {
       gone = all.filter((p) => same(p, which));

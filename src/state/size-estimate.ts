@@ -42,7 +42,7 @@ const isEstimate = (x: unknown): x is SizeEstimate =>
  * delete for tombstones once more, as before this record existed; it never deletes what a VACUUM would
  * keep), and the next write replaces it.
  */
-const estimates = jsonState<SizeEstimate[]>(SIZE_ESTIMATE_FILE, {
+export const estimatesFile = jsonState<SizeEstimate[]>(SIZE_ESTIMATE_FILE, {
   what: 'a list of size estimates',
   validate: (v) => (Array.isArray(v) ? v.filter(isEstimate) : null),
   empty: () => [],
@@ -50,7 +50,7 @@ const estimates = jsonState<SizeEstimate[]>(SIZE_ESTIMATE_FILE, {
   remedy: 'move it away (the size guard then measures the used pages)',
 });
 
-const readAll = (stateDir: string) => estimates.read(stateDir).value;
+const readAll = (stateDir: string) => estimatesFile.read(stateDir).value;
 
 export function readSizeEstimate(stateDir: string, dbPath: string): SizeEstimate | null {
   return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
@@ -58,7 +58,7 @@ export function readSizeEstimate(stateDir: string, dbPath: string): SizeEstimate
 
 /** Record (or, with null, clear) the estimate for one database; throws StateWriteError (src/state/store.ts). */
 export function writeSizeEstimate(stateDir: string, dbPath: string, e: SizeEstimate | null): void {
-  estimates.update(
+  estimatesFile.update(
     stateDir,
     (all) => {
       const rest = all.filter((x) => x.db !== dbPath);

@@ -231,7 +231,12 @@ export interface LinesRead<T> {
   skipped: number;
 }
 
-/** An append-only JSON-lines file of a fixed name in the state folder, bounded by its writer. */
+/**
+ * An append-only JSON-lines file of a fixed name in the state folder, bounded by its writer. The read
+ * convention is the documents' with one difference: a line that does not parse or validate is skipped
+ * (status `damaged`, with the count in the problem) and every other line is still read; the text after the
+ * last newline (an append in progress, or torn by a kill) is no entry and no problem.
+ */
 export interface JsonLines<T> {
   readonly name: string;
   path(stateDir: string): string;
@@ -282,8 +287,8 @@ export function jsonLines<T>(name: string, spec: LinesSpec<T>): JsonLines<T> {
           const r = parseLines(b.subarray(start).toString('utf8'), spec);
           return {
             ...r,
-            status: 'ok',
-            problem: r.skipped > 0 ? `${p}: ${r.skipped} damaged line(s) skipped` : null,
+            status: r.skipped > 0 ? 'damaged' : 'ok',
+            problem: r.skipped > 0 ? `${p}: ${r.skipped} damaged line(s) skipped: ${spec.remedy}` : null,
           };
         });
       } catch (err) {

@@ -40,7 +40,7 @@ export interface LatchView {
 }
 
 /** A torn or foreign file is treated as no latch (and reported), and replaced at the next sighting. */
-const latch = jsonState<LatchRecord | null>(LATCH_FILE, {
+export const latchFile = jsonState<LatchRecord | null>(LATCH_FILE, {
   what: 'an under-voltage latch record',
   validate: (o) =>
     isRecord(o) && o.under_voltage_seen === true && typeof o.first_seen_at === 'string'
@@ -58,7 +58,7 @@ const latch = jsonState<LatchRecord | null>(LATCH_FILE, {
 });
 
 export function readLatch(stateDir: string): { record: LatchRecord | null; error: string | null } {
-  const r = latch.read(stateDir);
+  const r = latchFile.read(stateDir);
   return { record: r.value, error: r.problem };
 }
 
@@ -108,7 +108,7 @@ export function updateLatch(input: LatchInput): LatchView {
     source,
   };
   try {
-    latch.write(stateDir, next);
+    latchFile.write(stateDir, next);
     return {
       seen: true,
       first_seen_at: next.first_seen_at,

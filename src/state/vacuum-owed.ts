@@ -30,7 +30,7 @@ export const OWED_FILE = 'vacuum-owed.json';
  * A damaged or unreadable file reads as nothing owed: the safe reading (the next offline pass decides
  * on its own measurements), and the next write replaces it.
  */
-const owed = jsonState<OwedVacuum[]>(OWED_FILE, {
+export const owedFile = jsonState<OwedVacuum[]>(OWED_FILE, {
   what: 'a list of owed VACUUMs',
   validate: (v) =>
     Array.isArray(v) ? v.filter((x): x is OwedVacuum => isRecord(x) && typeof x.db === 'string') : null,
@@ -39,7 +39,7 @@ const owed = jsonState<OwedVacuum[]>(OWED_FILE, {
   remedy: 'move it away (an offline pass then decides on its own measurements)',
 });
 
-const readAll = (stateDir: string) => owed.read(stateDir).value;
+const readAll = (stateDir: string) => owedFile.read(stateDir).value;
 
 export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | null {
   return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
@@ -50,7 +50,7 @@ export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | n
  * dropped); throws StateWriteError (src/state/store.ts).
  */
 export function writeOwedVacuum(stateDir: string, dbPath: string, record: OwedVacuum | null, also?: string): void {
-  owed.update(
+  owedFile.update(
     stateDir,
     (all) => {
       const rest = all.filter((x) => x.db !== dbPath && x.db !== also);
