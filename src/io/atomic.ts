@@ -1,4 +1,14 @@
-import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -7,6 +17,9 @@ import { basename, dirname, join } from 'node:path';
  * the directory (as PicoClaw's own fileutil.WriteFileAtomic does).
  * The temp name is `.<name>.tmp-<pid>`, never a `*.json`, so that it is never
  * taken for a PicoClaw session (and this is never called on a sessions folder).
+ * The temp file is opened without following a symlink and without blocking, and must be a regular
+ * file: a FIFO or a symlink put at the temp name is refused (ENXIO, ELOOP, ENOTREG), never waited on
+ * or written through.
  */
 export interface AtomicOptions {
   mode?: number;
@@ -23,8 +36,14 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, opts: A
   const o: AtomicOptions = typeof opts === 'number' ? { mode: opts } : opts;
   const dir = dirname(path);
   const tmp = join(dir, o.tmpName ?? `.${basename(path)}.tmp-${process.pid}`);
-  const fd = openSync(tmp, 'w', o.mode ?? 0o644);
+  const fd = openSync(
+    tmp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    o.mode ?? 0o644,
+  );
   try {
+    if (!fstatSync(fd).isFile())
+      throw Object.assign(new Error(`${tmp} is not a regular file`), { code: 'ENOTREG', path: tmp });
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);

@@ -1,8 +1,5 @@
-import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoCode, errorMessage, ExitCode, GuardError } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic.js';
-import { readSmallText, SmallFileError } from '../io/smallfile.js';
+import { isRecord, readJsonFile, refusal, removeStateFile, writeJsonFile, type JsonSpec } from '../state/store.js';
 
 /**
  * The cut in flight, in the guard's state folder (`log-cut.json`, written atomically before
@@ -45,55 +42,47 @@ export function journalPath(stateDir: string): string {
   return join(stateDir, JOURNAL_NAME);
 }
 
-/** The journal, null when there is none; a journal that does not parse is reported, never guessed at. */
+const num = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+const HINT =
+  'delete it: a cut it described is then left as it is (its lines may be both in the newest part and in ' +
+  'the log, none is lost)';
+
+export const cutJournalSpec: JsonSpec<CutJournal | null> = {
+  what: 'a log cut journal of this version',
+  validate: (j) =>
+    isRecord(j) &&
+    j.version === 1 &&
+    typeof j.file === 'string' &&
+    typeof j.part === 'string' &&
+    typeof j.fragment === 'string' &&
+    typeof j.head === 'string' &&
+    ['start', 'part', 'padded'].includes(j.step as string) &&
+    [j.dev, j.ino, j.cut, j.end, j.seq].every(num) &&
+    (j.end as number) >= (j.cut as number)
+      ? (j as unknown as CutJournal)
+      : null,
+  empty: () => null,
+  mode: 0o600,
+  remedy: 'delete it',
+};
+
+/**
+ * The journal, null when there is none; a journal that cannot be read or does not parse is reported
+ * (exit 3), never guessed at.
+ */
 export function readJournal(stateDir: string): CutJournal | null {
   const path = journalPath(stateDir);
-  let text: string;
-  try {
-    text = readSmallText(path, 'state');
-  } catch (err) {
-    if (err instanceof SmallFileError && err.problem === 'absent') return null;
-    throw badJournal(path, err instanceof SmallFileError ? err.message.slice(path.length + 1) : errorMessage(err));
-  }
-  let j: Partial<CutJournal>;
-  try {
-    j = JSON.parse(text) as Partial<CutJournal>;
-  } catch {
-    throw badJournal(path, 'it is not JSON');
-  }
-  const num = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-  if (
-    j.version !== 1 ||
-    typeof j.file !== 'string' ||
-    typeof j.part !== 'string' ||
-    typeof j.fragment !== 'string' ||
-    typeof j.head !== 'string' ||
-    !['start', 'part', 'padded'].includes(j.step as string) ||
-    ![j.dev, j.ino, j.cut, j.end, j.seq].every(num) ||
-    j.end! < j.cut!
-  )
-    throw badJournal(path, 'it is not a log cut journal of this version');
-  return j as CutJournal;
+  const r = readJsonFile(path, cutJournalSpec);
+  if (r.problem) throw refusal(`the log cut journal cannot be used: ${r.problem}`, path, HINT);
+  return r.value;
 }
 
-function badJournal(path: string, why: string): GuardError {
-  return new GuardError(`the log cut journal ${path} cannot be used: ${why}`, {
-    exitCode: ExitCode.DATA,
-    path,
-    hint:
-      'delete it: a cut it described is then left as it is (its lines may be both in the newest part and in ' +
-      'the log, none is lost)',
-  });
-}
-
+/** Throws StateWriteError (src/state/store.ts). */
 export function writeJournal(stateDir: string, j: CutJournal): void {
-  writeFileAtomic(journalPath(stateDir), JSON.stringify(j) + '\n', 0o600);
+  writeJsonFile(journalPath(stateDir), j, cutJournalSpec);
 }
 
 export function clearJournal(stateDir: string): void {
-  try {
-    unlinkSync(journalPath(stateDir));
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
-  }
+  removeStateFile(journalPath(stateDir));
 }

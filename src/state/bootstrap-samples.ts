@@ -1,8 +1,6 @@
-import { mkdirSync } from 'node:fs';
-import { readSmallText } from '../io/smallfile.js';
-import { join } from 'node:path';
-import { writeFileAtomic } from '../io/atomic.js';
+import { SMALL_FILE_CAPS } from '../io/smallfile.js';
 import { instantMs } from '../picoclaw/time.js';
+import { isRecord, jsonState } from './store.js';
 
 /**
  * The startup-time model's samples: the volume the gateway found at a start (the default
@@ -49,33 +47,33 @@ function valid(x: unknown): x is BootstrapSample {
   );
 }
 
+/** The file: `{ "version": 1, "samples": [...] }`; a sample of the wrong shape is dropped. */
+export const samplesFile = jsonState<BootstrapSample[]>(SAMPLES_FILE, {
+  what: 'a list of bootstrap samples',
+  validate: (v) => (isRecord(v) && Array.isArray(v.samples) ? v.samples.filter(valid) : null),
+  empty: () => [],
+  serialize: (samples) => JSON.stringify({ version: 1, samples }, null, 1) + '\n',
+  // 50 samples for each home: far under this cap, which is the history's.
+  maxBytes: SMALL_FILE_CAPS.history,
+  remedy: 'move it away (the startup-time model then starts learning afresh)',
+});
+
 /**
- * Every readable sample (all homes); a missing or damaged file reads as none (the model then says it has no samples).
+ * Every readable sample (all homes); a missing, damaged or unreadable file reads as none (the model then says it has
+ * no samples), and the next write replaces it.
  */
 export function readAllSamples(stateDir: string): BootstrapSample[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readSmallText(join(stateDir, SAMPLES_FILE), 'history'));
-  } catch {
-    return [];
-  }
-  const list = (raw as { samples?: unknown })?.samples;
-  return Array.isArray(list) ? list.filter(valid) : [];
+  return samplesFile.read(stateDir).value;
 }
 
 export function readSamples(stateDir: string, home: string): BootstrapSample[] {
   return readAllSamples(stateDir).filter((s) => s.home === home);
 }
 
-/** Replace this home's samples (the newest 50 are kept), leaving other homes' alone. */
+/** Replace this home's samples (the newest 50 are kept), leaving other homes' alone; throws StateWriteError. */
 export function writeSamples(stateDir: string, home: string, samples: BootstrapSample[]): void {
-  const others = readAllSamples(stateDir).filter((s) => s.home !== home);
   const mine = [...samples]
     .sort((a, b) => instantMs(a.recorded_at) - instantMs(b.recorded_at))
     .slice(-MAX_SAMPLES_PER_HOME);
-  mkdirSync(stateDir, { recursive: true });
-  writeFileAtomic(
-    join(stateDir, SAMPLES_FILE),
-    JSON.stringify({ version: 1, samples: [...others, ...mine] }, null, 1) + '\n',
-  );
+  samplesFile.update(stateDir, (all) => [...all.filter((s) => s.home !== home), ...mine], { overwriteDamaged: true });
 }

@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoCode } from '../errors.js';
-import { fsyncDir, writeFileAtomic } from '../io/atomic.js';
 import { fileId } from '../io/file-id.js';
-import { SmallFileError, readSmallText } from '../io/smallfile.js';
+import { isRecord, readJsonFile, refusal, removeStateFile, writeJsonFile, type JsonSpec } from './store.js';
 
 /**
  * The deletion in progress, written to the state folder before its first irreversible step.
@@ -59,45 +56,47 @@ export function journalPath(stateDir: string, homeReal: string): string {
   return join(stateDir, `${PREFIX}${tag}.json`);
 }
 
-/** Record the deletion about to start; fsynced before it returns (throws: the deletion must not start). */
-export function writeJournal(path: string, j: DeletionJournal): void {
-  mkdirSync(join(path, '..'), { recursive: true });
-  writeFileAtomic(path, JSON.stringify(j) + '\n', { mode: 0o600 });
-}
-
-/** The deletion is complete (or was given up and reported): the journal goes, and the folder is fsynced. */
-export function clearJournal(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
-  }
-  fsyncDir(join(path, '..'));
-}
-
-/** The journal left by an interrupted pass, null when there is none; throws when it is there but unreadable. */
-export function readJournal(path: string): DeletionJournal | null {
-  let text: string;
-  try {
-    text = readSmallText(path, 'state', { noFollow: true });
-  } catch (err) {
-    if (err instanceof SmallFileError && err.problem === 'absent') return null;
-    throw err;
-  }
-  const j = JSON.parse(text) as Partial<DeletionJournal>;
-  const ok =
+export const journalSpec: JsonSpec<DeletionJournal | null> = {
+  what: 'a deletion journal',
+  validate: (j) =>
+    isRecord(j) &&
     typeof j.what === 'string' &&
     Array.isArray(j.files) &&
     j.files.every(
       (f) =>
-        typeof f?.path === 'string' &&
+        isRecord(f) &&
+        typeof f.path === 'string' &&
         typeof f.ino === 'number' &&
         typeof f.bytes === 'number' &&
         typeof f.mtimeMs === 'number',
     ) &&
     Array.isArray(j.conversations) &&
-    j.conversations.every((c) => typeof c?.id === 'number' && typeof c.key === 'string') &&
-    Array.isArray(j.archives);
-  if (!ok) throw new Error(`${path} is not a deletion journal`);
-  return j as DeletionJournal;
+    j.conversations.every((c) => isRecord(c) && typeof c.id === 'number' && typeof c.key === 'string') &&
+    Array.isArray(j.archives)
+      ? (j as unknown as DeletionJournal)
+      : null,
+  empty: () => null,
+  mode: 0o600,
+  remedy: 'check it, or remove it to plan from scratch',
+};
+
+/** Record the deletion about to start; fsynced before it returns (throws StateWriteError: it must not start). */
+export function writeJournal(path: string, j: DeletionJournal): void {
+  writeJsonFile(path, j, journalSpec);
+}
+
+/** The deletion is complete (or was given up and reported): the journal goes, and the folder is fsynced. */
+export function clearJournal(path: string): void {
+  removeStateFile(path);
+}
+
+/**
+ * The journal left by an interrupted pass, null when there is none; throws (exit 3) when it is there but
+ * cannot be read or is not a journal: it names a deletion an earlier pass did not finish, so the pass must
+ * not plan over it.
+ */
+export function readJournal(path: string): DeletionJournal | null {
+  const r = readJsonFile(path, journalSpec);
+  if (r.problem) throw refusal(r.problem, path);
+  return r.value;
 }

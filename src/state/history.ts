@@ -1,7 +1,4 @@
-import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
-import { writeFileAtomic } from '../io/atomic.js';
-import { join } from 'node:path';
-import { readSmallText } from '../io/smallfile.js';
+import { jsonLines } from './store.js';
 
 /**
  * The guard's prune history, `prune-history.jsonl` in the state folder (never a sessions
@@ -37,60 +34,34 @@ export interface PruneHistoryEntry {
 }
 
 export const HISTORY_FILE = 'prune-history.jsonl';
-const MAX_READ = 4 * 1024 * 1024;
 
 /** Past this size the history keeps only its newest half (months of hourly passes either way). */
 export const HISTORY_MAX_BYTES = 1024 * 1024;
 
+/** One JSON line per pass, bounded by its writer; a torn last line (a kill mid-append) is never an entry. */
+export const historyFile = jsonLines<PruneHistoryEntry>(HISTORY_FILE, {
+  validate: (raw) =>
+    typeof raw === 'object' && raw !== null && typeof (raw as PruneHistoryEntry).at === 'string'
+      ? (raw as PruneHistoryEntry)
+      : null,
+  maxBytes: HISTORY_MAX_BYTES,
+  keepBytes: HISTORY_MAX_BYTES / 2,
+  // Only the newest 4 MiB are parsed.
+  readBytes: 4 * 1024 * 1024,
+  remedy: 'move it away (the startup report and the schedule then see no earlier passes)',
+});
+
+/** Record one pass; throws StateWriteError (the caller warns and goes on: src/state/store.ts). */
 export function appendHistory(stateDir: string, e: PruneHistoryEntry): void {
-  mkdirSync(stateDir, { recursive: true });
-  const path = join(stateDir, HISTORY_FILE);
-  let size = 0;
-  try {
-    size = statSync(path).size;
-  } catch {
-    size = 0;
-  }
-  if (size > HISTORY_MAX_BYTES) {
-    const text = readSmallText(path, 'history');
-    const tail = text.slice(text.length - HISTORY_MAX_BYTES / 2);
-    writeFileAtomic(path, tail.slice(tail.indexOf('\n') + 1));
-  }
-  // Non-blocking and regular files only: a FIFO put here must not hang the pass (ENXIO instead).
-  const fd = openSync(
-    path,
-    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW,
-    0o644,
-  );
-  try {
-    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
-    writeSync(fd, JSON.stringify(e) + '\n');
-  } finally {
-    closeSync(fd);
-  }
+  historyFile.append(stateDir, e);
 }
 
 /**
  * Every readable entry of one home (all homes without `home`), oldest first; bad lines are
- * skipped, and a missing or unreadable file reads as no entries. Only the newest 4 MiB are parsed.
+ * skipped, and a missing or unreadable file reads as no entries (a history that cannot be read
+ * only costs a report its past passes, and the schedule a catch-up pass).
  */
 export function readHistory(stateDir: string, home?: string): PruneHistoryEntry[] {
-  let text: string;
-  try {
-    text = readSmallText(join(stateDir, HISTORY_FILE), 'history');
-  } catch {
-    return [];
-  }
-  if (text.length > MAX_READ) text = text.slice(text.length - MAX_READ);
-  const out: PruneHistoryEntry[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      const e = JSON.parse(line) as PruneHistoryEntry;
-      if (typeof e.at === 'string' && (home === undefined || e.home === home)) out.push(e);
-    } catch {
-      // a torn last line after a crash: skip it
-    }
-  }
-  return out;
+  const all = historyFile.read(stateDir).value;
+  return home === undefined ? all : all.filter((e) => e.home === home);
 }

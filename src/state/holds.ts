@@ -1,8 +1,6 @@
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic.js';
 import { instantMs } from '../picoclaw/time.js';
+import { isRecord, jsonState, refusal } from './store.js';
 
 /**
  * Restore holds: a session put back by `restore` is kept by every pass until its hold
@@ -27,58 +25,35 @@ export function holdsPath(stateDir: string): string {
   return join(stateDir, HOLDS_FILE);
 }
 
-/** Every hold in the file (expired ones included); a missing file is none. */
+const HINT = 'move it away; restored sessions lose their holds';
+
+const isHold = (h: unknown): h is Hold =>
+  isRecord(h) &&
+  ['home', 'agent', 'key', 'restored_at', 'until'].every((k) => typeof h[k] === 'string') &&
+  Number.isFinite(instantMs(h.until));
+
+/** `{ "holds": [...] }`; an entry of the wrong shape is dropped (no pass could honour it anyway). */
+export const holdsFile = jsonState<Hold[]>(HOLDS_FILE, {
+  what: 'a list of restore holds ({"holds": [...]})',
+  validate: (v) => (isRecord(v) && Array.isArray(v.holds) ? v.holds.filter(isHold) : null),
+  empty: () => [],
+  serialize: (holds) => JSON.stringify({ holds }, null, 1) + '\n',
+  maxBytes: MAX_BYTES,
+  mode: 0o600,
+  dirMode: 0o700,
+  remedy: HINT,
+});
+
+const refuse = (stateDir: string) => (problem: string) => refusal(problem, holdsPath(stateDir), HINT);
+
+/**
+ * Every hold in the file (expired ones included); a missing file is none. A file that cannot be read
+ * or is not a holds file throws (exit 3): a hidden hold could let a pass delete a restored session.
+ */
 export function readHolds(stateDir: string): Hold[] {
-  const path = holdsPath(stateDir);
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return [];
-    throw new GuardError(`cannot read the restore holds ${path}: ${errnoCode(err) ?? errorMessage(err)}`, {
-      exitCode: ExitCode.DATA,
-      path,
-    });
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_BYTES)
-      throw new GuardError(`${path} is not a regular file under 4 MiB`, {
-        exitCode: ExitCode.DATA,
-        path,
-        hint: 'move it away; restored sessions lose their holds',
-      });
-    const b = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < b.length) {
-      const n = readSync(fd, b, off, b.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    let doc: unknown;
-    try {
-      doc = JSON.parse(b.subarray(0, off).toString('utf8'));
-    } catch {
-      throw new GuardError(`${path} is not valid JSON`, {
-        exitCode: ExitCode.DATA,
-        path,
-        hint: 'move it away; restored sessions lose their holds',
-      });
-    }
-    const list = (doc as { holds?: unknown })?.holds;
-    if (!Array.isArray(list)) throw new GuardError(`${path}: holds must be a list`, { exitCode: ExitCode.DATA, path });
-    return list.filter(
-      (h): h is Hold =>
-        typeof h === 'object' &&
-        h !== null &&
-        ['home', 'agent', 'key', 'restored_at', 'until'].every(
-          (k) => typeof (h as Record<string, unknown>)[k] === 'string',
-        ) &&
-        Number.isFinite(instantMs((h as Hold).until)),
-    );
-  } finally {
-    closeSync(fd);
-  }
+  const r = holdsFile.read(stateDir);
+  if (r.problem) throw refuse(stateDir)(r.problem);
+  return r.value;
 }
 
 /** The holds of one home that have not ended at nowMs. */
@@ -86,16 +61,14 @@ export function activeHolds(stateDir: string, homeReal: string, nowMs: number): 
   return readHolds(stateDir).filter((h) => h.home === homeReal && instantMs(h.until) > nowMs);
 }
 
-function writeHolds(stateDir: string, holds: Hold[]): void {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  writeFileAtomic(holdsPath(stateDir), JSON.stringify({ holds }, null, 1) + '\n', { mode: 0o600 });
-}
-
-/** Add (or renew) holds; drops every expired one. */
+/** Add (or renew) holds; drops every expired one. Throws as readHolds does, or StateWriteError. */
 export function addHolds(stateDir: string, add: Hold[], nowMs: number): void {
   const same = (a: Hold, b: Hold) => a.home === b.home && a.agent === b.agent && a.key === b.key;
-  const kept = readHolds(stateDir).filter((h) => instantMs(h.until) > nowMs && !add.some((x) => same(x, h)));
-  writeHolds(stateDir, [...kept, ...add]);
+  holdsFile.update(
+    stateDir,
+    (all) => [...all.filter((h) => instantMs(h.until) > nowMs && !add.some((x) => same(x, h))), ...add],
+    { refuse: refuse(stateDir) },
+  );
 }
 
 /** End the holds of one home whose key is `key`; returns what was released. */
@@ -105,13 +78,15 @@ export function releaseHolds(
   match: (key: string) => boolean,
   nowMs: number,
 ): Hold[] {
-  const all = readHolds(stateDir);
-  const gone = all.filter((h) => h.home === homeReal && match(h.key));
-  if (gone.length > 0)
-    writeHolds(
-      stateDir,
-      all.filter((h) => !gone.includes(h) && instantMs(h.until) > nowMs),
-    );
+  let gone: Hold[] = [];
+  holdsFile.update(
+    stateDir,
+    (all) => {
+      gone = all.filter((h) => h.home === homeReal && match(h.key));
+      return gone.length > 0 ? all.filter((h) => !gone.includes(h) && instantMs(h.until) > nowMs) : null;
+    },
+    { refuse: refuse(stateDir) },
+  );
   return gone;
 }
 

@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../io/atomic.js';
 import { readHistory } from './history.js';
-import { readSmallText } from '../io/smallfile.js';
+import { isRecord, readJsonFile, writeJsonFile, type JsonSpec } from './store.js';
 import { instantMs } from '../picoclaw/time.js';
 
 /**
@@ -31,20 +29,24 @@ export function markerPath(stateDir: string, home: string): string {
   return join(stateDir, `daemon-last-run-${tag}.json`);
 }
 
+export const markerSpec = (home: string): JsonSpec<LastRunMarker | null> => ({
+  what: 'a last-run marker of this home',
+  validate: (m) =>
+    isRecord(m) && m.home === home && typeof m.finished_at === 'string' && Number.isFinite(instantMs(m.finished_at))
+      ? (m as unknown as LastRunMarker)
+      : null,
+  empty: () => null,
+  remedy: 'move it away (the daemon then runs a pass at start)',
+});
+
+/** The marker, null when there is none; a damaged or unreadable one is none too: at worst one pass more. */
 export function readMarker(stateDir: string, home: string): LastRunMarker | null {
-  try {
-    const m = JSON.parse(readSmallText(markerPath(stateDir, home), 'state')) as Partial<LastRunMarker>;
-    if (m.home === home && typeof m.finished_at === 'string' && Number.isFinite(instantMs(m.finished_at)))
-      return m as LastRunMarker;
-  } catch {
-    // missing or torn: as if no pass ran
-  }
-  return null;
+  return readJsonFile(markerPath(stateDir, home), markerSpec(home)).value;
 }
 
+/** Throws StateWriteError (src/state/store.ts). */
 export function writeMarker(stateDir: string, m: LastRunMarker): void {
-  mkdirSync(stateDir, { recursive: true });
-  writeFileAtomic(markerPath(stateDir, m.home), JSON.stringify(m) + '\n');
+  writeJsonFile(markerPath(stateDir, m.home), m, markerSpec(m.home));
 }
 
 /** When a pass last completed for this home: the marker or the prune history, whichever is later. ms, or null. */

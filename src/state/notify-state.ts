@@ -1,7 +1,4 @@
-import { join } from 'node:path';
-import { errnoCode } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic.js';
-import { SmallFileError, readSmallText } from '../io/smallfile.js';
+import { isRecord, jsonState } from './store.js';
 
 /**
  * What the notifier remembers across daemon restarts, in the state folder (docs/notify.md#what-is-remembered):
@@ -81,20 +78,13 @@ function outboxOf(v: unknown): OutboxItem | null {
   };
 }
 
-/** The remembered state; a missing file is an empty state, an unreadable or foreign one too (with the reason). */
-export function readNotifyState(stateDir: string): { state: NotifyState; error: string | null } {
-  let text: string;
-  try {
-    text = readSmallText(join(stateDir, NOTIFY_STATE_FILE), 'state');
-  } catch (err) {
-    if (err instanceof SmallFileError && err.problem === 'absent') return { state: emptyNotifyState(), error: null };
-    const why = err instanceof SmallFileError ? err.message : (errnoCode(err) ?? 'error');
-    return { state: emptyNotifyState(), error: `cannot read ${NOTIFY_STATE_FILE}: ${why}` };
-  }
-  try {
-    const o = JSON.parse(text) as { active?: unknown; outbox?: unknown };
+/** An entry of the wrong shape is dropped; a file that is not an object is damaged (reported, starting afresh). */
+export const notifyFile = jsonState<NotifyState>(NOTIFY_STATE_FILE, {
+  what: 'a notify state',
+  validate: (o) => {
+    if (!isRecord(o)) return null;
     const state = emptyNotifyState();
-    if (o.active && typeof o.active === 'object')
+    if (isRecord(o.active))
       for (const [k, v] of Object.entries(o.active)) {
         const a = activeOf(v);
         if (a) state.active[k] = a;
@@ -104,12 +94,20 @@ export function readNotifyState(stateDir: string): { state: NotifyState; error: 
         const item = outboxOf(v);
         if (item) state.outbox.push(item);
       }
-    return { state, error: null };
-  } catch {
-    return { state: emptyNotifyState(), error: `${NOTIFY_STATE_FILE} is not JSON: starting afresh` };
-  }
+    return state;
+  },
+  empty: emptyNotifyState,
+  mode: 0o600,
+  remedy: 'starting afresh (a condition still active may be announced again)',
+});
+
+/** The remembered state; a missing file is an empty state, an unreadable or foreign one too (with the reason). */
+export function readNotifyState(stateDir: string): { state: NotifyState; error: string | null } {
+  const r = notifyFile.read(stateDir);
+  return { state: r.value, error: r.problem };
 }
 
+/** Throws StateWriteError (src/state/store.ts). */
 export function writeNotifyState(stateDir: string, state: NotifyState): void {
-  writeFileAtomic(join(stateDir, NOTIFY_STATE_FILE), JSON.stringify(state) + '\n', { mode: 0o600 });
+  notifyFile.write(stateDir, state);
 }

@@ -1,8 +1,8 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExitCode, GuardError, errnoCode, errorMessage } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic.js';
-import { readSmallTextIfExists, SmallFileError } from '../io/smallfile.js';
+import { errorMessage } from '../errors.js';
+import { SMALL_FILE_CAPS } from '../io/smallfile.js';
+import { isRecord, jsonState, refusal } from './store.js';
 
 /**
  * Pins: sessions the operator keeps whatever the policy says (`picoclaw-guard pin KEY`). Unlike a
@@ -39,38 +39,30 @@ function isPin(p: unknown): p is Pin {
   );
 }
 
+const HINT = 'fix or move that file away (pinned sessions lose their pins)';
+
+/** `{ "pins": [...] }`; an entry of the wrong shape is dropped (no pass could honour it anyway). */
+export const pinsFile = jsonState<Pin[]>(PINS_FILE, {
+  what: 'a list of pins ({"pins": [...]})',
+  validate: (v) => (isRecord(v) && Array.isArray(v.pins) ? v.pins.filter(isPin) : null),
+  empty: () => [],
+  serialize: (pins) => JSON.stringify({ pins }, null, 1) + '\n',
+  maxBytes: SMALL_FILE_CAPS.config,
+  mode: 0o600,
+  dirMode: 0o700,
+  remedy: HINT,
+});
+
+const refuse = (stateDir: string) => (problem: string) => refusal(problem, pinsPath(stateDir), HINT);
+
 /**
- * Every pin in the file; a missing file is none. A file that cannot be read, or whose list is not
- * a list, throws (exit 3): a pass that cannot read its pins must not act as if there were none.
- * An entry of the wrong shape is dropped (no pass could honour it anyway).
+ * Every pin in the file; a missing file is none. A file that cannot be read, or is not a pins file,
+ * throws (exit 3): a pass that cannot read its pins must not act as if there were none.
  */
 export function readPins(stateDir: string): Pin[] {
-  const path = pinsPath(stateDir);
-  let text: string | null;
-  try {
-    text = readSmallTextIfExists(path, 'config', { noFollow: true });
-  } catch (err) {
-    throw new GuardError(
-      err instanceof SmallFileError
-        ? `cannot read the pins: ${err.message}`
-        : `cannot read the pins ${path}: ${errnoCode(err) ?? errorMessage(err)}`,
-      { exitCode: ExitCode.DATA, path, hint: 'fix or move that file away (pinned sessions lose their pins)' },
-    );
-  }
-  if (text === null) return [];
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    throw new GuardError(`${path} is not valid JSON`, {
-      exitCode: ExitCode.DATA,
-      path,
-      hint: 'fix or move that file away (pinned sessions lose their pins)',
-    });
-  }
-  const list = (doc as { pins?: unknown } | null)?.pins;
-  if (!Array.isArray(list)) throw new GuardError(`${path}: pins must be a list`, { exitCode: ExitCode.DATA, path });
-  return list.filter(isPin);
+  const r = pinsFile.read(stateDir);
+  if (r.problem) throw refuse(stateDir)(r.problem);
+  return r.value;
 }
 
 /** The pins of one home. */
@@ -78,30 +70,26 @@ export function homePins(stateDir: string, homeReal: string): Pin[] {
   return readPins(stateDir).filter((p) => p.home === homeReal);
 }
 
-function writePins(stateDir: string, pins: Pin[]): void {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  writeFileAtomic(pinsPath(stateDir), JSON.stringify({ pins }, null, 1) + '\n', { mode: 0o600 });
-}
-
 const same = (a: Pin, b: Pick<Pin, 'home' | 'agent' | 'key'>) =>
   a.home === b.home && a.agent === b.agent && a.key === b.key;
 
-/** Add a pin, or renew its note and time; returns the pin as written. */
+/** Add a pin, or renew its note and time; returns the pin as written. Throws as readPins does, or StateWriteError. */
 export function addPin(stateDir: string, pin: Pin): Pin {
-  const all = readPins(stateDir);
-  writePins(stateDir, [...all.filter((p) => !same(p, pin)), pin]);
+  pinsFile.update(stateDir, (all) => [...all.filter((p) => !same(p, pin)), pin], { refuse: refuse(stateDir) });
   return pin;
 }
 
 /** End the pins of one home's session; returns what was removed (none: nothing is written). */
 export function removePins(stateDir: string, which: Pick<Pin, 'home' | 'agent' | 'key'>): Pin[] {
-  const all = readPins(stateDir);
-  const gone = all.filter((p) => same(p, which));
-  if (gone.length > 0)
-    writePins(
-      stateDir,
-      all.filter((p) => !gone.includes(p)),
-    );
+  let gone: Pin[] = [];
+  pinsFile.update(
+    stateDir,
+    (all) => {
+      gone = all.filter((p) => same(p, which));
+      return gone.length > 0 ? all.filter((p) => !gone.includes(p)) : null;
+    },
+    { refuse: refuse(stateDir) },
+  );
   return gone;
 }
 

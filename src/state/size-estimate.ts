@@ -1,7 +1,4 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { writeFileAtomic } from '../io/atomic.js';
-import { readSmallText } from '../io/smallfile.js';
+import { jsonState } from './store.js';
 
 /**
  * What the size guard counts seahorse.db as while the file cannot show it: the estimated size
@@ -40,28 +37,36 @@ const isEstimate = (x: unknown): x is SizeEstimate =>
   Number.isFinite((x as SizeEstimate).estimated_bytes_after) &&
   Number.isFinite((x as SizeEstimate).content_bytes);
 
-function readAll(stateDir: string): SizeEstimate[] {
-  try {
-    // Non-blocking and type-checked (a FIFO or device in its place is refused, never waited on).
-    const v = JSON.parse(readSmallText(join(stateDir, SIZE_ESTIMATE_FILE), 'state')) as unknown;
-    return Array.isArray(v) ? v.filter(isEstimate) : [];
-  } catch {
-    // Missing or torn: no estimate, so the guard measures the used pages (it may then delete for
-    // tombstones once more, as before this record existed; it never deletes what a VACUUM would keep).
-    return [];
-  }
-}
+/**
+ * A damaged or unreadable file reads as no estimate, so the guard measures the used pages (it may then
+ * delete for tombstones once more, as before this record existed; it never deletes what a VACUUM would
+ * keep), and the next write replaces it.
+ */
+export const estimatesFile = jsonState<SizeEstimate[]>(SIZE_ESTIMATE_FILE, {
+  what: 'a list of size estimates',
+  validate: (v) => (Array.isArray(v) ? v.filter(isEstimate) : null),
+  empty: () => [],
+  serialize: (v) => JSON.stringify(v, null, 2) + '\n',
+  remedy: 'move it away (the size guard then measures the used pages)',
+});
+
+const readAll = (stateDir: string) => estimatesFile.read(stateDir).value;
 
 export function readSizeEstimate(stateDir: string, dbPath: string): SizeEstimate | null {
   return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
 }
 
-/** Record (or, with null, clear) the estimate for one database. */
+/** Record (or, with null, clear) the estimate for one database; throws StateWriteError (src/state/store.ts). */
 export function writeSizeEstimate(stateDir: string, dbPath: string, e: SizeEstimate | null): void {
-  const rest = readAll(stateDir).filter((x) => x.db !== dbPath);
-  if (e) rest.push({ ...e, db: dbPath });
-  mkdirSync(stateDir, { recursive: true });
-  writeFileAtomic(join(stateDir, SIZE_ESTIMATE_FILE), JSON.stringify(rest, null, 2) + '\n');
+  estimatesFile.update(
+    stateDir,
+    (all) => {
+      const rest = all.filter((x) => x.db !== dbPath);
+      if (e) rest.push({ ...e, db: dbPath });
+      return rest;
+    },
+    { overwriteDamaged: true },
+  );
 }
 
 /** The estimate scaled to today's content: growth since the record is new growth, not the old excess. */

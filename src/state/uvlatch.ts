@@ -1,8 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic.js';
-import { SmallFileError, readSmallText } from '../io/smallfile.js';
+import { isRecord, jsonState } from './store.js';
 
 /**
  * The guard's own "under-voltage seen" latch, in the state folder.
@@ -42,33 +39,27 @@ export interface LatchView {
   error: string | null;
 }
 
-export function readLatch(stateDir: string): { record: LatchRecord | null; error: string | null } {
-  let text: string;
-  try {
-    text = readSmallText(join(stateDir, LATCH_FILE), 'state');
-  } catch (err) {
-    if (err instanceof SmallFileError)
-      return { record: null, error: err.problem === 'absent' ? null : `cannot read the latch: ${err.message}` };
-    return { record: null, error: `cannot read the latch: ${errnoCode(err) ?? 'error'}` };
-  }
-  try {
-    const o = JSON.parse(text) as Partial<LatchRecord>;
-    if (o.under_voltage_seen === true && typeof o.first_seen_at === 'string') {
-      return {
-        record: {
+/** A torn or foreign file is treated as no latch (and reported), and replaced at the next sighting. */
+export const latchFile = jsonState<LatchRecord | null>(LATCH_FILE, {
+  what: 'an under-voltage latch record',
+  validate: (o) =>
+    isRecord(o) && o.under_voltage_seen === true && typeof o.first_seen_at === 'string'
+      ? {
           under_voltage_seen: true,
           first_seen_at: o.first_seen_at,
           boot_id: typeof o.boot_id === 'string' ? o.boot_id : null,
           boot_seen_at: typeof o.boot_seen_at === 'string' ? o.boot_seen_at : o.first_seen_at,
           source: typeof o.source === 'string' ? o.source : 'unknown',
-        },
-        error: null,
-      };
-    }
-  } catch {
-    // a torn or foreign file: treated as no latch, and replaced at the next sighting
-  }
-  return { record: null, error: 'the latch file is not a latch record' };
+        }
+      : null,
+  empty: () => null,
+  serialize: (v) => JSON.stringify(v, null, 2) + '\n',
+  remedy: 'move it away (it is written again at the next sighting)',
+});
+
+export function readLatch(stateDir: string): { record: LatchRecord | null; error: string | null } {
+  const r = latchFile.read(stateDir);
+  return { record: r.value, error: r.problem };
 }
 
 export interface LatchInput {
@@ -117,8 +108,7 @@ export function updateLatch(input: LatchInput): LatchView {
     source,
   };
   try {
-    mkdirSync(stateDir, { recursive: true });
-    writeFileAtomic(join(stateDir, LATCH_FILE), JSON.stringify(next, null, 2) + '\n');
+    latchFile.write(stateDir, next);
     return {
       seen: true,
       first_seen_at: next.first_seen_at,

@@ -1,7 +1,4 @@
-import { mkdirSync } from 'node:fs';
-import { readSmallText } from '../io/smallfile.js';
-import { join } from 'node:path';
-import { writeFileAtomic } from '../io/atomic.js';
+import { isRecord, jsonState } from './store.js';
 
 /**
  * A VACUUM that an online pass deferred (the gateway was running: VACUUM would block its
@@ -29,28 +26,37 @@ export interface OwedVacuum {
 
 export const OWED_FILE = 'vacuum-owed.json';
 
-function readAll(stateDir: string): OwedVacuum[] {
-  try {
-    const v = JSON.parse(readSmallText(join(stateDir, OWED_FILE), 'state')) as unknown;
-    return Array.isArray(v)
-      ? v.filter(
-          (x): x is OwedVacuum => typeof x === 'object' && x !== null && typeof (x as OwedVacuum).db === 'string',
-        )
-      : [];
-  } catch {
-    // Missing or torn: nothing owed is the safe reading (the next offline pass decides on its own measurements).
-    return [];
-  }
-}
+/**
+ * A damaged or unreadable file reads as nothing owed: the safe reading (the next offline pass decides
+ * on its own measurements), and the next write replaces it.
+ */
+export const owedFile = jsonState<OwedVacuum[]>(OWED_FILE, {
+  what: 'a list of owed VACUUMs',
+  validate: (v) =>
+    Array.isArray(v) ? v.filter((x): x is OwedVacuum => isRecord(x) && typeof x.db === 'string') : null,
+  empty: () => [],
+  serialize: (v) => JSON.stringify(v, null, 2) + '\n',
+  remedy: 'move it away (an offline pass then decides on its own measurements)',
+});
+
+const readAll = (stateDir: string) => owedFile.read(stateDir).value;
 
 export function readOwedVacuum(stateDir: string, dbPath: string): OwedVacuum | null {
   return readAll(stateDir).find((x) => x.db === dbPath) ?? null;
 }
 
-/** Record (or, with null, clear) what is owed for one database (`also`: an older key of the same database, dropped). */
-export function writeOwedVacuum(stateDir: string, dbPath: string, owed: OwedVacuum | null, also?: string): void {
-  const rest = readAll(stateDir).filter((x) => x.db !== dbPath && x.db !== also);
-  if (owed) rest.push({ ...owed, db: dbPath });
-  mkdirSync(stateDir, { recursive: true });
-  writeFileAtomic(join(stateDir, OWED_FILE), JSON.stringify(rest, null, 2) + '\n');
+/**
+ * Record (or, with null, clear) what is owed for one database (`also`: an older key of the same database,
+ * dropped); throws StateWriteError (src/state/store.ts).
+ */
+export function writeOwedVacuum(stateDir: string, dbPath: string, record: OwedVacuum | null, also?: string): void {
+  owedFile.update(
+    stateDir,
+    (all) => {
+      const rest = all.filter((x) => x.db !== dbPath && x.db !== also);
+      if (record) rest.push({ ...record, db: dbPath });
+      return rest;
+    },
+    { overwriteDamaged: true },
+  );
 }

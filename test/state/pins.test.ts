@@ -1,9 +1,7 @@
 import fc from 'fast-check';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GuardError } from '../../src/errors.js';
 import { resolveStateDir, SYSTEM_STATE_DIR } from '../../src/io/statedir.js';
 import { addPin, homePins, pinsPath, readPins, removePins, type Pin } from '../../src/state/pins.js';
 import { tempDir } from '../support/tmp.js';
@@ -80,37 +78,14 @@ describe('the pins file', () => {
     );
   });
 
-  it('refuses a file it cannot trust (exit 3), so a pass never acts as if there were no pins', () => {
+  // A damaged, odd or unreadable pins file (exit 3) is the state file contract's: test/state/store-contract.test.ts.
+  it('drops an entry of the wrong shape and honours the rest', () => {
     const dir = tempDir();
-    const bad = (content: string) => {
-      writeFileSync(pinsPath(dir), content);
-      let err: unknown;
-      try {
-        readPins(dir);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(GuardError);
-      expect((err as GuardError).exitCode).toBe(3);
-      expect((err as GuardError).message).toContain(pinsPath(dir));
-    };
-    bad('{"pins": ');
-    bad('{"pins": {}}');
-    bad('null');
-    // A wrong-shaped entry is dropped, the rest are honoured.
-    writeFileSync(pinsPath(dir), JSON.stringify({ pins: [pin('ok'), { key: 1 }, null] }));
+    writeFileSync(
+      pinsPath(dir),
+      JSON.stringify({ pins: [pin('ok'), { key: 1 }, null, pin('n', { note: 7 as never })] }),
+    );
     expect(readPins(dir)).toEqual([pin('ok')]);
-    // A symlink (someone else's file) and a FIFO (would block a plain read forever) are refused at once.
-    const other = tempDir();
-    writeFileSync(join(other, 'x.json'), JSON.stringify({ pins: [] }));
-    const d2 = tempDir();
-    symlinkSync(join(other, 'x.json'), pinsPath(d2));
-    expect(() => readPins(d2)).toThrow(/pins/);
-    const d3 = tempDir();
-    mkdirSync(d3, { recursive: true });
-    execFileSync('mkfifo', [pinsPath(d3)]);
-    expect(() => readPins(d3)).toThrow(/not a regular file|pins/);
-    expect(readFileSync(join(other, 'x.json'), 'utf8')).toContain('pins');
   });
 });
 
