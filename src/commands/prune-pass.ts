@@ -3,9 +3,10 @@ import { systemClock, type Clock } from '../io/clock.js';
 import { freeSpaceFromEnv } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import { resolveStateDir } from '../io/statedir.js';
-import { NOT_CONFIRMED, runPrunePass } from '../prune/pass.js';
+import { NOT_CONFIRMED, runPrunePass, type PassOptions } from '../prune/pass.js';
+import { passIfNothingToDo } from '../prune/pass-noop.js';
 import type { PruneReport } from '../prune/report/report.js';
-import type { SessionList } from '../prune/report/sessions.js';
+import type { SessionEntries, SessionList } from '../prune/report/sessions.js';
 import { formatBytes, LayoutWriter, layoutToString, outputWidth } from './format.js';
 import { writeJson } from './json-stream.js';
 import { confirmSummary, deleteTotals, writeSummary, writeWhere } from './prune-summary.js';
@@ -84,6 +85,24 @@ export async function execute(
   io: PruneIo,
   deps: { clock?: Clock } = {},
 ): Promise<number> {
+  return finish(opts, io, await runPrunePass(passOptions(opts, io, deps)));
+}
+
+/**
+ * `prune --apply --pre-start` on this thread, when a plan from a read that writes nothing finds
+ * nothing to do (src/prune/pass-noop.ts): its exit code, after its report. null: there is work,
+ * for the real pass (in the worker, ./prune-apply.ts), which plans again under the lock.
+ */
+export async function executeIfNothingToDo(opts: Record<string, unknown>, io: PruneIo): Promise<number | null> {
+  const report = await passIfNothingToDo(passOptions(opts, io, {}));
+  return report ? finish(opts, io, report) : null;
+}
+
+function passOptions(
+  opts: Record<string, unknown>,
+  io: PruneIo,
+  deps: { clock?: Clock },
+): PassOptions & { streamSessions: true } {
   const flags = {
     // Whole numbers: cli.ts checks them while parsing.
     max_age_days: num(opts.maxAgeDays),
@@ -102,7 +121,7 @@ export async function execute(
   const stopAt = deadline === undefined ? Infinity : Date.now() + deadline * 1000;
   const signalled = io.signalled ?? (() => null);
   const ask = io.confirm;
-  const report = await runPrunePass({
+  return {
     shouldStop: () => Date.now() > stopAt || signalled() !== null,
     stopReason: () => {
       const sig = signalled();
@@ -137,7 +156,17 @@ export async function execute(
     noArchivePaths: !opts.json,
     // Printed or written as JSON entry by entry: never all held at once.
     streamSessions: true,
-  });
+  };
+}
+
+/** What follows a pass: the pre-start sample, the report (text or JSON), the account of a stop. */
+async function finish(
+  opts: Record<string, unknown>,
+  io: PruneIo,
+  report: PruneReport<SessionEntries>,
+): Promise<number> {
+  const apply = opts.apply === true;
+  const signalled = io.signalled ?? (() => null);
   if (apply && opts.preStart === true) {
     const { recordPreStartSample } = await import('./pre-start-sample.js');
     const w = recordPreStartSample(

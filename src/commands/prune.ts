@@ -6,6 +6,13 @@ export { renderPruneText, writePruneText, reasonText, type TextOptions } from '.
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   if (opts.apply === true) {
+    // Before every gateway start: a pass with nothing to do ends here, having written nothing in the home
+    // (src/prune/pass-noop.ts), without the worker thread an apply that deletes needs.
+    if (opts.preStart === true) {
+      const { executeIfNothingToDo, mainIo } = await import('./prune-pass.js');
+      const code = await executeIfNothingToDo(opts, mainIo(opts));
+      if (code !== null) return code;
+    }
     const { runApply } = await import('./prune-apply.js');
     return runApply(opts);
   }

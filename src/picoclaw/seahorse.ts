@@ -63,7 +63,7 @@ export type SeahorseOpen =
       reason: string;
       kind: 'not_a_database' | 'damaged' | 'schema' | 'unreadable' | 'locked' | 'no_fts5';
     }
-  | { state: 'open'; db: Database; mode: 'immutable' | 'readonly' | 'readwrite' };
+  | { state: 'open'; db: Database; mode: 'immutable' | 'readonly' | 'readonly-shm' | 'readwrite' };
 
 function classifyOpenError(err: unknown): {
   reason: string;
@@ -115,37 +115,78 @@ const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
  * open). A symlink is resolved first: SQLite keeps the WAL beside the real file.
  * Everything else (rollback journal mode, a WAL in use) is opened normally read-only:
  * a reader then takes SQLite's shared lock and sees what an --apply pass would see.
+ *
+ * `gatewayDown` (the probe found no gateway: the pre-start window) allows two more ways that
+ * write nothing beside the file, for the -wal and -shm a gateway leaves when it stops without
+ * its last checkpoint:
+ * - no -wal, or an empty one: everything is in the file, and nobody writes it: `immutable`;
+ * - a -wal with frames and its -shm: `readonly-shm` (`readonly_shm=1`): SQLite reads the -shm
+ *   read-only and, with no other connection, builds its WAL index in its own memory from the
+ *   -wal (sqlite.org/wal.html, read-only databases). It reads every committed frame, truncates
+ *   and writes nothing. (It still opens the -wal read-write, as it does for any WAL it may
+ *   checkpoint, and as root it sets the owner of both to the database's owner: the pre-start
+ *   unit runs as the gateway's user.)
+ * A plain read-only open of a WAL database whose -wal exists rebuilds the -shm (a truncate
+ * and writes) or creates it: `writesBeside` says so, for a caller that must write nothing.
  */
-export function seahorseReadMode(path: string): { realPath: string; mode: 'immutable' | 'readonly' } {
+export function seahorseReadMode(
+  path: string,
+  o: { gatewayDown?: boolean } = {},
+): { realPath: string; mode: 'immutable' | 'readonly' | 'readonly-shm'; writesBeside: boolean } {
   let realPath = path;
   try {
     realPath = realpathSync(path);
   } catch {
-    return { realPath, mode: 'readonly' };
+    return { realPath, mode: 'readonly', writesBeside: false };
   }
   const head = Buffer.alloc(20);
   let fd: number | undefined;
   try {
     fd = openSync(realPath, constants.O_RDONLY | constants.O_NONBLOCK);
-    if (!fstatSync(fd).isFile()) return { realPath, mode: 'readonly' };
-    if (readSync(fd, head, 0, head.length, 0) < head.length) return { realPath, mode: 'readonly' };
+    if (!fstatSync(fd).isFile()) return { realPath, mode: 'readonly', writesBeside: false };
+    if (readSync(fd, head, 0, head.length, 0) < head.length) return { realPath, mode: 'readonly', writesBeside: false };
   } catch {
-    return { realPath, mode: 'readonly' };
+    return { realPath, mode: 'readonly', writesBeside: false };
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
   // Bytes 18 and 19: the file format write and read versions, 2 in WAL mode (1: rollback journal).
   const wal = head.subarray(0, 16).equals(SQLITE_MAGIC) && head[18] === 2 && head[19] === 2;
-  if (wal && !existsSync(`${realPath}-wal`) && !existsSync(`${realPath}-shm`)) return { realPath, mode: 'immutable' };
-  return { realPath, mode: 'readonly' };
+  if (!wal) return { realPath, mode: 'readonly', writesBeside: false };
+  const walBytes = sizeOf(`${realPath}-wal`);
+  const shm = existsSync(`${realPath}-shm`);
+  if (walBytes === null && !shm) return { realPath, mode: 'immutable', writesBeside: false };
+  if (o.gatewayDown) {
+    if (walBytes === null || walBytes === 0) return { realPath, mode: 'immutable', writesBeside: false };
+    if (shm) return { realPath, mode: 'readonly-shm', writesBeside: false };
+  }
+  return { realPath, mode: 'readonly', writesBeside: true };
 }
 
-/** Open seahorse.db for reading, without writing anything (see seahorseReadMode for how). */
-export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } = {}): SeahorseOpen {
+function sizeOf(p: string): number | null {
+  try {
+    return statSync(p).size;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Open seahorse.db for reading, without writing anything (see seahorseReadMode for how). `quiet`: the
+ * gateway is down and nothing may be written beside the file; where no open can promise that, an error
+ * (`locked`) that says so, and the caller's full pass reads it.
+ */
+export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number; quiet?: boolean } = {}): SeahorseOpen {
   if (!existsSync(path)) return { state: 'absent' };
   const Database = sqlite();
   let db: Database;
-  const { realPath, mode } = seahorseReadMode(path);
+  const { realPath, mode, writesBeside } = seahorseReadMode(path, { gatewayDown: opts.quiet });
+  if (opts.quiet && writesBeside)
+    return {
+      state: 'error',
+      kind: 'locked',
+      reason: 'its -wal has no -shm beside it: it cannot be read without writing one',
+    };
   // SQLite opens the file, its -wal, -shm and -journal with a blocking open(2): a FIFO there would
   // hang the command for ever. Checked non-blocking first, beside the real file.
   const notRegular = sqliteFilesProblem(realPath);
@@ -155,7 +196,9 @@ export function openSeahorseRead(path: string, opts: { busyTimeoutMs?: number } 
     db =
       mode === 'immutable'
         ? new Database(sqliteUri(realPath, { immutable: '1' }), { readonly: true, fileMustExist: true, timeout })
-        : new Database(realPath, { readonly: true, fileMustExist: true, timeout });
+        : mode === 'readonly-shm'
+          ? new Database(sqliteUri(realPath, { readonly_shm: '1' }), { readonly: true, fileMustExist: true, timeout })
+          : new Database(realPath, { readonly: true, fileMustExist: true, timeout });
   } catch (err) {
     const c = classifyOpenError(err);
     return { state: 'error', ...c };

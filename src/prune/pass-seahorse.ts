@@ -44,6 +44,8 @@ export interface SeahorsePassOptions {
   env: NodeJS.ProcessEnv;
   /** Warnings for the report (a dry-run notes what --apply would refuse). */
   warnings: string[];
+  /** A read with the gateway down that must write nothing beside seahorse.db (openSeahorseRead's `quiet`). */
+  quiet?: boolean;
 }
 
 export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): SeahorseForPass {
@@ -122,7 +124,7 @@ export function prepareSeahorse(inv: Inventory, o: SeahorsePassOptions): Seahors
         contentBytes: wantShares ? withWalkCache(wdb, () => readContentBytes(wdb)) : null,
       };
     } else {
-      const r = openSeahorseRead(inv.seahorse.path);
+      const r = openSeahorseRead(inv.seahorse.path, { quiet: o.quiet });
       if (r.state === 'open') {
         try {
           const p = readPages(r.db);

@@ -86,6 +86,15 @@ export interface PassOptions {
   confirm?: (c: ConfirmInput) => Promise<boolean>;
   /** Test hook (a function, never an environment variable): called between the steps of deleting one session. */
   onStep?: ApplyOptions['onStep'];
+  /** A dry-run with the gateway down writes nothing beside seahorse.db either (./pass-noop.ts). */
+  quietRead?: boolean;
+  /** Called with the plan once it is made, and what else decides whether an apply has work (./pass-noop.ts). */
+  onPlanned?: (p: {
+    plan: Plan;
+    owed: OwedVacuum | null;
+    seahorse: 'absent' | 'open' | 'error';
+    home: PicoClawHome;
+  }) => void;
 }
 
 function skipped(
@@ -170,6 +179,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     );
   }
   const online = gateway.state === 'ready';
+  const quiet = !o.apply && !!o.quietRead && gateway.state === 'down';
 
   const lock = o.apply ? tryLock(lockPathFor(home, o.stateDir), `prune pid ${process.pid}`) : null;
   if (lock && !lock.ok) {
@@ -184,10 +194,18 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   try {
     const early = recoverInterrupted(o, home, online, env);
     if (early.refusal) return skipped(withGw, early.refusal.message, early.refusal.exitCode);
-    const inv = buildInventory(home);
+    const inv = buildInventory(home, { quietSeahorse: quiet });
     const warnings: string[] = [...early.notes];
     // seahorse: read-only for the plan; read-write (and checked) for apply.
-    const sh = prepareSeahorse(inv, { apply: o.apply, online, forceVacuum: !!o.forceVacuum, values, env, warnings });
+    const sh = prepareSeahorse(inv, {
+      apply: o.apply,
+      online,
+      forceVacuum: !!o.forceVacuum,
+      values,
+      env,
+      warnings,
+      quiet,
+    });
     db = sh.db;
     const dbFacts = sh.dbFacts;
     // The pass refused before deleting anything: the report of the inventory, no plan.
@@ -298,6 +316,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     const plan: Plan = planPrune(planInput);
     // Before anything else reads the plan: the one group asked for, or a refusal naming it.
     if (o.only) selectForDelete(plan, o.only, home.home);
+    o.onPlanned?.({ plan, owed: owedBefore, seahorse: inv.seahorse.state, home });
     // The planner's indexes are dead; the report or the deletions come next.
     releaseGarbage();
     warnings.push(...planWarnings(plan, { skipAgeCheck: o.skipAgeCheck, apply: o.apply, now }));

@@ -28,7 +28,11 @@ describe('opening seahorse.db for a dry-run', () => {
       mkdirSync(sessions, { recursive: true });
       symlinkSync(realDb, join(sessions, 'seahorse.db'));
       const before = readdirSync(sessions);
-      expect(seahorseReadMode(join(sessions, 'seahorse.db'))).toEqual({ realPath: realDb, mode: 'readonly' });
+      expect(seahorseReadMode(join(sessions, 'seahorse.db'))).toEqual({
+        realPath: realDb,
+        mode: 'readonly',
+        writesBeside: true,
+      });
       const r = openSeahorseRead(join(sessions, 'seahorse.db'));
       if (r.state !== 'open') throw new Error(`not open: ${JSON.stringify(r)}`);
       expect(r.mode).toBe('readonly');

@@ -326,6 +326,8 @@ export interface InventoryOptions {
    * scoped home list four or so, about 140 bytes each).
    */
   withoutAliases?: boolean;
+  /** The gateway is down and nothing may be written beside seahorse.db (seahorseReadMode's `gatewayDown`). */
+  quietSeahorse?: boolean;
 }
 
 export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}): Inventory {
@@ -368,7 +370,7 @@ export function buildInventory(home: PicoClawHome, opts: InventoryOptions = {}):
   };
   const orphanConversations: OrphanConversation[] = [];
   if (!opts.skipSeahorse) {
-    const opened = openSeahorseRead(home.seahorsePath);
+    const opened = openSeahorseRead(home.seahorsePath, { quiet: opts.quietSeahorse });
     if (opened.state === 'error') {
       seahorse.state = 'error';
       seahorse.error = opened.reason;

@@ -1,0 +1,129 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildSampleHome } from '../dev/sample/builder.js';
+import { CLI, cliEnv, fmtMs, fmtRatio, hasGnuTime, median, ROOT, setTmpBase, tempDir } from './lib.js';
+
+/**
+ * What a pre-start pass with nothing to do costs (issue 29 item 3), beside bare `node -e 0`:
+ *
+ *   npm run build:all && node dist/bench/noop-pass.js [--runs 20] [--sessions 2000] [--before CLI] [--keep]
+ *
+ * A home of `--sessions` sessions within policy (the sample builder's, spread over 20 days, three agents,
+ * seahorse.db; the policy: 90 days, at most 10,000 sessions, no size limit) is built,
+ * one pass settles what the builder leaves (orphan conversations, a first VACUUM), then each round runs,
+ * in turn: `node -e 0`, `prune --apply --if-enabled --pre-start` on that home, `--help` and
+ * `prune --help`, with this build and, with `--before`, another build's cli.js (e.g. an older commit's,
+ * built beside). Wall-clock medians over the rounds, and the ratio of each to `node -e 0`'s median; with GNU
+ * time, one more round of each gives its CPU time (user + system), the figure a busy machine blurs least.
+ * It also checks that the passes left the home as they found it (every entry's mtime and ctime): a figure
+ * from a pass that wrote would not be the one asked for.
+ */
+
+interface Row {
+  label: string;
+  args: string[];
+  wall: number[];
+  cpu: number[];
+}
+
+function snapshot(dir: string): string {
+  const out: string[] = [];
+  const walk = (p: string) => {
+    const st = lstatSync(p, { bigint: true });
+    out.push(`${p} ${st.size} ${st.mtimeNs} ${st.ctimeNs} ${st.ino}`);
+    if (st.isDirectory()) for (const n of readdirSync(p)) walk(join(p, n));
+  };
+  walk(dir);
+  return out.join('\n');
+}
+
+function main(): number {
+  const { values } = parseArgs({
+    options: {
+      runs: { type: 'string', default: '20' },
+      sessions: { type: 'string', default: '2000' },
+      before: { type: 'string' },
+      keep: { type: 'boolean', default: false },
+    },
+  });
+  const runs = Number(values.runs);
+  setTmpBase(tmpdir());
+  const dir = tempDir('noop-pass');
+  const home = join(dir, 'home');
+  const state = join(dir, 'state');
+  const config = join(dir, 'guard.json');
+  buildSampleHome({ dir: home, seed: 29, sessions: Number(values.sessions), agents: 3, now: Date.now(), spanDays: 20 });
+  writeFileSync(
+    config,
+    JSON.stringify({ prune: { enabled: true, max_age_days: 90, max_sessions: 10_000, max_db_size_mb: 0 } }),
+  );
+  const env = { ...cliEnv(state), PICOCLAW_GUARD_CONFIG: config, PICOGUARD_NO_SYSTEM_STATE: '1' };
+  const pass = ['prune', '--apply', '--if-enabled', '--pre-start', '--home', home, '--state-dir', state];
+  const settle = spawnSync(process.execPath, [CLI, ...pass], { env, stdio: 'ignore' });
+  if (settle.status !== 0) throw new Error(`the settling pass exited ${settle.status}`);
+
+  const builds: [string, string][] = [['after', CLI]];
+  if (values.before) {
+    if (!existsSync(values.before)) throw new Error(`${values.before}: no such file`);
+    builds.unshift(['before', values.before]);
+  }
+  const rows: Row[] = [{ label: 'node -e 0', args: ['-e', '0'], wall: [], cpu: [] }];
+  for (const [name, cli] of builds)
+    rows.push(
+      { label: `${name}: pre-start pass`, args: [cli, ...pass], wall: [], cpu: [] },
+      { label: `${name}: --help`, args: [cli, '--help'], wall: [], cpu: [] },
+      { label: `${name}: prune --help`, args: [cli, 'prune', '--help'], wall: [], cpu: [] },
+    );
+  let touched = false;
+  for (let i = 0; i < runs; i++)
+    for (const r of rows) {
+      // The before build's pass writes in the home (that is what is measured against): the check is this build's.
+      const mine = r.label === 'after: pre-start pass';
+      const untouched = mine ? snapshot(home) : '';
+      const t = performance.now();
+      const res = spawnSync(process.execPath, r.args, { env, stdio: 'ignore', cwd: ROOT });
+      r.wall.push(performance.now() - t);
+      if (res.status !== 0) throw new Error(`${r.label} exited ${res.status}`);
+      if (mine && snapshot(home) !== untouched) touched = true;
+    }
+  if (hasGnuTime())
+    for (let i = 0; i < Math.min(runs, 5); i++)
+      for (const r of rows) {
+        const res = spawnSync('/usr/bin/time', ['-f', '%U %S', process.execPath, ...r.args], {
+          env,
+          cwd: ROOT,
+          encoding: 'utf8',
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        const m = /(\d+\.\d+) (\d+\.\d+)\s*$/.exec(res.stderr);
+        if (m) r.cpu.push((Number(m[1]) + Number(m[2])) * 1000);
+      }
+  const base = median(rows[0]!.wall);
+  const baseCpu = median(rows[0]!.cpu);
+  const lines = [
+    `noop-pass: ${values.sessions} sessions within policy, ${runs} rounds (alternating), medians`,
+    '',
+    '| command | wall | x node -e 0 | CPU (user+sys) | x node -e 0 |',
+    '|---|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    const w = median(r.wall);
+    const c = r.cpu.length ? median(r.cpu) : NaN;
+    lines.push(
+      `| ${r.label} | ${fmtMs(w)} | ${fmtRatio(w / base)} | ${fmtMs(c)} | ${Number.isFinite(c) ? fmtRatio(c / baseCpu) : '-'} |`,
+    );
+  }
+  lines.push(
+    '',
+    touched ? "MISSED: this build's pass changed the home" : "this build's passes left the home untouched",
+  );
+  process.stdout.write(lines.join('\n') + '\n');
+  if (values.keep) process.stdout.write(`home kept in ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
+  return touched ? 1 : 0;
+}
+
+process.exitCode = main();
