@@ -1,6 +1,6 @@
 import { ExitCode } from '../errors.js';
 import { systemClock, type Clock } from '../io/clock.js';
-import { freeSpaceFromEnv } from '../io/freespace.js';
+import { statfsFreeSpace } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { NOT_CONFIRMED, runPrunePass } from '../prune/pass.js';
@@ -129,7 +129,7 @@ export async function execute(
     trustClock: opts.trustClock === true,
     ifEnabled: opts.ifEnabled === true,
     clock: deps.clock ?? systemClock,
-    freeSpace: freeSpaceFromEnv(),
+    freeSpace: statfsFreeSpace,
     // Read by the dry-run too (restore holds, an owed VACUUM, the startup-time model's samples), so it
     // shows what apply would do; only --apply writes there.
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
