@@ -18,7 +18,7 @@ function progressReporter(io: PruneIo): (done: number, total: number, what: stri
   let last = 0;
   let shown = '';
   return (done, total) => {
-    const now = Date.now();
+    const now = performance.now();
     // Orphan conversations and the size guard report progress without changing the count: say it once.
     const line = `pruning: ${done}/${total} sessions`;
     if (line === shown) return;
@@ -99,11 +99,12 @@ export async function execute(
   const apply = opts.apply === true;
   // A deadline keeps a pre-start pass from holding the gateway back: it stops between sessions.
   const deadline = num(opts.deadline) ?? (opts.preStart ? 120 : undefined);
-  const stopAt = deadline === undefined ? Infinity : Date.now() + deadline * 1000;
+  // Elapsed time, not the wall clock: a board without an RTC has its clock set by NTP during the pre-start pass.
+  const stopAt = deadline === undefined ? Infinity : performance.now() + deadline * 1000;
   const signalled = io.signalled ?? (() => null);
   const ask = io.confirm;
   const report = await runPrunePass({
-    shouldStop: () => Date.now() > stopAt || signalled() !== null,
+    shouldStop: () => performance.now() > stopAt || signalled() !== null,
     stopReason: () => {
       const sig = signalled();
       return sig ? `interrupted by ${sig}` : null;
