@@ -70,9 +70,9 @@ export function writeRows(db: Database, conversationIds: number[], tmpPath: stri
   try {
     for (const [i, [table, , n]] of ROW_QUERIES.entries()) {
       rows[table] = 0;
-      for (const C of conversationIds) {
-        const stmt = (table === 'message_parts' && parts?.(C)) || statements[i]!;
-        for (const row of stmt.iterate(...Array<number>(n).fill(C)) as Iterable<Record<string, unknown>>) {
+      for (const conversationId of conversationIds) {
+        const stmt = (table === 'message_parts' && parts?.(conversationId)) || statements[i]!;
+        for (const row of stmt.iterate(...Array<number>(n).fill(conversationId)) as Iterable<Record<string, unknown>>) {
           for (const k of Object.keys(row))
             if (Buffer.isBuffer(row[k])) row[k] = { $base64: row[k].toString('base64') };
           const line = JSON.stringify({ table, row }) + '\n';
@@ -117,7 +117,7 @@ function preparedParts(db: Database): ((conversationId: number) => Statement | n
       }),
     );
   const { prepared, parts } = s;
-  return (C) => (prepared.get(C) === undefined ? null : parts);
+  return (conversationId) => (prepared.get(conversationId) === undefined ? null : parts);
 }
 
 const preparedStatements = new WeakMap<Database, { prepared: Statement; parts: Statement }>();

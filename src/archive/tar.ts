@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readSync, writeSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { encode as encodeTarHeader, encodePax } from 'tar-stream/headers.js';
+import { paxPathRecord, ustarHeader } from './tar-header.js';
 
 /**
  * The archive writer's byte level: a tar stream gzip-compressed block by block (so a reader can
@@ -77,15 +77,15 @@ export class GzipTarWriter {
   }
 
   header(name: string, size: number, mtime: Date, mode = 0o600): void {
-    const h = { name, size, mode, mtime, type: 'file', uid: 0, gid: 0 };
-    const plain = encodeTarHeader(h);
+    const h = { name, size, mode, mtime, type: 'file' as const };
+    const plain = ustarHeader(h);
     if (plain) return this.write(plain);
     // A name ustar cannot hold (long, or not ASCII): a pax record carries it.
-    const pax = encodePax({ name });
-    this.write(encodeTarHeader({ ...h, name: 'PaxHeader', size: pax.length, type: 'pax-header' })!);
+    const pax = paxPathRecord(name);
+    this.write(ustarHeader({ ...h, name: 'PaxHeader', size: pax.length, type: 'pax-header' })!);
     this.write(pax);
     this.pad(pax.length);
-    this.write(encodeTarHeader({ ...h, name: name.replace(/[^\x20-\x7e]/g, '_').slice(-99) })!);
+    this.write(ustarHeader({ ...h, name: name.replace(/[^\x20-\x7e]/g, '_').slice(-99) })!);
   }
 
   pad(size: number): void {

@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { ExitCode } from '../errors.js';
 import { systemClock } from '../io/clock.js';
-import { freeSpaceFromEnv } from '../io/freespace.js';
+import { statfsFreeSpace } from '../io/freespace.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport, PruneSessionEntry } from '../prune/report/report.js';
@@ -85,7 +85,7 @@ export async function run(opts: Record<string, unknown>, args: unknown[]): Promi
     configPath: str(opts.config),
     flags: { archive_dir: str(opts.archive), vacuum: opts.vacuum === false ? false : undefined },
     clock: systemClock,
-    freeSpace: freeSpaceFromEnv(),
+    freeSpace: statfsFreeSpace,
     stateDir: resolveStateDir(str(opts.stateDir)),
   };
   const sel: Selection = { typed: typeof args[0] === 'string' ? args[0] : '', agent: str(opts.agent) };

@@ -1,6 +1,6 @@
 import { ExitCode, GuardError } from '../errors.js';
 import { loadGuardConfig } from '../guard-config.js';
-import { freeSpaceFromEnv } from '../io/freespace.js';
+import { rehearsedFreeSpace } from '../health/rehearsed-free-space.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { assertPicoClawHome, type PicoClawHome } from '../picoclaw/home.js';
 import { parseHealthConfig } from '../health/config.js';
@@ -50,8 +50,9 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     home,
     homeError,
     thresholds,
-    // statfs, unless PICOGUARD_FAKE_FREE_BYTES rehearses a full disk (src/io/freespace.ts).
-    freeSpace: freeSpaceFromEnv(),
+    // statfs, unless PICOGUARD_FAKE_FREE_BYTES rehearses a full disk (src/health/rehearsed-free-space.ts): health
+    // deletes nothing, so it alone may.
+    freeSpace: rehearsedFreeSpace(),
   });
   if (opts.json) printJson(report);
   else process.stdout.write(renderHealth(report, outputWidth(opts)) + '\n');

@@ -1,6 +1,6 @@
 import { ExitCode } from '../errors.js';
 import { systemClock, type Clock } from '../io/clock.js';
-import { freeSpaceFromEnv } from '../io/freespace.js';
+import { statfsFreeSpace } from '../io/freespace.js';
 import { releaseGarbage } from '../io/heap.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { NOT_CONFIRMED, runPrunePass, type PassOptions } from '../prune/pass.js';
@@ -19,7 +19,7 @@ function progressReporter(io: PruneIo): (done: number, total: number, what: stri
   let last = 0;
   let shown = '';
   return (done, total) => {
-    const now = Date.now();
+    const now = performance.now();
     // Orphan conversations and the size guard report progress without changing the count: say it once.
     const line = `pruning: ${done}/${total} sessions`;
     if (line === shown) return;
@@ -118,11 +118,12 @@ function passOptions(
   const apply = opts.apply === true;
   // A deadline keeps a pre-start pass from holding the gateway back: it stops between sessions.
   const deadline = num(opts.deadline) ?? (opts.preStart ? 120 : undefined);
-  const stopAt = deadline === undefined ? Infinity : Date.now() + deadline * 1000;
+  // Elapsed time, not the wall clock: a board without an RTC has its clock set by NTP during the pre-start pass.
+  const stopAt = deadline === undefined ? Infinity : performance.now() + deadline * 1000;
   const signalled = io.signalled ?? (() => null);
   const ask = io.confirm;
   return {
-    shouldStop: () => Date.now() > stopAt || signalled() !== null,
+    shouldStop: () => performance.now() > stopAt || signalled() !== null,
     stopReason: () => {
       const sig = signalled();
       return sig ? `interrupted by ${sig}` : null;
@@ -148,7 +149,7 @@ function passOptions(
     trustClock: opts.trustClock === true,
     ifEnabled: opts.ifEnabled === true,
     clock: deps.clock ?? systemClock,
-    freeSpace: freeSpaceFromEnv(),
+    freeSpace: statfsFreeSpace,
     // Read by the dry-run too (restore holds, an owed VACUUM, the startup-time model's samples), so it
     // shows what apply would do; only --apply writes there.
     stateDir: resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { GuardError, errorMessage } from '../errors.js';
 import { systemClock } from '../io/clock.js';
-import { freeSpaceFromEnv } from '../io/freespace.js';
+import { statfsFreeSpace } from '../io/freespace.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { runPrunePass } from '../prune/pass.js';
 import { summarizeReport, type PassSummary } from './pass-summary.js';
@@ -53,7 +53,7 @@ async function pass(input: PassInput): Promise<PassOutput> {
       apply: true,
       ifEnabled: true,
       clock: systemClock,
-      freeSpace: freeSpaceFromEnv(),
+      freeSpace: statfsFreeSpace,
       stateDir: input.stateDir,
       shouldStop,
       onProgress,

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { errorMessage } from '../errors.js';
-import { freeSpaceFromEnv } from '../io/freespace.js';
+import { statfsFreeSpace } from '../io/freespace.js';
 import { collectHealth, type HealthReport } from '../health/index.js';
 import { countSessions } from '../health/picoclaw.js';
 import {
@@ -59,7 +59,6 @@ export class Readings {
   private startupAt = -Infinity;
   private logKey: string | null = null;
   private readonly vcgencmdCache = newVcgencmdCache();
-  private readonly freeSpace = freeSpaceFromEnv();
 
   constructor(private settings: DaemonSettings) {}
 
@@ -190,7 +189,8 @@ export class Readings {
         stateDir: s.stateDir,
         home: s.home,
         thresholds: s.thresholds,
-        freeSpace: this.freeSpace,
+        // The real one: the daemon process also runs passes, where no rehearsed free space may reach.
+        freeSpace: statfsFreeSpace,
         cache: this.vcgencmdCache,
         lastBootstrapGapSeconds: this.startup ? lastBootstrapGapSeconds(this.startup.report) : null,
         // Counted on their own cadence; a folder not counted yet (SIGHUP added an agent) is counted now.

@@ -40,8 +40,8 @@ export interface ChartSpec {
   bands?: { x0: number; x1: number; label: string }[];
 }
 
-const W = 400;
-const H = 196;
+const CHART_WIDTH = 400;
+const CHART_HEIGHT = 196;
 const PAD = { l: 40, r: 40, t: 16, b: 34 };
 
 export function esc(s: string): string {
@@ -91,8 +91,8 @@ function rangeOf(series: Series[], axis: 'left' | 'right', include: number[] = [
 const r1 = (v: number) => Math.round(v * 10) / 10;
 
 export function chart(c: ChartSpec): string {
-  const iw = W - PAD.l - PAD.r;
-  const ih = H - PAD.t - PAD.b;
+  const iw = CHART_WIDTH - PAD.l - PAD.r;
+  const ih = CHART_HEIGHT - PAD.t - PAD.b;
   let x0 = c.xMin;
   let x1 = c.xMax;
   if (!(x1 > x0)) {
@@ -112,7 +112,7 @@ export function chart(c: ChartSpec): string {
   };
   const out: string[] = [];
   out.push(
-    `<svg class="chart" id="${esc(c.id)}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${esc(c.id)}` +
+    `<svg class="chart" id="${esc(c.id)}" viewBox="0 0 ${CHART_WIDTH} ${CHART_HEIGHT}" role="img" aria-labelledby="${esc(c.id)}` +
       `-t"><title id="${esc(c.id)}-t">${esc(c.title)}</title>`,
   );
   for (const b of c.bands ?? []) {
@@ -128,7 +128,7 @@ export function chart(c: ChartSpec): string {
   for (const t of axes.left.ticks) {
     const y = sy('left', t);
     out.push(
-      `<line class="grid" x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}"/><text class="tick" x="${PAD.l - 4}` +
+      `<line class="grid" x1="${PAD.l}" x2="${CHART_WIDTH - PAD.r}" y1="${y}" y2="${y}"/><text class="tick" x="${PAD.l - 4}` +
         `" y="${r1(y + 3.5)}" text-anchor="end">${esc(lf(t))}</text>`,
     );
   }
@@ -136,12 +136,14 @@ export function chart(c: ChartSpec): string {
   if (c.right && axes.right) {
     const rf = c.right.format ?? fmt;
     for (const t of axes.right.ticks)
-      out.push(`<text class="tick" x="${W - PAD.r + 4}" y="${r1(sy('right', t) + 3.5)}">${esc(rf(t))}</text>`);
-    out.push(`<text class="unit" x="${W - 4}" y="10" text-anchor="end">${esc(c.right.unit)}</text>`);
+      out.push(
+        `<text class="tick" x="${CHART_WIDTH - PAD.r + 4}" y="${r1(sy('right', t) + 3.5)}">${esc(rf(t))}</text>`,
+      );
+    out.push(`<text class="unit" x="${CHART_WIDTH - 4}" y="10" text-anchor="end">${esc(c.right.unit)}</text>`);
   }
   // Time axis: four or five ticks at round minutes.
   out.push(
-    `<line class="axis" x1="${PAD.l}" x2="${W - PAD.r}" y1="${PAD.t + ih}" y2="${PAD.t + ih}` +
+    `<line class="axis" x1="${PAD.l}" x2="${CHART_WIDTH - PAD.r}" y1="${PAD.t + ih}" y2="${PAD.t + ih}` +
       `"/><line class="axis" x1="${PAD.l}" x2="${PAD.l}" y1="${PAD.t}" y2="${PAD.t + ih}` +
       `"/>`,
   );
@@ -204,15 +206,15 @@ export function chart(c: ChartSpec): string {
   let lx = PAD.l;
   for (const s of c.series) {
     out.push(
-      `<g class="s-${esc(s.name)}"><rect class="key" x="${lx}" y="${H - 10}" width="10" height="6"/></g><text class="tick" x="${lx + 13}` +
-        `" y="${H - 4}">${esc(s.label)}</text>`,
+      `<g class="s-${esc(s.name)}"><rect class="key" x="${lx}" y="${CHART_HEIGHT - 10}" width="10" height="6"/></g><text class="tick" x="${lx + 13}` +
+        `" y="${CHART_HEIGHT - 4}">${esc(s.label)}</text>`,
     );
     lx += 20 + s.label.length * 5.6;
   }
   if ((c.marks ?? []).length > 0)
     out.push(
-      `<line class="mark" x1="${lx}" x2="${lx + 10}" y1="${H - 7}" y2="${H - 7}` +
-        `"/><text class="tick" x="${lx + 13}" y="${H - 4}">prune pass</text>`,
+      `<line class="mark" x1="${lx}" x2="${lx + 10}" y1="${CHART_HEIGHT - 7}" y2="${CHART_HEIGHT - 7}` +
+        `"/><text class="tick" x="${lx + 13}" y="${CHART_HEIGHT - 4}">prune pass</text>`,
     );
   out.push('</svg>');
   return out.join('');

@@ -8,6 +8,7 @@ import type { Database } from '../io/sqlite.js';
 import { loadGuardConfig } from '../guard-config.js';
 import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
+import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory/inventory.js';
 import { applyPlan, type ApplyOptions, type ApplyResult } from './apply/apply.js';
 import { archiveDirProblem, refuseArchiveInSessions } from './apply/archive-step.js';
@@ -227,7 +228,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       const why = preflight(inv, db);
       if (why) return refuse(`${why}; nothing was deleted anywhere`, ExitCode.SKIPPED);
     }
-    if (values.max_age_days > 0 && now.getTime() < Date.UTC(2024, 0, 1)) {
+    if (values.max_age_days > 0 && now.getTime() < USABLE_SINCE_MS) {
       warnings.push(
         `the clock reads ${now.toISOString()}, before 2024: the age check is skipped until it is set (NTP)`,
       );
@@ -410,7 +411,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     if (result?.size.unmet) report.warnings.push(`seahorse.db stays over max_db_size_mb: ${result.size.unmet}`);
     if (o.apply && o.stateDir && o.trustClock) {
       try {
-        recordClockConfirmed(o.stateDir, Date.now());
+        recordClockConfirmed(o.stateDir, o.clock().getTime());
       } catch (err) {
         report.warnings.push(
           `could not record the confirmed clock in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`,
@@ -420,7 +421,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     if (o.apply && o.stateDir) {
       try {
         appendHistory(o.stateDir, {
-          at: new Date().toISOString(),
+          at: o.clock().toISOString(),
           home: home.home,
           mode: 'apply',
           outcome: partial ? 'partial' : 'ok',

@@ -7,7 +7,7 @@ import { LineRouter } from './router.js';
 import { chunksOf, newReadState } from './source.js';
 import { toEntry } from './spans.js';
 import { summarize } from './summary.js';
-import { anchored, anchorShift, LineTimes, timestampsOf, type T } from './times.js';
+import { anchored, anchorShift, LineTimes, timestampsOf, type LineTime } from './times.js';
 import { RestartTracker } from './tracker.js';
 import { newLineCounts, type AnalyzeOptions, type LogSource, type StartupReport } from './types.js';
 
@@ -68,11 +68,11 @@ export async function analyzeStartupLog(source: LogSource, opts: AnalyzeOptions 
   tracker.finish();
 
   const restarts = tracker.restarts;
-  const lastFloating = (): T | undefined =>
+  const lastFloating = (): LineTime | undefined =>
     [...restarts]
       .reverse()
       .flatMap((r) => [r.lastT, r.endT, r.start])
-      .find((t): t is T => t !== null && t.floating);
+      .find((t): t is LineTime => t !== null && t.floating);
   const shift = times.onlyFloating ? await anchorShift(opts.dateAnchor, path, lastFloating()) : null;
   const entries = restarts.map((r) => toEntry(r, anchored(shift)));
 

@@ -5,7 +5,7 @@ import {
   type MarkerValue,
   type ParsedLine,
 } from '../picoclaw/gatewaylog/gatewaylog.js';
-import type { T } from './times.js';
+import type { LineTime } from './times.js';
 import type { GapCounts, RestartEnd } from './types.js';
 
 /**
@@ -34,27 +34,27 @@ export const LEVEL_BIT = (l: LevelValue) => 1 << l;
 
 export interface RestartState {
   n: number;
-  start: T | null;
+  start: LineTime | null;
   startMarkers: string[];
   stage: number;
   phase: PhaseValue;
   end: RestartEnd | null;
-  endT: T | null;
+  endT: LineTime | null;
   endDetail: string | null;
   levelSet: string | null;
   levelMask: number;
-  lastT: T | null;
+  lastT: LineTime | null;
   /** A later line than lastT, kept unparsed (bootstrap progress); parsed only if its time is needed. */
   lastRaw: { buf: Buffer; s: number; e: number; copied: boolean } | null;
-  lastAgentReg: { t: T | null; name: string } | null;
-  shortExpandT: T | null;
-  debugGapEnd: { t: T | null; name: string } | null;
-  agentInitT: T | null;
+  lastAgentReg: { t: LineTime | null; name: string } | null;
+  shortExpandT: LineTime | null;
+  debugGapEnd: { t: LineTime | null; name: string } | null;
+  agentInitT: LineTime | null;
   startEventMs: number | null;
   readyEventMs: number | null;
-  httpT: T | null;
-  channelsT: T | null;
-  shutdownT: T | null;
+  httpT: LineTime | null;
+  channelsT: LineTime | null;
+  shutdownT: LineTime | null;
   gap: GapCounts;
   warnTexts: Map<string, number> | null;
   reloads: number;

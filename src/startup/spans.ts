@@ -1,7 +1,7 @@
 import { Level } from '../picoclaw/gatewaylog/gatewaylog.js';
 import { LEVEL_BIT, Phase, type RestartState } from './restart.js';
 import { collate } from '../io/collate.js';
-import { timeText, type T } from './times.js';
+import { timeText, type LineTime } from './times.js';
 import type { RestartEntry, Span } from './types.js';
 
 /**
@@ -14,7 +14,13 @@ import type { RestartEntry, Span } from './types.js';
 const REACHED = ['starting', 'bootstrap', 'initialized', 'serving'] as const;
 
 /** From a to b, when both are known and on the same footing (both dated or both floating). */
-export function span(a: T | null, b: T | null, from: string, to: string, lowerBound = false): Span | null {
+export function span(
+  a: LineTime | null,
+  b: LineTime | null,
+  from: string,
+  to: string,
+  lowerBound = false,
+): Span | null {
   if (a === null || b === null || a.floating !== b.floating) return null;
   const ms = b.ms - a.ms;
   if (ms < 0) return null;
@@ -34,7 +40,11 @@ export function msSpan(ms: number | null, to: string): Span | null {
  * core tool); info includes engine open and tool setup (last agent registration → `Agent
  * initialized`); a bootstrap that never ended is at least as long as up to its last line.
  */
-function bootstrapGap(r: RestartState, fix: (t: T | null) => T | null, agentInit: T | null): Span | null {
+function bootstrapGap(
+  r: RestartState,
+  fix: (t: LineTime | null) => LineTime | null,
+  agentInit: LineTime | null,
+): Span | null {
   let gap: Span | null = null;
   if (r.shortExpandT && r.debugGapEnd) {
     const to = `Registered core tool ${r.debugGapEnd.name}`;
@@ -54,7 +64,7 @@ function bootstrapGap(r: RestartState, fix: (t: T | null) => T | null, agentInit
 }
 
 /** A restart as the report shows it; `fix` places floating times on the anchor's date. */
-export function toEntry(r: RestartState, fix: (t: T | null) => T | null): RestartEntry {
+export function toEntry(r: RestartState, fix: (t: LineTime | null) => LineTime | null): RestartEntry {
   const start = fix(r.start);
   const end = fix(r.endT);
   const agentInit = fix(r.agentInitT);

@@ -9,7 +9,7 @@ import type { AnalyzeOptions, StartupReport } from './types.js';
  */
 
 /** An instant (or a floating wall-clock time when the date is unknown) and its precision. */
-export interface T {
+export interface LineTime {
   ms: number;
   floating: boolean;
   offsetMin: number | null;
@@ -27,13 +27,13 @@ export class LineTimes {
   /** The finest precision of any line timed. */
   finestPrecisionMs = Infinity;
 
-  of(p: ParsedLine): T | null {
+  of(p: ParsedLine): LineTime | null {
     const t = this.resolve(p);
     if (t && t.precisionMs < this.finestPrecisionMs) this.finestPrecisionMs = t.precisionMs;
     return t;
   }
 
-  private resolve(p: ParsedLine): T | null {
+  private resolve(p: ParsedLine): LineTime | null {
     const tm = p.time;
     if (tm === null) return null;
     if (tm.kind === 'instant') {
@@ -74,7 +74,7 @@ export interface AnchorShift {
 export async function anchorShift(
   anchorOpt: AnalyzeOptions['dateAnchor'],
   path: string | null,
-  lastFloating: T | undefined,
+  lastFloating: LineTime | undefined,
 ): Promise<AnchorShift | null> {
   let anchor = anchorOpt === undefined ? 'mtime' : anchorOpt;
   if (anchor === 'mtime') {
@@ -96,7 +96,7 @@ export async function anchorShift(
 }
 
 /** A time with the anchor applied (floating times become instants); others as they are. */
-export function anchored(shift: AnchorShift | null): (t: T | null) => T | null {
+export function anchored(shift: AnchorShift | null): (t: LineTime | null) => LineTime | null {
   return (t) => {
     if (t === null || !t.floating || shift === null) return t;
     const ms = t.ms + shift.dayShiftMs - shift.offsetMin * 60_000;
@@ -105,7 +105,7 @@ export function anchored(shift: AnchorShift | null): (t: T | null) => T | null {
 }
 
 /** Display text of a time: `2026-06-13 18:19:35 +02:00`, or `day 2 18:19:35` without a date. */
-export function timeText(t: T | null): { iso: string | null; text: string } {
+export function timeText(t: LineTime | null): { iso: string | null; text: string } {
   if (t === null) return { iso: null, text: '-' };
   if (t.floating) {
     const day = Math.floor(t.ms / DAY);

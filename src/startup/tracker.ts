@@ -7,7 +7,7 @@ import {
   type ParsedLine,
 } from '../picoclaw/gatewaylog/gatewaylog.js';
 import { LEVEL_BIT, loggedInDetail, newRestart, Phase, STAGE, startLabel, type RestartState } from './restart.js';
-import type { T } from './times.js';
+import type { LineTime } from './times.js';
 import type { RestartEnd } from './types.js';
 
 /**
@@ -98,7 +98,7 @@ export class RestartTracker {
   }
 
   /** One marker line, parsed, at its time. */
-  marker(kind: MarkerValue, p: ParsedLine, level: LevelValue, t: T | null): void {
+  marker(kind: MarkerValue, p: ParsedLine, level: LevelValue, t: LineTime | null): void {
     // A start marker opens (or continues) a start and then counts as its first line.
     if (STAGE[kind] !== undefined) this.startMarker(kind, p, t);
     else if (kind === Marker.STARTUP_FAILED) {
@@ -142,7 +142,7 @@ export class RestartTracker {
   }
 
   /** A marker of the current process past its start: how far it got, and the times of its steps. */
-  private progress(cur: RestartState, kind: MarkerValue, p: ParsedLine, t: T | null): void {
+  private progress(cur: RestartState, kind: MarkerValue, p: ParsedLine, t: LineTime | null): void {
     switch (kind) {
       case Marker.CORE_TOOL: {
         if (cur.phase > Phase.REGISTERING) break; // a reload re-registers tools
@@ -239,7 +239,7 @@ export class RestartTracker {
     if (texts.size < MAX_WARNING_TEXTS || texts.has(short)) texts.set(short, (texts.get(short) ?? 0) + 1);
   }
 
-  private startMarker(kind: MarkerValue, p: ParsedLine, t: T | null): void {
+  private startMarker(kind: MarkerValue, p: ParsedLine, t: LineTime | null): void {
     const stage = STAGE[kind] ?? 1;
     const cur = this.open[this.open.length - 1];
     const near = cur?.start && t ? Math.abs(t.ms - cur.start.ms) <= MERGE_WINDOW_MS : true;
@@ -261,7 +261,7 @@ export class RestartTracker {
     if (kind === Marker.WROTE_PID) this.closeOlder(r, 'no closing line');
   }
 
-  private startupFailed(p: ParsedLine, t: T | null): void {
+  private startupFailed(p: ParsedLine, t: LineTime | null): void {
     const err = str(p.fields.error) ?? 'no error text';
     const cur = this.open[this.open.length - 1];
     const refused = /already running|singleton/i.test(err);
@@ -281,7 +281,7 @@ export class RestartTracker {
   }
 
   /** A new restart, kept; the oldest closed ones are dropped past the cap. */
-  private begin(t: T | null): RestartState {
+  private begin(t: LineTime | null): RestartState {
     const r = newRestart(++this.found);
     r.start = t;
     this.everStarted = true;
@@ -296,7 +296,7 @@ export class RestartTracker {
     return r;
   }
 
-  private close(r: RestartState, end: RestartEnd, t: T | null, detail: string | null): void {
+  private close(r: RestartState, end: RestartEnd, t: LineTime | null, detail: string | null): void {
     // Only open restarts get their progress line copied when a chunk is done: settle it now,
     // while the bytes it points at are still this chunk's (a stop line without a time keeps it).
     this.settleLast(r);

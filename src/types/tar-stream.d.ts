@@ -17,18 +17,3 @@ declare module 'tar-stream' {
   }
   export function extract(opts?: { allowUnknownFormat?: boolean }): Extract;
 }
-declare module 'tar-stream/headers.js' {
-  export function encode(opts: {
-    name: string;
-    size: number;
-    mode: number;
-    mtime: Date;
-    type: string;
-    uid: number;
-    gid: number;
-    uname?: string;
-    gname?: string;
-    linkname?: string;
-  }): Buffer | null;
-  export function encodePax(opts: { name?: string; linkname?: string; pax?: Record<string, string> }): Buffer;
-}

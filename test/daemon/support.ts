@@ -160,8 +160,6 @@ export function daemonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     HOME: process.env.HOME,
     PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
     PICOGUARD_NO_SYSTEM_STATE: '1',
-    // Plenty of free space whatever this machine's disk says (src/io/freespace.ts).
-    PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`,
     ...extra,
   };
 }

@@ -73,7 +73,8 @@ function health(
     ...(b.vcgencmd ? ['--vcgencmd', b.vcgencmd] : []),
     ...extra,
   ];
-  // Plenty of free space whatever this machine's disk says (src/io/freespace.ts).
+  // Plenty of free space whatever this machine's disk says: health alone may rehearse one
+  // (src/health/rehearsed-free-space.ts).
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../src/io/atomic.js';
-import { freeSpaceFromEnv, statfsFreeSpace } from '../../src/io/freespace.js';
+import { statfsFreeSpace } from '../../src/io/freespace.js';
+import { rehearsedFreeSpace } from '../../src/health/rehearsed-free-space.js';
 import { tryLock } from '../../src/io/lock.js';
 import { resolveStateDir } from '../../src/io/statedir.js';
 import { GuardError } from '../../src/errors.js';
@@ -145,11 +146,11 @@ describe('a lock file that is not a lock', () => {
 });
 
 describe('free space and the state folder', () => {
-  it('reads the real file system, and a test override by path prefix', () => {
+  it('reads the real file system, and health rehearses a full disk by path prefix', () => {
     const d = tempDir();
     const real = statfsFreeSpace(d);
     expect(real.availableBytes).toBeGreaterThan(0);
-    const fake = freeSpaceFromEnv({ PICOGUARD_FAKE_FREE_BYTES: `${d}=1234` });
+    const fake = rehearsedFreeSpace({ PICOGUARD_FAKE_FREE_BYTES: `${d}=1234` });
     expect(fake(d).availableBytes).toBe(1234);
     expect(fake('/').totalBytes).toBe(statfsFreeSpace('/').totalBytes);
     expect(fake('/').availableBytes).not.toBe(1234);

@@ -2,8 +2,13 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, type TestContext } from 'vitest';
+import { systemClock } from '../../src/io/clock.js';
+import { statfsFreeSpace, type FreeSpaceReader } from '../../src/io/freespace.js';
 import { sqlite } from '../../src/io/sqlite.js';
+import { sqliteTempDir } from '../../src/prune/apply/vacuum.js';
+import { runPrunePass } from '../../src/prune/pass.js';
 import { NO_GUARD_CONFIG, runCli } from '../support/cli.js';
+import { downGateway } from '../support/gateway-state.js';
 import { addConversation, canMount, handHome, snapshot, writeSession } from '../support/home.js';
 import { requireRoot, skipWithReason } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
@@ -333,7 +338,7 @@ describe(
     it(
       'not enough room for VACUUM (database file system or temp folder): VACUUM ' +
         'skipped with the reason, WAL truncated',
-      () => {
+      async () => {
         for (const where of ['db', 'tmp'] as const) {
           const home = tempDir();
           const sessions = [];
@@ -349,18 +354,50 @@ describe(
           const db = new (sqlite())(join(sessionsDir, 'seahorse.db'));
           addConversation(db, 'sk_v1_big', Array(20).fill(sqlDaysAgo(99)), { contentBytes: 100_000 });
           db.close();
-          const tmp = tempDir();
-          const fake = where === 'db' ? `${sessionsDir}=1000` : `${tmp}=1000`;
-          const r = prune(home, [], { PICOGUARD_FAKE_FREE_BYTES: fake, TMPDIR: tmp, SQLITE_TMPDIR: tmp });
-          expect(r.code, r.stderr).toBe(0);
-          expect(r.report!.database.vacuum.ran).toBe(false);
-          expect(r.report!.database.vacuum.reason).toMatch(
+          // A full disk in-process: the pass's own free-space reader, as no environment variable can give one.
+          // SQLite reads its temp folder from this process's environment (as the check does).
+          const full = where === 'db' ? sessionsDir : sqliteTempDir(process.env);
+          const freeSpace: FreeSpaceReader = (p) => {
+            const real = statfsFreeSpace(p);
+            return p.startsWith(full) ? { ...real, availableBytes: 1000 } : real;
+          };
+          const report = await runPrunePass({
+            home,
+            env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },
+            apply: true,
+            clock: systemClock,
+            freeSpace,
+            stateDir: stateOf(home),
+            probe: downGateway,
+          });
+          expect(report.exit_code, report.warnings.join(' | ')).toBe(0);
+          expect(report.database.vacuum.ran).toBe(false);
+          expect(report.database.vacuum.reason).toMatch(
             where === 'db' ? new RegExp(`free in ${sessionsDir}`) : /temp folder/,
           );
-          expect(r.report!.database.vacuum.wal_checkpoint).toBe('truncate');
+          expect(report.database.vacuum.wal_checkpoint).toBe('truncate');
         }
       },
     );
+
+    it('PICOGUARD_FAKE_FREE_BYTES claiming a full disk: prune --apply reads the real free space, VACUUMs', () => {
+      // The variable rehearses a full disk for `health` alone (src/health/rehearsed-free-space.ts): were it read
+      // here, the VACUUM would be refused for want of room on the database's and the temp folder's file systems.
+      const home = tempDir();
+      const sessions = [];
+      for (let i = 0; i < 20; i++)
+        sessions.push({ key: `sk_v1_s${i}`, updated: daysAgo(100 + i), seahorse: Array(8).fill(sqlDaysAgo(100 + i)) });
+      sessions.push({ key: 'sk_v1_new', updated: daysAgo(0), seahorse: [sqlDaysAgo(0)] });
+      sessions.push({ key: 'sk_v1_big', updated: daysAgo(99) });
+      const { sessionsDir } = handHome(home, sessions);
+      // Worth a VACUUM: the old conversation's rows are most of the file.
+      const db = new (sqlite())(join(sessionsDir, 'seahorse.db'));
+      addConversation(db, 'sk_v1_big', Array(20).fill(sqlDaysAgo(99)), { contentBytes: 100_000 });
+      db.close();
+      const r = prune(home, [], { PICOGUARD_FAKE_FREE_BYTES: '/=0' });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.report!.database.vacuum.ran, r.report!.database.vacuum.reason).toBe(true);
+    });
 
     it('a real small file system for the temp folder: VACUUM refused, not attempted', (ctx) => {
       requireMount(ctx);
@@ -377,7 +414,8 @@ describe(
       const db = new (sqlite())(join(sessionsDir, 'seahorse.db'));
       addConversation(db, 'sk_v1_big', Array(20).fill(sqlDaysAgo(101)), { contentBytes: 100_000 });
       db.close();
-      const r = prune(home, [], { SQLITE_TMPDIR: mnt });
+      // PICOGUARD_FAKE_FREE_BYTES claiming room everywhere changes nothing: the pass reads the real file system.
+      const r = prune(home, [], { SQLITE_TMPDIR: mnt, PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}` });
       expect(r.code).toBe(0);
       expect(r.report!.database.vacuum.ran).toBe(false);
       expect(r.report!.database.vacuum.reason).toContain(mnt);

@@ -226,6 +226,50 @@ describe('src/ layers', () => {
     expect([...new Set(bad)]).toEqual([]);
   });
 
+  it('no deleting path reaches PICOGUARD_FAKE_FREE_BYTES: only the health command may rehearse a full disk', () => {
+    // What a process that deletes starts from: the commands (cli.ts imports each lazily, by name), the worker of
+    // `prune --apply` (its own module) and the daemon's pass child (forked by path).
+    const entries = [
+      ...files.filter(
+        (f) => /^commands\/[^/]+\.ts$/.test(relative(SRC, f)) && relative(SRC, f) !== 'commands/health.ts',
+      ),
+      join(SRC, 'daemon/prune-child.ts'),
+      join(SRC, 'cli.ts'),
+    ];
+    const DELETERS = /^(prune\/apply\/|archive\/restore-write\.ts$|logs\/cut\.ts$|state\/deletion-journal\.ts$)/;
+    const readsVariable = (f: string) => /PICOGUARD_FAKE_FREE_BYTES/.test(readFileSync(f, 'utf8'));
+    const bad: string[] = [];
+    const deleting: string[] = [];
+    for (const start of entries) {
+      const seen = new Set<string>();
+      const todo = [start];
+      let deletes = false;
+      while (todo.length > 0) {
+        const f = todo.pop()!;
+        if (seen.has(f)) continue;
+        seen.add(f);
+        const rel = relative(SRC, f);
+        if (DELETERS.test(rel)) deletes = true;
+        if (readsVariable(f)) bad.push(`${relative(SRC, start)} reaches ${rel}`);
+        for (const i of importsOf(f)) if (!i.typeOnly && i.path.startsWith(SRC)) todo.push(i.path);
+      }
+      if (deletes) deleting.push(relative(SRC, start));
+    }
+    expect(bad).toEqual([]);
+    // The walk is worth something only if it saw the deleting commands delete.
+    for (const e of ['commands/prune.ts', 'commands/delete.ts', 'commands/restore.ts', 'commands/logs.ts'])
+      expect(deleting).toContain(e);
+    expect(deleting).toContain('commands/run.ts');
+    expect(deleting).toContain('daemon/prune-child.ts');
+    // And the variable is read somewhere: by the health command, through the one module that knows it.
+    const readers = files.filter(readsVariable).map((f) => relative(SRC, f));
+    expect(readers).toContain('health/rehearsed-free-space.ts');
+    const importers = files
+      .filter((f) => importsOf(f).some((i) => i.path === join(SRC, 'health/rehearsed-free-space.ts')))
+      .map((f) => relative(SRC, f));
+    expect(importers).toEqual(['commands/health.ts']);
+  });
+
   it('a file in src/ over 600 lines says in its first 40 lines why it is one job (not a line cap)', () => {
     const long = files
       .map((f) => ({ f: relative(ROOT, f), text: readFileSync(f, 'utf8') }))

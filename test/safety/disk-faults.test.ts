@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GuardError } from '../../src/errors.js';
 import { fixedClock } from '../../src/io/clock.js';
+import { statfsFreeSpace, type FreeSpaceReader } from '../../src/io/freespace.js';
 import { sqlite } from '../../src/io/sqlite.js';
 import { runPrunePass } from '../../src/prune/pass.js';
 import { CLI, NO_GUARD_CONFIG, assertBuilt } from '../support/cli.js';
@@ -169,80 +170,67 @@ describe('a damaged or full disk stops the pass before harm', () => {
     }
   });
 
-  it('property: a disk that fills (archive, state, database): the report, exit 9, kept sessions intact', (ctx) => {
+  it('property: a disk that fills (archive, state, database): the report, exit 9, kept sessions whole', async (ctx) => {
     requireRoot(ctx, 'mount small tmpfs file systems that fill up (mount -t tmpfs)');
-    assertBuilt();
-    fc.assert(
-      fc.property(fc.constantFrom('archive', 'state', 'database'), fc.integer({ min: 0, max: 3 }), (where, slack) => {
-        const root = tempDir('pcg-full-');
-        const fs = join(root, 'fs');
-        mkdirSync(fs);
-        // The file system that fills: its size leaves `slack` x 16 KiB past what is put on it.
-        const built = home(join(root, 'build'), 24, 4, 60_000);
-        // The database's file system holds the home and a little more: the deletions' WAL fits or not
-        // (slack), the VACUUM's copy of the database through the WAL never does.
-        const homeBytes = treeBytes(built.home);
-        const sizeKib = where === 'database' ? Math.ceil(homeBytes / 1024) + 96 + slack * 64 : 64 + slack * 16;
-        execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeKib}k`, 'tmpfs', fs]);
-        try {
-          const h = where === 'database' ? join(fs, 'home') : join(root, 'home');
-          cpSync(built.home, h, { recursive: true });
-          const archive = where === 'archive' ? join(fs, 'archive') : join(root, 'archive');
-          const state = where === 'state' ? join(fs, 'state') : join(root, 'state');
-          if (where === 'state') {
-            // The state folder's file system full to the last byte: the journal and the history cannot be written.
-            mkdirSync(state);
-            spawnSync('dd', ['if=/dev/zero', `of=${join(fs, 'fill')}`, 'bs=4k'], { stdio: 'ignore' });
-          }
-          const keptBefore = snapshot(join(h, 'workspace', 'sessions'), (p) => !/s00[0-3]\./.test(p));
-          const r = spawnSync(
-            process.execPath,
-            [
-              CLI,
-              'prune',
-              '--apply',
-              '--json',
-              '--home',
-              h,
-              '--state-dir',
-              state,
-              ...(where === 'archive' ? ['--archive', archive] : []),
-              '--max-age-days',
-              '30',
-              '--max-sessions',
-              '0',
-              '--max-db-size-mb',
-              '0',
-            ],
-            {
-              env: {
-                ...env,
-                PATH: process.env.PATH,
-                PICOGUARD_NO_SYSTEM_STATE: '1',
-                // Every pre-check sees room: the disk fills for real, at the step itself.
-                PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`,
-                SQLITE_TMPDIR: where === 'database' ? fs : root,
-              },
-              encoding: 'utf8',
-              timeout: 60_000,
-            },
-          );
-          expect(r.stderr, `${where}: ${r.stderr}`).not.toMatch(/\n\s+at /);
-          let report: { exit_code: number; warnings: string[] };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('archive', 'state', 'database'),
+        fc.integer({ min: 0, max: 3 }),
+        async (where, slack) => {
+          const root = tempDir('pcg-full-');
+          const fs = join(root, 'fs');
+          mkdirSync(fs);
+          // The file system that fills: its size leaves `slack` x 16 KiB past what is put on it.
+          const built = home(join(root, 'build'), 24, 4, 60_000);
+          // The database's file system holds the home and a little more: the deletions' WAL fits or not
+          // (slack), the VACUUM's copy of the database through the WAL never does.
+          const homeBytes = treeBytes(built.home);
+          const sizeKib = where === 'database' ? Math.ceil(homeBytes / 1024) + 96 + slack * 64 : 64 + slack * 16;
+          execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeKib}k`, 'tmpfs', fs]);
           try {
-            report = JSON.parse(r.stdout) as typeof report;
-          } catch {
-            throw new Error(`${where} (slack ${slack}): no JSON report, exit ${r.status}: ${r.stderr.slice(0, 600)}`);
+            const h = where === 'database' ? join(fs, 'home') : join(root, 'home');
+            cpSync(built.home, h, { recursive: true });
+            const archive = where === 'archive' ? join(fs, 'archive') : join(root, 'archive');
+            const state = where === 'state' ? join(fs, 'state') : join(root, 'state');
+            if (where === 'state') {
+              // The state folder's file system full to the last byte: the journal and the history cannot be written.
+              mkdirSync(state);
+              spawnSync('dd', ['if=/dev/zero', `of=${join(fs, 'fill')}`, 'bs=4k'], { stdio: 'ignore' });
+            }
+            const keptBefore = snapshot(join(h, 'workspace', 'sessions'), (p) => !/s00[0-3]\./.test(p));
+            // Every pre-check sees room (this reader, in-process: no environment variable reaches a deleting path):
+            // the disk fills for real, at the step itself.
+            const roomy: FreeSpaceReader = (p) => ({ ...statfsFreeSpace(p), availableBytes: 100 * 1024 ** 3 });
+            let report: { exit_code: number; warnings: string[] };
+            try {
+              report = await runPrunePass({
+                home: h,
+                env,
+                apply: true,
+                clock: fixedClock(NOW),
+                freeSpace: roomy,
+                stateDir: state,
+                probe: downGateway,
+                flags: {
+                  ...(where === 'archive' ? { archive_dir: archive } : {}),
+                  max_age_days: 30,
+                  max_sessions: 0,
+                  max_db_size_mb: 0,
+                },
+              });
+            } catch (err) {
+              // `prune --apply --json` prints the report the pass returns: a throw here is no report.
+              throw new Error(`${where} (slack ${slack}): no report: ${String(err)}`);
+            }
+            expect(report.exit_code, `${where} (slack ${slack}): ${report.warnings.join(' | ')}`).toBe(9);
+            expect(report.warnings.join('\n')).toMatch(/disk is full|ENOSPC|SQLITE_FULL/);
+            const keptAfter = snapshot(join(h, 'workspace', 'sessions'), (p) => !/s00[0-3]\./.test(p));
+            for (const [p, v] of keptBefore) expect(keptAfter.get(p), `${where}: kept ${p}`).toBe(v);
+          } finally {
+            execFileSync('umount', ['-l', fs]);
           }
-          expect(r.status, `${where} (slack ${slack}): ${report.warnings.join(' | ')}`).toBe(9);
-          expect(report.exit_code).toBe(9);
-          expect(report.warnings.join('\n')).toMatch(/disk is full|ENOSPC|SQLITE_FULL/);
-          const keptAfter = snapshot(join(h, 'workspace', 'sessions'), (p) => !/s00[0-3]\./.test(p));
-          for (const [p, v] of keptBefore) expect(keptAfter.get(p), `${where}: kept ${p}`).toBe(v);
-        } finally {
-          execFileSync('umount', ['-l', fs]);
-        }
-      }),
+        },
+      ),
       { numRuns: 6, seed: 2608 },
     );
   }, 300_000);

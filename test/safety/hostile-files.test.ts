@@ -21,7 +21,7 @@ function home(): string {
 }
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = runCli(args, { PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`, ...env });
+  const r = runCli(args, env);
   expect(r.signal, `killed: ${r.stderr}`).toBeNull();
   return r;
 }

@@ -101,7 +101,6 @@ const env = (): NodeJS.ProcessEnv => ({
   HOME: '/nowhere',
   PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG,
   PICOGUARD_NO_SYSTEM_STATE: '1',
-  PICOGUARD_FAKE_FREE_BYTES: `/=${100 * 1024 ** 3}`,
 });
 
 /** A home where every file a command may open exists. */

@@ -9,7 +9,7 @@ import {
 } from '../../src/picoclaw/gatewaylog/gatewaylog.js';
 import { Phase } from '../../src/startup/restart.js';
 import { toEntry } from '../../src/startup/spans.js';
-import type { T } from '../../src/startup/times.js';
+import type { LineTime } from '../../src/startup/times.js';
 import { RestartTracker } from '../../src/startup/tracker.js';
 
 /**
@@ -17,7 +17,7 @@ import { RestartTracker } from '../../src/startup/tracker.js';
  * marker is a parsed line at a time (seconds after T0), as the analysis would hand it over.
  */
 const T0 = Date.UTC(2026, 5, 1, 6, 0, 0);
-const at = (s: number): T => ({ ms: T0 + s * 1000, floating: false, offsetMin: 0, precisionMs: 1000 });
+const at = (s: number): LineTime => ({ ms: T0 + s * 1000, floating: false, offsetMin: 0, precisionMs: 1000 });
 
 function parsed(message: string, level: LevelValue, fields: Record<string, unknown> = {}, s = 0): ParsedLine {
   const t = at(s);
@@ -33,7 +33,7 @@ function feed(tr: RestartTracker, kind: MarkerValue, message: string, level: Lev
   tr.marker(kind, parsed(message, level, f, s), level, at(s));
 }
 
-const same = (t: T | null) => t;
+const same = (t: LineTime | null) => t;
 const STALE_PID = 'not running (PID: 7) so will remove the pid file: /h/.picoclaw.pid';
 
 describe('RestartTracker', () => {

@@ -262,16 +262,16 @@ export function jsonLevelByte(buf: Uint8Array, s: number): LevelValue {
  * dozen bytes: cheaper than a native search call per line, and never looks past the line.
  */
 export function jsonMessageStart(buf: Uint8Array, s: number, e: number): number {
-  const K = MESSAGE_KEY_BYTES.length;
-  if (e - s < K + 3 || buf[e - 1] !== 125 || buf[e - 2] !== 34) return -1;
+  const keyBytes = MESSAGE_KEY_BYTES.length;
+  if (e - s < keyBytes + 3 || buf[e - 1] !== 125 || buf[e - 2] !== 34) return -1;
   let q = e - 3;
-  for (; q >= s + K - 1; q--) {
+  for (; q >= s + keyBytes - 1; q--) {
     if (buf[q] !== 34) continue;
     let bs = 0;
     while (buf[q - 1 - bs] === 92) bs++;
     if (bs % 2 === 0) break; // an unescaped quote: the text's opening quote
   }
-  if (q < s + K - 1) return -1;
-  for (let i = 0; i < K; i++) if (buf[q - K + 1 + i] !== MESSAGE_KEY_BYTES[i]) return -1;
+  if (q < s + keyBytes - 1) return -1;
+  for (let i = 0; i < keyBytes; i++) if (buf[q - keyBytes + 1 + i] !== MESSAGE_KEY_BYTES[i]) return -1;
   return q + 1;
 }

@@ -260,8 +260,9 @@ export class SeahorseDeleter {
    * never deleted: the caller learns how far it got and reports a partial delete.
    */
   deleteConversation(conversationId: number, guard?: (deletedSoFar: number) => boolean): ConversationDelete {
-    const C = conversationId;
-    const count = (this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(C) as { n: number }).n;
+    const count = (
+      this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?`).get(conversationId) as { n: number }
+    ).n;
     const out: ConversationDelete = { complete: false, touched: false, deletedMessages: 0 };
     let aborted = false;
     const checked = (work: () => void) => () => {
@@ -277,16 +278,16 @@ export class SeahorseDeleter {
       let n = 0;
       this.txn(
         checked(() => {
-          this.deleteSummaries(C);
-          for (let k; (k = this.deleteMessageChunk(C, this.chunk)) > 0;) n += k;
-          this.deleteConversationRow(C);
+          this.deleteSummaries(conversationId);
+          for (let k; (k = this.deleteMessageChunk(conversationId, this.chunk)) > 0;) n += k;
+          this.deleteConversationRow(conversationId);
         }),
       );
       if (aborted) return out;
       return { complete: true, touched: true, deletedMessages: n };
     }
     // 1. Summaries and everything hanging off them, plus context items (small).
-    this.txn(checked(() => this.deleteSummaries(C)));
+    this.txn(checked(() => this.deleteSummaries(conversationId)));
     if (aborted) return out;
     out.touched = true;
     // 2. Messages in chunks, each with its parts, summary links and FTS rows, each re-checked.
@@ -294,7 +295,7 @@ export class SeahorseDeleter {
       let n = 0;
       const ms = this.txn(
         checked(() => {
-          n = this.deleteMessageChunk(C, this.chunk);
+          n = this.deleteMessageChunk(conversationId, this.chunk);
         }),
       );
       if (aborted) return out;
@@ -305,35 +306,37 @@ export class SeahorseDeleter {
       else if (ms < this.opts.targetTxnMs / 4 && this.chunk < 20_000) this.chunk *= 2;
     }
     // 3. The conversation row (PicoClaw's ClearConversation keeps it; a prune does not).
-    this.txn(checked(() => this.deleteConversationRow(C)));
+    this.txn(checked(() => this.deleteConversationRow(conversationId)));
     if (aborted) return out;
     out.complete = true;
     return out;
   }
 
   /** Delete order steps 1-4: context items, summary links and parents, summaries with their FTS rows. */
-  private deleteSummaries(C: number): void {
+  private deleteSummaries(conversationId: number): void {
     const sumIds = (
-      this.stmt(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(C) as { id: string }[]
+      this.stmt(`SELECT summary_id AS id FROM summaries WHERE conversation_id = ?`).all(conversationId) as {
+        id: string;
+      }[]
     ).map((r) => String(r.id));
-    this.stmt(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
+    this.stmt(`DELETE FROM context_items WHERE conversation_id = ?`).run(conversationId);
     this.stmt(
       `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
-    ).run(C);
+    ).run(conversationId);
     this.stmt(
       `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
         `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
         `FROM summaries WHERE conversation_id = ?)`,
-    ).run(C, C);
+    ).run(conversationId, conversationId);
     this.deleteByRowids('summaries_fts', this.rowidsFor('summaries_fts', sumIds));
-    this.stats.summaries += this.stmt(`DELETE FROM summaries WHERE conversation_id = ?`).run(C).changes;
+    this.stats.summaries += this.stmt(`DELETE FROM summaries WHERE conversation_id = ?`).run(conversationId).changes;
   }
 
   /** Delete order steps 5-6 for the oldest `limit` messages: parts, links, FTS rows, messages. Returns how many. */
-  private deleteMessageChunk(C: number, limit: number): number {
+  private deleteMessageChunk(conversationId: number, limit: number): number {
     const ids = (
       this.stmt(`SELECT message_id AS id FROM messages WHERE conversation_id = ? ORDER BY message_id LIMIT ?`).all(
-        C,
+        conversationId,
         limit,
       ) as { id: number }[]
     ).map((r) => r.id);
@@ -348,19 +351,23 @@ export class SeahorseDeleter {
           `DELETE FROM message_parts WHERE part_id IN (SELECT part_id FROM temp.${VICTIM_PARTS} ` +
             `WHERE message_id BETWEEN ? AND ?) AND message_id IN (SELECT message_id ` +
             `FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
-        ).run(lo, hi, C, lo, hi).changes
+        ).run(lo, hi, conversationId, lo, hi).changes
       : this.stmt(
           `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM ` +
             `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
-        ).run(C, lo, hi).changes;
+        ).run(conversationId, lo, hi).changes;
     this.stmt(
       `DELETE FROM summary_messages WHERE message_id IN (SELECT message_id FROM ` +
         `messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?)`,
-    ).run(C, lo, hi);
-    this.stmt(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(C, lo, hi);
+    ).run(conversationId, lo, hi);
+    this.stmt(`DELETE FROM context_items WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(
+      conversationId,
+      lo,
+      hi,
+    );
     this.deleteByRowids('messages_fts', this.rowidsFor('messages_fts', ids.map(String)));
     const n = this.stmt(`DELETE FROM messages WHERE conversation_id = ? AND message_id BETWEEN ? AND ?`).run(
-      C,
+      conversationId,
       lo,
       hi,
     ).changes;
@@ -369,30 +376,29 @@ export class SeahorseDeleter {
   }
 
   /** Delete order step 7: the conversation row itself, last. */
-  private deleteConversationRow(C: number): void {
-    this.stmt(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
-    this.stmt(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
+  private deleteConversationRow(conversationId: number): void {
+    this.stmt(`DELETE FROM context_items WHERE conversation_id = ?`).run(conversationId);
+    this.stmt(`DELETE FROM conversations WHERE conversation_id = ?`).run(conversationId);
   }
 }
 
 /** PicoClaw's own way, for comparison in benchmarks: plain deletes that fire the per-row triggers. */
 export function deleteConversationWithTriggers(db: Database, conversationId: number): void {
-  const C = conversationId;
   db.transaction(() => {
-    db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(C);
+    db.prepare(`DELETE FROM context_items WHERE conversation_id = ?`).run(conversationId);
     db.prepare(
       `DELETE FROM summary_messages WHERE summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ?)`,
-    ).run(C);
+    ).run(conversationId);
     db.prepare(
       `DELETE FROM summary_parents WHERE summary_id IN (SELECT summary_id FROM ` +
         `summaries WHERE conversation_id = ?) OR parent_summary_id IN (SELECT summary_id ` +
         `FROM summaries WHERE conversation_id = ?)`,
-    ).run(C, C);
-    db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(C);
+    ).run(conversationId, conversationId);
+    db.prepare(`DELETE FROM summaries WHERE conversation_id = ?`).run(conversationId);
     db.prepare(
       `DELETE FROM message_parts WHERE message_id IN (SELECT message_id FROM messages WHERE conversation_id = ?)`,
-    ).run(C);
-    db.prepare(`DELETE FROM messages WHERE conversation_id = ?`).run(C);
-    db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(C);
+    ).run(conversationId);
+    db.prepare(`DELETE FROM messages WHERE conversation_id = ?`).run(conversationId);
+    db.prepare(`DELETE FROM conversations WHERE conversation_id = ?`).run(conversationId);
   })();
 }
