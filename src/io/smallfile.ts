@@ -182,13 +182,3 @@ export function readSmallFile(path: string, kind: SmallFileKind, opts: SmallFile
 export function readSmallText(path: string, kind: SmallFileKind, opts: SmallFileOptions = {}): string {
   return readSmallFile(path, kind, opts).toString('utf8');
 }
-
-/** readSmallText, or null when the file does not exist. */
-export function readSmallTextIfExists(path: string, kind: SmallFileKind, opts: SmallFileOptions = {}): string | null {
-  try {
-    return readSmallText(path, kind, opts);
-  } catch (err) {
-    if (err instanceof SmallFileError && err.problem === 'absent') return null;
-    throw err;
-  }
-}

@@ -75,7 +75,7 @@ const WRITE_HINTS: Record<string, string> = {
   EACCES: 'no permission: run as the user that owns the state folder, or pass --state-dir',
   EPERM: 'no permission: run as the user that owns the state folder, or pass --state-dir',
   ENOTDIR: 'the state folder is not a folder: pass a folder as --state-dir',
-  ENOTREG: 'a temp file of that name is not a regular file: move it away',
+  ENOTREG: 'something that is not a regular file is in its place: move it away',
   ENXIO: 'a FIFO is in its place: move it away',
   EISDIR: 'a folder is in its place: move it away',
   ELOOP: 'a symlink is in its place: move it away',

@@ -536,7 +536,7 @@ describe.each(CASES.map((c) => [c.name, c] as const))('the state file contract: 
     },
   );
 
-  it('a file it has no permission to read is refused or read as empty, as the module says', () => {
+  it('a file it has no permission to read is refused or read as empty; a folder it cannot write fails typed', () => {
     const dir = stateDir();
     c.write(dir, one(c, 6));
     chmodSync(c.path(dir), 0o000);
@@ -555,6 +555,22 @@ describe.each(CASES.map((c) => [c.name, c] as const))('the state file contract: 
     };
     run(() => expectRefusedOrEmpty(c, dir, 'unreadable'));
     expect(run(() => c.raw(dir).problem)).toMatch(/EACCES/);
+    // A folder it cannot write: the write fails with EACCES, typed, and the old value stays.
+    const ro = stateDir();
+    const a = one(c, 9);
+    c.write(ro, a);
+    for (const d of [dirname(ro), ro]) chmodSync(d, 0o755);
+    chmodSync(ro, 0o555);
+    const failure = run(() => {
+      try {
+        return c.write(ro, one(c, 10)) ?? null;
+      } catch (err) {
+        return `${errnoCode(err)}: ${String(err)}`;
+      }
+    });
+    expect(failure).toMatch(/EACCES/);
+    expect(c.read(ro)).toEqual(c.expected(a));
+    expect(readdirSync(ro)).toEqual([basename(c.path(ro))]);
   });
 });
 
