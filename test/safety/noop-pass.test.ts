@@ -5,6 +5,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildSampleHome } from '../../dev/sample/builder.js';
 import { sqlite } from '../../src/io/sqlite.js';
+import { dbKeyOf } from '../../src/prune/pass-safety.js';
+import { writeOwedVacuum } from '../../src/state/vacuum-owed.js';
 import { CLI, assertBuilt } from '../support/cli.js';
 import { isRoot } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
@@ -293,5 +295,27 @@ describe('a pass with nothing to do does nothing', () => {
     expect(changes(before, snapshot(r.home)).some((c) => c.startsWith('removed '))).toBe(true);
     // The lock was taken: its file sits in the home's root.
     expect(existsSync(join(r.home, '.picoclaw-guard.lock'))).toBe(true);
+  }, 120_000);
+
+  it('the converse: an owed VACUUM and nothing to delete is work: the real pass runs it', () => {
+    assertBuilt();
+    const r = build({ seed: 4, sessions: 20, agents: 1, seahorse: true, wal: 'none', pin: false, sizeLimit: false });
+    expect(cli(r, preStart(r)).code).toBe(0);
+    // An earlier online pass deferred its VACUUM to this, the next offline one.
+    writeOwedVacuum(r.state, dbKeyOf(r.seahorse!).key, {
+      db: r.seahorse!,
+      since: new Date(Date.now() - 86_400_000).toISOString(),
+      estimated_bytes_after: null,
+      content_bytes: null,
+      reason: 'rows deleted while the gateway ran',
+    });
+    if (isRoot()) chownTree(r.root);
+    const before = snapshot(r.home);
+    const run = cli(r, [...preStart(r), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as { totals: { deleted_sessions: number }; database: { vacuum: unknown } };
+    expect(report.totals.deleted_sessions).toBe(0);
+    expect(report.database.vacuum).toMatchObject({ reason: expect.stringContaining('owed since') as unknown });
+    expect(changes(before, snapshot(r.home))).not.toEqual([]);
   }, 120_000);
 });
