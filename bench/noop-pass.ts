@@ -7,7 +7,7 @@ import { buildSampleHome } from '../dev/sample/builder.js';
 import { CLI, cliEnv, fmtMs, fmtRatio, hasGnuTime, median, ROOT, setTmpBase, tempDir } from './lib.js';
 
 /**
- * What a pre-start pass with nothing to do costs (issue 29 item 3), beside bare `node -e 0`:
+ * What a pre-start pass with nothing to do costs, beside bare `node -e 0`:
  *
  *   npm run build:all && node dist/bench/noop-pass.js [--runs 20] [--sessions 2000] [--before CLI] [--keep]
  *

@@ -2,6 +2,8 @@ import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import tar from 'tar-stream';
 import { describe, expect, it } from 'vitest';
+
+const ARCHIVE_OWNER = 0;
 import { paxPathRecord, ustarHeader, type TarHeaderFields } from '../../src/archive/tar-header.js';
 
 /**
@@ -80,7 +82,8 @@ describe('the ustar/pax header encoder', () => {
     fc.assert(
       fc.property(fields, (h) => {
         const mine = ustarHeader(h);
-        const theirs = reference.encode({ ...h, uid: 0, gid: 0 });
+        // The archive writes owner 0:0 (a tar field, not a process's uid).
+        const theirs = reference.encode({ ...h, uid: ARCHIVE_OWNER, gid: ARCHIVE_OWNER });
         expect(mine === null ? null : mine.toString('hex')).toBe(theirs === null ? null : theirs.toString('hex'));
         if (mine) plain++;
         else refused++;
