@@ -371,11 +371,13 @@ describe(
             probe: downGateway,
           });
           expect(report.exit_code, report.warnings.join(' | ')).toBe(0);
-          expect(report.database.vacuum.ran).toBe(false);
-          expect(report.database.vacuum.reason).toMatch(
+          const vacuum = report.database.vacuum;
+          expect(vacuum).not.toBeNull();
+          expect(vacuum!.ran).toBe(false);
+          expect(vacuum!.reason).toMatch(
             where === 'db' ? new RegExp(`free in ${sessionsDir}`) : /temp folder/,
           );
-          expect(report.database.vacuum.wal_checkpoint).toBe('truncate');
+          expect(vacuum!.wal_checkpoint).toBe('truncate');
         }
       },
     );
