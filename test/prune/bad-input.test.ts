@@ -374,9 +374,7 @@ describe(
           const vacuum = report.database.vacuum;
           expect(vacuum).not.toBeNull();
           expect(vacuum!.ran).toBe(false);
-          expect(vacuum!.reason).toMatch(
-            where === 'db' ? new RegExp(`free in ${sessionsDir}`) : /temp folder/,
-          );
+          expect(vacuum!.reason).toMatch(where === 'db' ? new RegExp(`free in ${sessionsDir}`) : /temp folder/);
           expect(vacuum!.wal_checkpoint).toBe('truncate');
         }
       },
