@@ -311,9 +311,12 @@ export function readPages(db: Database): DbPages {
  * each session's estimated share of the file for the size guard. Scans the tables
  * once; only called when the size check is needed.
  *
- * Each conversation's bytes go straight into the sorted table as SQL gives them, by id: a Map
- * of every conversation and arrays of row objects first held twice the table, which on a large
- * home rose above what the plan itself holds afterwards.
+ * One query: message_parts has no index on message_id, so SQLite walks it and finds each part's
+ * message by its rowid, and GROUP BY sums by conversation in its sorter, whose memory is bounded by
+ * the page cache (it spills to a temporary file past it). Nothing here grows with the highest
+ * message id: ids are never reused, so a pruned database's ids grow sparse. Rows come in id order,
+ * straight into the sorted table. A part whose message has a conversation id that is not a number
+ * (SQLite lets a text into an INTEGER column) counts nowhere, as no lookup could find it.
  */
 export function readContentBytes(db: Database): IdNumbers {
   const table = new IdNumbersBuilder();
@@ -323,41 +326,16 @@ export function readContentBytes(db: Database): IdNumbers {
          SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id
          UNION ALL
          SELECT conversation_id, SUM(octet_length(content) + 96) FROM summaries GROUP BY conversation_id
+         UNION ALL
+         SELECT m.conversation_id,
+                SUM(COALESCE(octet_length(p.text), 0) + COALESCE(octet_length(p.arguments), 0) + 48)
+           FROM message_parts p JOIN messages m ON m.message_id = p.message_id
+          WHERE typeof(m.conversation_id) IN ('integer', 'real')
+          GROUP BY m.conversation_id
        ) GROUP BY id ORDER BY id`,
     )
     .raw()
     .iterate() as Iterable<[unknown, number | null]>)
     table.push(id, b ?? 0);
-  // message_parts has no index on message_id: join in memory through the covering index of
-  // messages (a typed array indexed by message_id, holding the conversation's index in the table
-  // plus one: 4 bytes a message, no per-row objects kept).
-  const maxId = (db.prepare(`SELECT MAX(message_id) AS m FROM messages`).get() as { m: number | null }).m ?? 0;
-  // Ids are never reused (AUTOINCREMENT): past 16M a Map of the live ones is the smaller of the two.
-  const dense = maxId <= 16_000_000;
-  const arr = dense ? new Int32Array(maxId + 1) : null;
-  const map = dense ? null : new Map<number, number>();
-  let lastConversation: unknown = undefined;
-  let lastAt = -1;
-  for (const [m, c] of db.prepare(`SELECT message_id, conversation_id FROM messages`).raw().iterate() as Iterable<
-    [number, unknown]
-  >) {
-    // Rows come by conversation (the covering index): one lookup per conversation, not per message.
-    if (c !== lastConversation) {
-      lastConversation = c;
-      lastAt = table.indexOf(c);
-    }
-    if (lastAt < 0) continue;
-    if (arr) arr[m] = lastAt + 1;
-    else map!.set(m, lastAt + 1);
-  }
-  for (const [m, b] of db
-    .prepare(
-      `SELECT message_id, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 FROM message_parts`,
-    )
-    .raw()
-    .iterate() as Iterable<[number, number]>) {
-    const at = arr ? (m <= maxId ? arr[m] : 0) : map!.get(m);
-    if (at) table.addAt(at - 1, b);
-  }
   return table.done();
 }
