@@ -64,11 +64,11 @@ export class IdNumbersBuilder {
   private n = 0;
   private unkeyed = 0;
 
-  /** Add `num` under `id`, above every id added so far. */
-  push(id: unknown, num: number): void {
+  /** Add `num` under `id`, above every id added so far; its index (-1: not a number). */
+  push(id: unknown, num: number): number {
     if (typeof id !== 'number' || Number.isNaN(id)) {
       this.unkeyed += num;
-      return;
+      return -1;
     }
     if (this.n > 0 && !(id > this.ids[this.n - 1]!))
       throw new Error(`IdNumbersBuilder: id ${id} is not above ${this.ids[this.n - 1]}`);
@@ -82,7 +82,19 @@ export class IdNumbersBuilder {
     }
     this.ids[this.n] = id;
     this.nums[this.n] = num;
-    this.n++;
+    return this.n++;
+  }
+
+  /** The index of `id`, or -1. */
+  indexOf(id: unknown): number {
+    if (typeof id !== 'number') return -1;
+    const at = lowerBound(this.ids.subarray(0, this.n), id);
+    return at < this.n && this.ids[at] === id ? at : -1;
+  }
+
+  /** Add to the number at index `i` (from push or indexOf). */
+  addAt(i: number, num: number): void {
+    this.nums[i] = this.nums[i]! + num;
   }
 
   done(): IdNumbers {

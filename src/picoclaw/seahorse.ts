@@ -311,12 +311,13 @@ export function readPages(db: Database): DbPages {
  * each session's estimated share of the file for the size guard. Scans the tables
  * once; only called when the size check is needed.
  *
- * One query: message_parts has no index on message_id, so SQLite walks it and finds each part's
- * message by its rowid, and GROUP BY sums by conversation in its sorter, whose memory is bounded by
- * the page cache (it spills to a temporary file past it). Nothing here grows with the highest
- * message id: ids are never reused, so a pruned database's ids grow sparse. Rows come in id order,
- * straight into the sorted table. A part whose message has a conversation id that is not a number
- * (SQLite lets a text into an INTEGER column) counts nowhere, as no lookup could find it.
+ * Messages and summaries are summed by SQL through their conversation indexes, in id order,
+ * straight into the sorted table. message_parts has no index on message_id: its rows are walked
+ * once, each joined to its message by rowid, and added to its conversation's entry here. A
+ * `GROUP BY` over that join would make SQLite sort every part, text included, in a temporary file
+ * (on a board, the SD card) as large as the parts themselves; and a table indexed by message id
+ * grows with the highest id, which only rises (ids are never reused, so a pruned database's ids
+ * drift sparse). This holds the conversations' table only.
  */
 export function readContentBytes(db: Database): IdNumbers {
   const table = new IdNumbersBuilder();
@@ -326,16 +327,27 @@ export function readContentBytes(db: Database): IdNumbers {
          SELECT conversation_id AS id, SUM(octet_length(content)) + COUNT(*) * 64 AS b FROM messages GROUP BY conversation_id
          UNION ALL
          SELECT conversation_id, SUM(octet_length(content) + 96) FROM summaries GROUP BY conversation_id
-         UNION ALL
-         SELECT m.conversation_id,
-                SUM(COALESCE(octet_length(p.text), 0) + COALESCE(octet_length(p.arguments), 0) + 48)
-           FROM message_parts p JOIN messages m ON m.message_id = p.message_id
-          WHERE typeof(m.conversation_id) IN ('integer', 'real')
-          GROUP BY m.conversation_id
        ) GROUP BY id ORDER BY id`,
     )
     .raw()
     .iterate() as Iterable<[unknown, number | null]>)
     table.push(id, b ?? 0);
+  let lastConversation: unknown = undefined;
+  let lastAt = -1;
+  for (const [c, b] of db
+    .prepare(
+      `SELECT m.conversation_id, COALESCE(octet_length(p.text), 0) + COALESCE(octet_length(p.arguments), 0) + 48
+         FROM message_parts p JOIN messages m ON m.message_id = p.message_id`,
+    )
+    .raw()
+    .iterate() as Iterable<[unknown, number]>) {
+    // Parts come mostly in their messages' order: one lookup per run of a conversation, not per part.
+    if (c !== lastConversation) {
+      lastConversation = c;
+      lastAt = table.indexOf(c);
+    }
+    // A conversation id that is not a number (SQLite lets a text into an INTEGER column): no lookup finds it.
+    if (lastAt >= 0) table.addAt(lastAt, b);
+  }
   return table.done();
 }

@@ -44,19 +44,28 @@ describe('IdNumbers', () => {
       fc.property(
         fc.uniqueArray(fc.integer({ min: -5, max: 2 ** 45 }), { maxLength: 3000 }),
         fc.array(fc.oneof(fc.constant(null), fc.string({ maxLength: 3 }), fc.constant(Number.NaN)), { maxLength: 3 }),
-        (ids, others) => {
+        fc.array(fc.tuple(fc.nat(), fc.nat({ max: 1000 })), { maxLength: 50 }),
+        (ids, others, adds) => {
           ids.sort((a, b) => a - b);
           const b = new IdNumbersBuilder();
           const map = new Map<number, number>();
           ids.forEach((id, i) => {
-            b.push(id, i * 3);
+            expect(b.push(id, i * 3)).toBe(i);
             map.set(id, i * 3);
           });
           let apart = 0;
           others.forEach((o, i) => {
-            b.push(o, 10 + i);
+            expect(b.push(o, 10 + i)).toBe(-1);
             apart += 10 + i;
           });
+          for (const [at, n] of adds) {
+            if (ids.length === 0) break;
+            const id = ids[at % ids.length]!;
+            expect(b.indexOf(id)).toBe(at % ids.length);
+            b.addAt(b.indexOf(id), n);
+            map.set(id, map.get(id)! + n);
+          }
+          expect(b.indexOf('1')).toBe(-1);
           const t = b.done();
           expect(t.size).toBe(map.size);
           for (const [id, n] of map) expect(t.get(id)).toBe(n);
