@@ -354,9 +354,13 @@ export function readPages(db: Database): DbPages {
  * each session's estimated share of the file for the size guard. Scans the tables
  * once; only called when the size check is needed.
  *
- * Each conversation's bytes go straight into the sorted table as SQL gives them, by id: a Map
- * of every conversation and arrays of row objects first held twice the table, which on a large
- * home rose above what the plan itself holds afterwards.
+ * Messages and summaries are summed by SQL through their conversation indexes, in id order,
+ * straight into the sorted table. message_parts has no index on message_id: its rows are walked
+ * once, each joined to its message by rowid, and added to its conversation's entry here. A
+ * `GROUP BY` over that join would make SQLite sort every part, text included, in a temporary file
+ * (on a board, the SD card) as large as the parts themselves; and a table indexed by message id
+ * grows with the highest id, which only rises (ids are never reused, so a pruned database's ids
+ * drift sparse). This holds the conversations' table only.
  */
 export function readContentBytes(db: Database): IdNumbers {
   const table = new IdNumbersBuilder();
@@ -371,36 +375,22 @@ export function readContentBytes(db: Database): IdNumbers {
     .raw()
     .iterate() as Iterable<[unknown, number | null]>)
     table.push(id, b ?? 0);
-  // message_parts has no index on message_id: join in memory through the covering index of
-  // messages (a typed array indexed by message_id, holding the conversation's index in the table
-  // plus one: 4 bytes a message, no per-row objects kept).
-  const maxId = (db.prepare(`SELECT MAX(message_id) AS m FROM messages`).get() as { m: number | null }).m ?? 0;
-  // Ids are never reused (AUTOINCREMENT): past 16M a Map of the live ones is the smaller of the two.
-  const dense = maxId <= 16_000_000;
-  const arr = dense ? new Int32Array(maxId + 1) : null;
-  const map = dense ? null : new Map<number, number>();
   let lastConversation: unknown = undefined;
   let lastAt = -1;
-  for (const [m, c] of db.prepare(`SELECT message_id, conversation_id FROM messages`).raw().iterate() as Iterable<
-    [number, unknown]
-  >) {
-    // Rows come by conversation (the covering index): one lookup per conversation, not per message.
+  for (const [c, b] of db
+    .prepare(
+      `SELECT m.conversation_id, COALESCE(octet_length(p.text), 0) + COALESCE(octet_length(p.arguments), 0) + 48
+         FROM message_parts p JOIN messages m ON m.message_id = p.message_id`,
+    )
+    .raw()
+    .iterate() as Iterable<[unknown, number]>) {
+    // Parts come mostly in their messages' order: one lookup per run of a conversation, not per part.
     if (c !== lastConversation) {
       lastConversation = c;
       lastAt = table.indexOf(c);
     }
-    if (lastAt < 0) continue;
-    if (arr) arr[m] = lastAt + 1;
-    else map!.set(m, lastAt + 1);
-  }
-  for (const [m, b] of db
-    .prepare(
-      `SELECT message_id, COALESCE(octet_length(text),0) + COALESCE(octet_length(arguments),0) + 48 FROM message_parts`,
-    )
-    .raw()
-    .iterate() as Iterable<[number, number]>) {
-    const at = arr ? (m <= maxId ? arr[m] : 0) : map!.get(m);
-    if (at) table.addAt(at - 1, b);
+    // A conversation id that is not a number (SQLite lets a text into an INTEGER column): no lookup finds it.
+    if (lastAt >= 0) table.addAt(lastAt, b);
   }
   return table.done();
 }

@@ -91,4 +91,29 @@ describe("seahorse's content bytes per conversation (the size estimate's basis)"
     expect(total).toBe(want.total);
     db.close();
   });
+
+  it('are the same when the message ids are sparse (ids are never reused: a pruned database drifts there)', () => {
+    const db = createSeahorse(join(tempDir(), 'seahorse.db'));
+    const t = '2026-08-01 10:00:00';
+    for (let i = 0; i < 40; i++) addConversation(db, `sk_v1_s${i}`, [t, t], { contentBytes: 10 + i });
+    // Move each message (and its parts) to an id far above the last, as years of deletions leave them.
+    const ids = (db.prepare(`SELECT message_id AS m FROM messages ORDER BY message_id`).all() as { m: number }[]).map(
+      (r) => r.m,
+    );
+    db.pragma('foreign_keys = OFF');
+    ids.forEach((m, i) => {
+      const to = (i + 1) * 123_456_789 + 2 ** 33;
+      db.prepare(`UPDATE messages SET message_id = ? WHERE message_id = ?`).run(to, m);
+      db.prepare(`UPDATE message_parts SET message_id = ? WHERE message_id = ?`).run(to, m);
+    });
+    for (const m of ids.slice(0, 5))
+      db.prepare(`INSERT INTO message_parts (message_id, type, text, ordinal) VALUES (?, 'text', 'xy', 3)`).run(
+        (ids.indexOf(m) + 1) * 123_456_789 + 2 ** 33,
+      );
+    const got = readContentBytes(db);
+    const want = reference(db);
+    expect(want.byId.size).toBe(40);
+    for (const [id, b] of want.byId) expect([id, got.get(id)]).toEqual([id, b]);
+    db.close();
+  });
 });
