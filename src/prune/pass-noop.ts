@@ -67,7 +67,7 @@ export async function passIfNothingToDo(
   if (o.stateDir) {
     try {
       appendHistory(o.stateDir, {
-        at: new Date().toISOString(),
+        at: o.clock().toISOString(),
         home: report.home,
         mode: 'apply',
         outcome: 'ok',
