@@ -56,7 +56,7 @@ const REASON_SHORT: Record<string, string> = {
   delete_failed: 'delete failed',
   size_limit_reached: 'db fits',
   interrupted: 'pass stopped',
-  // Longer than 20 columns, as the table has always shown it (it used to fall back to the full text).
+  // Longer than 20 columns: the table has always shown this one whole.
   restored_hold: 'restored: held (see below)',
   pinned: 'pinned',
   requested: 'asked for',
