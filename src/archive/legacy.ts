@@ -3,7 +3,7 @@ import { StringDecoder } from 'node:string_decoder';
 /**
  * The version-1 archive (`*.session.json.gz`, earlier releases) is one JSON document whose two files
  * are base64 strings (`files.jsonl.data_base64`, `files.meta.data_base64`). JSON.parse of it holds the
- * whole text, then the decoded bytes, several times over: 1.2 GiB peak for a 200 MiB session. This
+ * whole text, then the decoded bytes, several times over (BENCHMARKS.md, "Restore: a version-1 archive"). This
  * push parser reads the document as it is decompressed and hands those two strings, decoded, to a
  * sink piece by piece; every other value is built as JSON.parse would build it, with a cap on its
  * size (the fields of a real document are short), so memory is bounded by one decompressed chunk

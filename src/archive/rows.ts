@@ -94,7 +94,7 @@ export function writeRows(db: Database, conversationIds: number[], tmpPath: stri
 /**
  * The parts of a conversation a prepared deleter will delete, read from the ids its prepare()
  * found on this connection (SeahorseDeleter.prepare): the plain query scans all of message_parts
- * for each archive, which made an archiving pass over 20,000 sessions take minutes. The deleter
+ * for each archive, so an archiving pass grew with the square of the home (BENCHMARKS.md section 10f). The deleter
  * deletes exactly those parts, and a part only ever comes with a new message, which the
  * conversation's re-check catches before anything is deleted (and the archive is then removed).
  * Returns, for a conversation, that statement, or null when it was not prepared (the plain query).

@@ -198,8 +198,8 @@ function layoutLine(l: string | Line, width: number, emit: (line: string) => voi
 
 /**
  * Small chunks: lines held until a write outlive the young generation's collections and are
- * promoted, and the old generation then grows by dead text (64 KiB chunks: about 3 MiB over a
- * 20,000-row table; 8 KiB: none).
+ * promoted, and the old generation then grows by dead text; chunks this small are written before
+ * that happens (BENCHMARKS.md section 10d, output).
  */
 const FLUSH_AT = 8 * 1024;
 
@@ -379,8 +379,8 @@ export function table(headers: string[], rows: string[][], align: Align[] = []):
 
 /**
  * Standard output made blocking when it is a pipe. Node leaves a pipe non-blocking and queues in
- * memory whatever the reader has not taken yet, so `sessions --json | jq` held most of a 20 MB
- * document at once (136 MiB peak, against 96 MiB written to a file). Blocking, each write waits
+ * memory whatever the reader has not taken yet, so `sessions --json | jq` held most of its
+ * document at once (BENCHMARKS.md section 10d, output). Blocking, each write waits
  * for the reader, as with a file or a terminal (which Node already writes synchronously). Not for
  * the daemon: its log must never stop it.
  */

@@ -10,8 +10,9 @@ import { outputWidth } from './format.js';
  * once every session is gone. The pass therefore runs in a worker thread, and this (main) thread, idle, takes the
  * signals: the first sets a flag in shared memory that the worker reads between two sessions (an Atomics.load),
  * so the seahorse transaction and the session in progress finish, the rest is kept (reason `interrupted`), the
- * history line is written and the command exits with ExitCode.INTERRUPTED. A worker costs about 10 MiB and a few
- * tens of milliseconds; a child process (the daemon's way) would cost a whole Node.js. The worker writes to the
+ * history line is written and the command exits with ExitCode.INTERRUPTED. A worker costs a second V8 isolate
+ * (BENCHMARKS.md, "Surface: the cost of a stoppable prune --apply"); a child process (the daemon's way) would
+ * cost a whole Node.js. The worker writes to the
  * process's standard output and error by descriptor, synchronously, as the main thread would.
  *
  * The prompt before deleting (standard input and output both terminals, no --yes) is asked here, where standard

@@ -16,7 +16,8 @@ import { reasonText, TERMINAL_TABLE_ROWS, writePruneText } from './prune-text.js
 /** Progress on a terminal (one updating line on stderr), a line every 5 s otherwise. */
 function progressReporter(io: PruneIo): (done: number, total: number, what: string) => void {
   const tty = io.stderrTTY;
-  let last = 0;
+  // When the last line was written (monotonic ms); none yet.
+  let last = -Infinity;
   let shown = '';
   return (done, total) => {
     const now = performance.now();
@@ -28,7 +29,7 @@ function progressReporter(io: PruneIo): (done: number, total: number, what: stri
       last = now;
       shown = line;
       io.err(`\r${line}${done >= total ? '\n' : ''}`);
-    } else if (now - last >= 5000 || (done >= total && last !== 0)) {
+    } else if (now - last >= 5000 || (done >= total && last !== -Infinity)) {
       last = now;
       shown = line;
       io.err(`${line}\n`);

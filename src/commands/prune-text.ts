@@ -3,7 +3,7 @@ import type { PruneReport } from '../prune/report/report.js';
 import type { SessionList } from '../prune/report/sessions.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { reportSummary, writeSummary, writeWarnings, writeWhere } from './prune-summary.js';
-import { cronRulesOn, EXTRA_REASON_SHORT, EXTRA_REASON_TEXT, pruneExtraLines } from './render-guard-keys.js';
+import { cronRulesOn, GUARD_KEY_REASON_SHORT, GUARD_KEY_REASON_TEXT, pruneGuardKeyLines } from './render-guard-keys.js';
 import {
   DEFAULT_WIDTH,
   displayWidth,
@@ -37,7 +37,7 @@ const REASON_TEXT: Record<string, string> = {
   delete_failed: 'delete failed: kept',
   size_limit_reached: 'not needed: db fits',
   interrupted: 'pass stopped: kept',
-  ...EXTRA_REASON_TEXT,
+  ...GUARD_KEY_REASON_TEXT,
 } satisfies Record<Reason, string>;
 
 /** The same reasons in at most 20 columns, for a table that has to fit a terminal. */
@@ -56,12 +56,12 @@ const REASON_SHORT: Record<string, string> = {
   delete_failed: 'delete failed',
   size_limit_reached: 'db fits',
   interrupted: 'pass stopped',
-  // Longer than 20 columns, as the table has always shown it (it used to fall back to the full text).
+  // Longer than 20 columns: the table has always shown this one whole.
   restored_hold: 'restored: held (see below)',
   pinned: 'pinned',
   requested: 'asked for',
   not_selected: 'not asked for',
-  ...EXTRA_REASON_SHORT,
+  ...GUARD_KEY_REASON_SHORT,
 } satisfies Record<Reason, string>;
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
@@ -237,7 +237,7 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
           'a tenth of the file, and only while the gateway is stopped)',
       );
   } else out.push(`seahorse.db: ${d.bytes_before > 0 ? 'unreadable' : 'none'} (${d.path})`);
-  out.push(...pruneExtraLines(r));
+  out.push(...pruneGuardKeyLines(r));
   // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
   // Per detail, how many and the first three keys: all that is printed.
   const byDetail = new Map<string, { n: number; keys: string[] }>();

@@ -12,14 +12,15 @@ import { instantMs } from '../picoclaw/time.js';
  * so the output under PicoClaw's defaults is what it always was.
  */
 
-export const EXTRA_REASON_TEXT = {
+/** The reasons the guard's own keys give for a deletion, in the words of the prune report. */
+export const GUARD_KEY_REASON_TEXT = {
   cron_keep_runs: 'older run of its cron job (cron_keep_runs)',
   cron_max_age_days: 'cron run older than cron_max_age_days',
   max_bootstrap_seconds: 'over the startup budget (max_bootstrap_seconds)',
 } satisfies Partial<Record<Reason, string>>;
 
 /** The same in at most 20 columns (a table fitted to the terminal). */
-export const EXTRA_REASON_SHORT = {
+export const GUARD_KEY_REASON_SHORT = {
   cron_keep_runs: 'older cron run',
   cron_max_age_days: 'cron run too old',
   max_bootstrap_seconds: 'over startup budget',
@@ -32,7 +33,7 @@ export function cronRulesOn(r: PruneReport<SessionList>): boolean {
 }
 
 /** The prune report's lines for the cron rules and the startup budget (after the totals). */
-export function pruneExtraLines(r: PruneReport<SessionList>): string[] {
+export function pruneGuardKeyLines(r: PruneReport<SessionList>): string[] {
   const out: string[] = [];
   const c = r.cron;
   if (c && cronRulesOn(r)) {

@@ -15,10 +15,10 @@ import type { PassInput, PassOutput } from './prune-child.js';
  * block
  * the event loop for its whole length: /health and /metrics would stop answering
  * (scrapes time out), and a SIGTERM handler could not run until the pass ended.
- * Why not a worker thread: measured, a 500-session pass left ~25 MB in the worker's
- * malloc arena after the thread ended (RSS 55 → 83 MB, for good; MALLOC_ARENA_MAX did not
- * help). A child process gives all of it back when it exits; it costs one Node start-up
- * per pass (every check_interval_minutes), never one per request.
+ * Why not a worker thread: the memory a pass allocates stays in the worker's malloc arena
+ * after the thread ends, in the daemon for good (MALLOC_ARENA_MAX did not help; BENCHMARKS.md,
+ * "Figures that code comments carried"). A child process gives all of it back when it exits;
+ * it costs one Node start-up per pass (every check_interval_minutes), never one per request.
  *
  * The unit sets KillMode=mixed, so systemd's SIGTERM reaches the daemon only; the daemon
  * then creates the stop file the pass checks between sessions.
@@ -35,13 +35,14 @@ export interface PassRequest {
 /**
  * The Node flags the tool runs with, each unless the flags or NODE_OPTIONS already set that option:
  * - a 2 MiB young generation. V8 grows its semi-spaces to 16 MiB each when most new objects
- *   survive, as an inventory's records do: on a 20,000-session home that alone is ~40 MiB of a
- *   pass's peak, for no gain in time;
+ *   survive, as an inventory's records do: on a large home a good part of a pass's peak, for no
+ *   gain in time (BENCHMARKS.md, "Figures that code comments carried");
  * - one V8 platform thread, not four. The threads run V8's background work (the optimizing
  *   compiler, parts of the collector); each optimizing compile holds its own scratch memory while
- *   it runs, so several at once added 1-4 MiB to a command's peak, at random, for no gain in time.
+ *   it runs, so several at once raised a command's peak, at random, for no gain in time
+ *   (BENCHMARKS.md section 10h).
  * The units set the same through NODE_OPTIONS, and bin/picoclaw-guard on its command line
- * (BENCHMARKS.md, memory; bench/memory.ts measures them).
+ * (bench/memory.ts measures them).
  */
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1'];
 
@@ -56,8 +57,8 @@ export function passExecArgv(execArgv: readonly string[], env: NodeJS.ProcessEnv
 /**
  * glibc's malloc arenas for the pass child, unless the daemon's environment sets its own (the units
  * do): glibc gives each thread that allocates its own arena, up to eight per core, and Node's
- * platform and libuv threads each keep one partly filled. One arena: 3-5 MiB less at the peak of a
- * 20,000-session pass, the same time (BENCHMARKS.md, memory). Ignored by other C libraries (musl).
+ * platform and libuv threads each keep one partly filled. One arena: a lower peak for a large pass,
+ * at the same time (BENCHMARKS.md section 10e). Ignored by other C libraries (musl).
  */
 const MALLOC_ARENAS = '1';
 

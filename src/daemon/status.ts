@@ -21,7 +21,7 @@ import { instantMs } from '../picoclaw/time.js';
  * page. The page is rendered from these objects alone (no file, no process) at the first
  * request after the cache changed, then served as is until the next change: a daemon
  * nobody looks at renders nothing (its idle memory stays where it was), and a page that
- * is open costs one render (about 1 ms) per refresh.
+ * is open costs one render per refresh (BENCHMARKS.md section 6).
  */
 export const HTML_TYPE = 'text/html; charset=utf-8';
 /** Tests and the footprint benchmark only: start with this many synthetic readings ('full': a whole buffer). */

@@ -16,8 +16,8 @@ import { noData, type Section } from './types.js';
  * Sessions are counted, not read: one streamed listing per folder (the count comes from the
  * dirent types alone) and one lstat per `.jsonl` for the bytes. No .meta.json is
  * opened or stat'ed: a full inventory parses every meta and reads every JSONL tail,
- * and even an lstat per meta doubled the cost (measured: 40,000 lstats ≈ 0.2 s on
- * x86 for a 20,000-session home) for files of a few hundred bytes each.
+ * and even an lstat per meta doubled the cost for files of a few hundred bytes each
+ * (BENCHMARKS.md, "Figures that code comments carried").
  * The PID file's token never reaches this object (pidfile.ts does not read it).
  */
 export interface ProbeReading {

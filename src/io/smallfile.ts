@@ -81,7 +81,7 @@ export function fileType(mode: number): string {
 /**
  * The buffer reads go into: one for the process, lent to one read at a time. A fresh buffer per
  * read (plus one more to see EOF) is external memory V8 frees only at its next collection: across
- * the 20,000 metas of a store scan that, not the files, was the scan's peak.
+ * the metas of a store scan that, not the files, was the scan's peak (BENCHMARKS.md section 10d).
  */
 const SCRATCH_BYTES = 64 * 1024;
 let scratch: Buffer | null = null;

@@ -44,7 +44,7 @@ export async function deliver(
 
 /**
  * One POST through node:http (node:https loaded only for an https URL). Not fetch: the first fetch loads
- * undici, which measured +13 MB of resident memory in the idle daemon (BENCHMARKS.md, section 30a);
+ * undici, which stays resident in the idle daemon from then on (BENCHMARKS.md section 30a);
  * node:http is loaded already by the daemon's own server. No agent (one connection per attempt, closed
  * after it): nothing stays open between messages that come hours apart. Redirects are not followed.
  */

@@ -25,8 +25,9 @@ import { newLineCounts, type AnalyzeOptions, type LogSource, type StartupReport 
 
 /**
  * Restarts kept by default. Memory is bounded by it: in a crash loop (a restart every few KB
- * of log) kept restarts live long enough to be promoted and die in the old generation; with
- * 300 a 1 GB crash-loop log peaks at ~73 MB RSS, with 1000 at ~100 MB (measured, see report).
+ * of log) kept restarts live long enough to be promoted and die in the old generation, so the
+ * peak of a long crash-loop log grows with this cap; 300 keeps it under the log analysis's
+ * memory goal (BENCHMARKS.md section 7, and "Figures that code comments carried").
  */
 export const DEFAULT_MAX_RESTARTS = 300;
 

@@ -176,7 +176,7 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
       try {
         writeJournal(o.journal, {
           home: o.archiveHome ?? '',
-          startedAt: new Date().toISOString(),
+          startedAt: new Date(run.o.nowMs).toISOString(),
           what: g.key,
           archives: archived.pending?.paths ?? [],
           files: g.members.flatMap((m) =>
