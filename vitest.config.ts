@@ -52,6 +52,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // As the launcher and the units run the CLI: src/io/heap.ts collects through the exposed gc.
+    execArgv: ['--expose-gc'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...E2E, 'test/safety/**'] } },
       { extends: true, test: { name: 'e2e', include: E2E, globalSetup: BUILD } },

@@ -34,6 +34,7 @@ export interface PassRequest {
 
 /**
  * The Node flags the tool runs with, each unless the flags or NODE_OPTIONS already set that option:
+ * - `gc` exposed, for the full collections at the end of a phase (src/io/heap.ts);
  * - a 2 MiB young generation. V8 grows its semi-spaces to 16 MiB each when most new objects
  *   survive, as an inventory's records do: on a large home a good part of a pass's peak, for no
  *   gain in time (BENCHMARKS.md, "Figures that code comments carried");
@@ -44,7 +45,7 @@ export interface PassRequest {
  * The units set the same through NODE_OPTIONS, and bin/picoclaw-guard on its command line
  * (bench/memory.ts measures them).
  */
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1'];
+export const NODE_FLAGS: readonly string[] = ['--expose-gc', '--max-semi-space-size=2', '--v8-pool-size=1'];
 
 /** Node flags of the pass child: the daemon's own, plus each of NODE_FLAGS that neither they nor NODE_OPTIONS set. */
 export function passExecArgv(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {

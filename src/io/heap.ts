@@ -1,5 +1,4 @@
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapStatistics } from 'node:v8';
 
 /**
  * A full garbage collection at the end of a phase (the store scan, the seahorse mapping, the plan),
@@ -11,25 +10,16 @@ import { runInNewContext } from 'node:vm';
  * inventory of 20,000 sessions ends its seahorse mapping at about 15 MB, and left uncollected
  * there its garbage set the peak of `sessions` (2 MiB more).
  *
- * `gc` is exposed the way jest's leak detector does it (the flag, then a fresh context's `gc`):
- * the process needs no `--expose-gc` on its command line, and nothing else changes in the main
- * context.
+ * `gc` is there when Node runs with `--expose-gc`: the launcher (bin/picoclaw-guard), the units'
+ * NODE_OPTIONS and the daemon's pass child (NODE_FLAGS in src/daemon/pass-runner.ts) all give it.
+ * Without it (node dist/src/cli.js run by hand) nothing is collected early: the command is the same,
+ * only its peak is higher.
  */
 const WORTH_IT_BYTES = 12 * 1024 * 1024;
 
-let collect: (() => void) | null | undefined;
-
 function collector(): (() => void) | null {
-  if (collect !== undefined) return collect;
   const exposed = (globalThis as { gc?: () => void }).gc;
-  if (typeof exposed === 'function') return (collect = exposed);
-  try {
-    setFlagsFromString('--expose-gc');
-    collect = runInNewContext('gc') as () => void;
-  } catch {
-    collect = null;
-  }
-  return collect;
+  return typeof exposed === 'function' ? exposed : null;
 }
 
 /** Collect now if the heap holds enough to matter; returns whether it did. */

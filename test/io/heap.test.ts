@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { releaseGarbage } from '../../src/io/heap.js';
 
 describe('releaseGarbage', () => {
-  it('runs a full collection without --expose-gc: what just died is gone at once', () => {
+  it('runs a full collection with gc exposed (as the launcher runs the CLI): what just died is gone at once', () => {
     let junk: { i: number; s: string }[] | null = Array.from({ length: 200_000 }, (_, i) => ({ i, s: `row ${i}` }));
     const held = process.memoryUsage().heapUsed;
     expect(junk.length).toBe(200_000);

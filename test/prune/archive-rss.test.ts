@@ -28,7 +28,7 @@ const hasTime = existsSync(GNU_TIME) && spawnSync(GNU_TIME, ['-f', '%M', 'true']
 /** Run the CLI under GNU time; peak RSS in MiB from the kernel. */
 function measured(args: string[], state: string): { code: number; rssMiB: number; stderr: string } {
   const out = join(state, `time-${Math.random().toString(36).slice(2)}.txt`);
-  const r = spawnSync(GNU_TIME, ['-f', '%M', '-o', out, process.execPath, CLI, ...args], {
+  const r = spawnSync(GNU_TIME, ['-f', '%M', '-o', out, process.execPath, '--expose-gc', CLI, ...args], {
     encoding: 'utf8',
     env: { PATH: process.env.PATH, HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG, STATE_DIRECTORY: state },
     timeout: 300_000,

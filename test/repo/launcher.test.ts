@@ -67,10 +67,11 @@ describe('the picoclaw-guard command', () => {
     expect(r.arenas).toBe('4');
   });
 
-  it('leaves the young generation and the platform threads to NODE_OPTIONS, each when it sets it', () => {
-    expect(launch('--max-semi-space-size=8').execArgv).toEqual(['--v8-pool-size=1']);
-    expect(launch('--v8_pool_size=2').execArgv).toEqual(['--max-semi-space-size=2']);
-    const r = launch('--v8-pool-size=2 --max_semi_space_size=8');
+  it('leaves gc, the young generation and the platform threads to NODE_OPTIONS, each when it sets it', () => {
+    expect(launch('--max-semi-space-size=8').execArgv).toEqual(['--expose-gc', '--v8-pool-size=1']);
+    expect(launch('--v8_pool_size=2').execArgv).toEqual(['--expose-gc', '--max-semi-space-size=2']);
+    expect(launch('--expose_gc').execArgv).toEqual(['--max-semi-space-size=2', '--v8-pool-size=1']);
+    const r = launch('--expose-gc --v8-pool-size=2 --max_semi_space_size=8');
     expect(r.code).toBe(0);
     expect(r.execArgv).toEqual([]);
   });
