@@ -75,6 +75,26 @@ export function parseRun(text: string): ShapeRun {
   return r as ShapeRun;
 }
 
+/** Runs done in parts (e.g. the small sizes, then the large ones) as one: homes by id, all samples. */
+export function mergeRuns(runs: ShapeRun[]): ShapeRun {
+  if (!runs.length) throw new Error('no runs to merge');
+  const first = runs[0]!;
+  for (const r of runs)
+    if (r.clis.old !== first.clis.old || r.clis.new !== first.clis.new)
+      throw new Error('runs of different builds cannot be merged');
+  const homes = new Map<string, HomeInfo>();
+  for (const r of runs) for (const h of r.homes) homes.set(h.id, h);
+  const held = runs.find((r) => r.heldOut)?.heldOut;
+  return {
+    ...first,
+    durationMs: runs.reduce((a, r) => a + r.durationMs, 0),
+    runs: Math.max(...runs.map((r) => r.runs)),
+    homes: [...homes.values()],
+    samples: runs.flatMap((r) => r.samples),
+    ...(held ? { heldOut: held } : {}),
+  };
+}
+
 const of = (run: ShapeRun, b: Build, home: string, cmd: string) =>
   run.samples.filter((s) => s.build === b && s.home === home && s.cmd === cmd);
 

@@ -24,7 +24,7 @@
  * ids spread up to MAXID; '' for none), --runs N, --big-runs N (runs at 50,000 sessions and
  * more), --only "sessions,prune --json", --no-daemon, --held-out SEED (or "random"), --held-sizes
  * LIST, --homes DIR (homes kept between runs), --tmp DIR (the copies for --apply), --md FILE,
- * --json FILE, --from FILE (render a saved --json run again).
+ * --json FILE, --from FILE[,FILE...] (render saved --json runs again, merged: a round done in parts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -36,6 +36,7 @@ import { runChild, setTmpBase, tmpBase, treeBytes, type BenchContext, type Built
 import {
   DAEMON_OWN,
   heldOutShape,
+  mergeRuns,
   parseRun,
   tables,
   verdicts,
@@ -81,7 +82,7 @@ function render(run: ShapeRun, md: string): void {
 
 const from = arg('from', '');
 if (from) {
-  render(parseRun(readFileSync(from, 'utf8')), arg('md', ''));
+  render(mergeRuns(list(from).map((f) => parseRun(readFileSync(f, 'utf8')))), arg('md', ''));
   process.exit(0);
 }
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   GOALS,
   heldOutShape,
+  mergeRuns,
   parseRun,
   tables,
   verdicts,
@@ -136,6 +137,17 @@ describe('memory-shape verdicts', () => {
     expect(() => parseRun(JSON.stringify({ ...r, samples: [{ build: 'x', cmd: 'p', wallMs: 1 }] }))).toThrow(
       /bad sample/,
     );
+  });
+});
+
+describe('merged runs', () => {
+  it('a round done in parts gives the verdicts of the whole', () => {
+    const small = runOf([['new', 'h2000', 'prune', 60]], [sizes[0]!]);
+    const large = runOf([['new', 'h100000', 'prune', 80]], [sizes[2]!]);
+    const merged = mergeRuns([small, large]);
+    expect(merged.homes.map((h) => h.id)).toEqual(['h2000', 'h100000']);
+    expect(find(merged, 'Growth').detail).toContain('+20.0 MiB (prune)');
+    expect(() => mergeRuns([small, { ...large, clis: { old: 'other', new: 'new/cli.js' } }])).toThrow(/different/);
   });
 });
 
