@@ -11,9 +11,12 @@
  *   npm run -s build:all
  *   node dist/bench/memory-shape.js --cli /tmp/pcg-base/dist/src/cli.js --homes /var/tmp/pcg-homes \
  *     --sessions 2000,20000,50000,100000 --sparse 20000:15000000,20000:100000000 --runs 3 --big-runs 2 \
- *     --md /tmp/mem.md --json /tmp/mem.json
+ *     --apply-max 20000 --md /tmp/mem.md --json /tmp/mem.json
  *   node dist/bench/memory-shape.js --cli /tmp/pcg-base/dist/src/cli.js --homes /var/tmp/pcg-homes \
- *     --held-out SEED --held-sizes 5000,50000 --runs 1 --md /tmp/mem-held.md
+ *     --sessions '' --sparse '' --held-out random --held-sizes 5000,50000 --runs 2 --apply-max 5000 \
+ *     --md /tmp/mem-held.md --json /tmp/mem-held.json
+ *
+ * (the second prints its seed; a round in parts renders as one with --from A.json,B.json --md FILE).
  *
  * Today's build: mkdir /tmp/pcg-base && git archive 84cd951 | tar -x -C /tmp/pcg-base,
  * ln -s /work/main/node_modules /tmp/pcg-base/node_modules, then in it
@@ -22,8 +25,10 @@
  * Options: --cli OLD (today's build), --new NEW (default: this tree's dist/src/cli.js), --sessions
  * LIST ('' for none), --sparse LIST of SESSIONS:MAXID (a copy of that size's home with its message
  * ids spread up to MAXID; '' for none), --runs N, --big-runs N (runs at 50,000 sessions and
- * more), --only "sessions,prune --json", --no-daemon, --held-out SEED (or "random"), --held-sizes
- * LIST, --homes DIR (homes kept between runs), --tmp DIR (the copies for --apply), --md FILE,
+ * more), --only "sessions,prune --json", --no-daemon, --apply-max N (prune --apply and the daemon's
+ * pass only on homes of at most N sessions: their time grows with what they delete), --held-out
+ * SEED (or "random"), --held-sizes LIST, --homes DIR (homes kept between runs), --tmp DIR (the
+ * copies for --apply), --md FILE,
  * --json FILE, --from FILE[,FILE...] (render saved --json runs again, merged: a round done in parts).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -98,6 +103,8 @@ const RUNS = Number(arg('runs', '2'));
 const BIG_RUNS = Number(arg('big-runs', String(RUNS)));
 const ONLY = list(arg('only', ''));
 const DAEMON = !process.argv.includes('--no-daemon');
+/** The writing runs (prune --apply, the daemon's pass) only on homes of at most this many sessions. */
+const APPLY_MAX = Number(arg('apply-max', 'Infinity'));
 const heldArg = arg('held-out', '');
 const HELD_SEED = heldArg === '' ? null : heldArg === 'random' ? randomInt(1, 2 ** 31 - 1) : Number(heldArg);
 const HELD_SIZES = list(arg('held-sizes', '5000,50000')).map(Number);
@@ -268,6 +275,18 @@ async function runCmd(build: Build, c: Cmd, h: Home): Promise<void> {
   log(s);
 }
 
+async function warm(h: Home): Promise<void> {
+  const scratch = mkdtempSync(join(tmpBase(), 'warm-'));
+  const state = join(scratch, 'state');
+  await runChild(process.execPath, [OLD, ...CMDS[3]!.args(h.built.home, state)], {
+    env: cliEnv(state),
+    capture: false,
+    rss: false,
+    timeoutMs: 30 * 60_000,
+  });
+  rmSync(scratch, { recursive: true, force: true });
+}
+
 function log(s: Sample): void {
   ctx.log(
     `  ${s.home.padEnd(26)} ${s.cmd.padEnd(38)} ${s.rssKb === null ? '-' : (s.rssKb / 1024).toFixed(1).padStart(7)} MiB` +
@@ -397,8 +416,12 @@ for (let i = 0; i < maxRuns; i++) {
   const order: Build[] = i % 2 === 0 ? ['old', 'new'] : ['new', 'old'];
   for (const h of homes) {
     if (i >= (h.info.sessions >= 50_000 ? BIG_RUNS : RUNS)) continue;
-    for (const c of CMDS) if (want(c.name)) for (const b of order) await runCmd(b, c, h);
-    if (DAEMON && want("daemon's pass child")) for (const b of order) await daemon(b, h);
+    // The first read of a home fills the page cache: without this, whichever build ran first on
+    // it paid that alone (several times the warm time on the large homes). Not recorded.
+    if (i === 0) await warm(h);
+    const writes = h.info.sessions <= APPLY_MAX;
+    for (const c of CMDS) if (want(c.name) && (writes || !c.writes)) for (const b of order) await runCmd(b, c, h);
+    if (DAEMON && writes && want("daemon's pass child")) for (const b of order) await daemon(b, h);
   }
 }
 const run: ShapeRun = {
