@@ -196,59 +196,63 @@ export function verdicts(run: ShapeRun): GoalVerdict[] {
         (missing.length ? `; not measured: ${missing.join(', ')}` : ''),
     });
   };
-  growthGoal(
-    `Growth ${sizes[0] ? fmtInt(sizes[0].sessions) : '?'} → ${sizes.length ? fmtInt(sizes[sizes.length - 1]!.sessions) : '?'}`,
-    sizes[0],
-    sizes[sizes.length - 1],
-  );
-
-  const capHomes = [
-    ...(sizes.length ? [sizes[sizes.length - 1]!] : []),
-    ...run.homes.filter((h) => h.kind === 'sparse'),
-  ];
-  const capGoal = `Every command under ${GOALS.capMiB} MiB at the largest size and on sparse ids`;
-  const cells = (b: Build) =>
-    capHomes.flatMap((h) =>
-      cmds.map((c): [string, number | null] => [`${c} @ ${homeLabel(h)}`, peakKb(run, b, h.id, c)]),
+  const sizeGoals = () => {
+    growthGoal(
+      `Growth ${sizes[0] ? fmtInt(sizes[0].sessions) : '?'} → ${sizes.length ? fmtInt(sizes[sizes.length - 1]!.sessions) : '?'}`,
+      sizes[0],
+      sizes[sizes.length - 1],
     );
-  const cn = worst(cells('new'));
-  const co = worst(cells('old'));
-  if (!cn) out.push({ goal: capGoal, status: 'not measured', detail: '' });
-  else
-    out.push({
-      goal: capGoal,
-      status: cn[1] < GOALS.capMiB * MiB ? 'met' : 'missed',
-      detail:
-        `highest ${mib(cn[1])} MiB (${cn[0]})` +
-        (co ? `; today's build ${mib(co[1])} MiB (${co[0]})` : '') +
-        (run.homes.some((h) => h.kind === 'sparse') ? '' : '; no sparse-id home in this run'),
-    });
 
-  const t = sizes.find((h) => h.sessions === GOALS.timeSessions);
-  const timeGoal = `Time at ${fmtInt(GOALS.timeSessions)} sessions no worse than today (new/old, same rounds)`;
-  if (!t) out.push({ goal: timeGoal, status: 'not measured', detail: `no ${GOALS.timeSessions}-session home` });
-  else {
-    const rs = cmds.flatMap((c) => {
-      const r = timeRatio(run, t.id, c);
-      return r ? [{ c, ...r }] : [];
-    });
-    if (!rs.length) out.push({ goal: timeGoal, status: 'not measured', detail: '' });
-    else {
-      const w = rs.sort((a, b) => b.ratio - a.ratio)[0]!;
-      const noise = Math.max(...rs.map((r) => r.noise ?? 0));
-      const known = rs.every((r) => r.noise !== null);
-      const status: GoalVerdict['status'] =
-        w.ratio <= 1 ? 'met' : known && w.ratio <= 1 + noise ? 'met within noise' : 'missed';
+    const capHomes = [
+      ...(sizes.length ? [sizes[sizes.length - 1]!] : []),
+      ...run.homes.filter((h) => h.kind === 'sparse'),
+    ];
+    const capGoal = `Every command under ${GOALS.capMiB} MiB at the largest size and on sparse ids`;
+    const cells = (b: Build) =>
+      capHomes.flatMap((h) =>
+        cmds.map((c): [string, number | null] => [`${c} @ ${homeLabel(h)}`, peakKb(run, b, h.id, c)]),
+      );
+    const cn = worst(cells('new'));
+    const co = worst(cells('old'));
+    if (!cn) out.push({ goal: capGoal, status: 'not measured', detail: '' });
+    else
       out.push({
-        goal: timeGoal,
-        status,
+        goal: capGoal,
+        status: cn[1] < GOALS.capMiB * MiB ? 'met' : 'missed',
         detail:
-          `highest ratio ${w.ratio.toFixed(2)} (${w.c}: ${fmtMs(w.old)} → ${fmtMs(w.new)}, load ${w.load.toFixed(2)})` +
-          `; noise (largest spread of one build's own runs) ${known ? `${(noise * 100).toFixed(0)}%` : 'unknown (one run each)'}`,
+          `highest ${mib(cn[1])} MiB (${cn[0]})` +
+          (co ? `; today's build ${mib(co[1])} MiB (${co[0]})` : '') +
+          (run.homes.some((h) => h.kind === 'sparse') ? '' : '; no sparse-id home in this run'),
       });
+
+    const t = sizes.find((h) => h.sessions === GOALS.timeSessions);
+    const timeGoal = `Time at ${fmtInt(GOALS.timeSessions)} sessions no worse than today (new/old, same rounds)`;
+    if (!t) out.push({ goal: timeGoal, status: 'not measured', detail: `no ${GOALS.timeSessions}-session home` });
+    else {
+      const rs = cmds.flatMap((c) => {
+        const r = timeRatio(run, t.id, c);
+        return r ? [{ c, ...r }] : [];
+      });
+      if (!rs.length) out.push({ goal: timeGoal, status: 'not measured', detail: '' });
+      else {
+        const w = rs.sort((a, b) => b.ratio - a.ratio)[0]!;
+        const noise = Math.max(...rs.map((r) => r.noise ?? 0));
+        const known = rs.every((r) => r.noise !== null);
+        const status: GoalVerdict['status'] =
+          w.ratio <= 1 ? 'met' : known && w.ratio <= 1 + noise ? 'met within noise' : 'missed';
+        out.push({
+          goal: timeGoal,
+          status,
+          detail:
+            `highest ratio ${w.ratio.toFixed(2)} (${w.c}: ${fmtMs(w.old)} → ${fmtMs(w.new)}, load ${w.load.toFixed(2)})` +
+            `; noise (largest spread of one build's own runs) ${known ? `${(noise * 100).toFixed(0)}%` : 'unknown (one run each)'}`,
+        });
+      }
     }
-  }
+  };
   const held = heldHomes(run);
+  // A held-out round alone has no size steps: only its own verdict.
+  if (sizes.length || !held.length) sizeGoals();
   if (held.length) growthGoal(`Held-out homes (seed ${run.heldOut?.seed ?? '?'})`, held[0], held[held.length - 1]);
   return out;
 }

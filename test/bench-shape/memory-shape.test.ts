@@ -123,6 +123,7 @@ describe('memory-shape verdicts', () => {
       homes,
     );
     r.heldOut = { seed: 123, shape: heldOutShape(123) };
+    expect(verdicts(r)).toHaveLength(1);
     const v = find(r, 'Held-out homes (seed 123)');
     expect(v.status).toBe('missed');
     expect(v.detail).toContain('+20.0 MiB');
