@@ -51,6 +51,13 @@ export interface SampleOptions {
    * (every stored byte is indexed again by the FTS5 trigram table).
    */
   seahorseContentBytes?: number;
+  /**
+   * Shares of the session kinds (the rest are direct sessions); default cron 0.45, alias 0.10,
+   * undated 0.025, pre-2024 0.025. The benchmarks' held-out homes draw them from a seed.
+   */
+  kindShares?: { cron: number; alias: number; undated: number; pre2024: number };
+  /** Digits of a direct session's peer id (its alias keys' length); default 6 to 9. */
+  peerDigits?: number;
 }
 
 export interface SampleSession {
@@ -128,12 +135,19 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
   }
   const planned: Planned[] = [];
   const kinds: SampleSession['kind'][] = [];
+  const ks = opts.kindShares;
+  const [tCron, tDirect, tAlias, tUndated] = ks
+    ? [ks.cron, 1 - ks.alias - ks.undated - ks.pre2024, 1 - ks.undated - ks.pre2024, 1 - ks.pre2024]
+    : [0.45, 0.85, 0.95, 0.975];
   for (let i = 0; i < total; i++) {
     const r = rng.next();
-    kinds.push(r < 0.45 ? 'cron' : r < 0.85 ? 'direct' : r < 0.95 ? 'alias' : r < 0.975 ? 'undated' : 'pre2024');
+    kinds.push(
+      r < tCron ? 'cron' : r < tDirect ? 'direct' : r < tAlias ? 'alias' : r < tUndated ? 'undated' : 'pre2024',
+    );
   }
   if (total >= 3) kinds[0] = 'direct';
   let aliasPending: Planned | null = null;
+  const usedKeys = new Set<string>();
   for (let i = 0; i < total; i++) {
     const agent = agents[i % agents.length]!;
     let kind = kinds[i]!;
@@ -170,10 +184,17 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
       aliasPending = null;
       continue;
     } else {
-      const channel = rng.pick(['telegram', 'discord', 'cli', 'pico']);
-      const peer = String(rng.int(100000, 999999999));
-      const sig = `v=1|agent=${agent.id}|channel=${channel}|account=default|chat=direct:${peer}`;
-      key = opaqueKey(sig);
+      // A peer drawn twice (likelier with many sessions or short peer ids) would give two
+      // sessions one key, which seahorse.db's UNIQUE session_key refuses: draw again.
+      let channel: string;
+      let peer: string;
+      do {
+        channel = rng.pick(['telegram', 'discord', 'cli', 'pico']);
+        peer = opts.peerDigits
+          ? String(rng.int(10 ** (opts.peerDigits - 1), 10 ** opts.peerDigits - 1))
+          : String(rng.int(100000, 999999999));
+        key = opaqueKey(`v=1|agent=${agent.id}|channel=${channel}|account=default|chat=direct:${peer}`);
+      } while (usedKeys.has(key));
       scope = {
         version: 1,
         agent_id: agent.id,
@@ -189,6 +210,7 @@ export function buildSampleHome(opts: SampleOptions): SampleHome {
         `agent:${agent.id}:${channel}:default:direct:${peer}`,
       ];
     }
+    usedKeys.add(key);
     const p: Planned = {
       agent: agent.id,
       key,
