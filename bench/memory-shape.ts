@@ -1,5 +1,5 @@
 /**
- * The memory shape (issue 29 item 2): peak RSS of each command at 2,000, 20,000, 50,000 and
+ * The memory shape: peak RSS of each command at 2,000, 20,000, 50,000 and
  * 100,000 sessions and on homes whose seahorse message ids are sparse, for two builds in the
  * same rounds (today's and the new one, runs alternating), the growth from the smallest size
  * to the largest, the wall time at 20,000 sessions as a ratio, and one verdict line per goal.
