@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode, errorMessage } from '../errors.js';
 import { processAlive } from '../io/process.js';
@@ -160,9 +160,53 @@ export function dueOf(plan: Plan): { due: number | null } | null {
   return { due };
 }
 
+/** How long every recorded path must have been still before the pass: a change in the same clock tick is not seen. */
+export const SETTLE_MS = 2000;
+
+/** What a quiet pass saw before it read the home (taken before the inventory: a change during the pass is seen). */
+export interface QuietBefore {
+  opts: Record<string, unknown>;
+  env: NodeJS.ProcessEnv;
+  stateDir: string;
+  homeReal: string;
+  inputs: QuietInputs;
+  /** The wall clock (ms) when the stats were taken. */
+  takenMs: number;
+  /** SETTLE_MS unless a test gives its own. */
+  settleMs: number;
+}
+
+export function quietBefore(
+  q: { opts: Record<string, unknown>; env: NodeJS.ProcessEnv; settleMs?: number },
+  stateDir: string,
+): QuietBefore | null {
+  try {
+    let homeReal = '';
+    const inputs = quietInputs(q.opts, q.env, stateDir, (h) => (homeReal = realpathSync(h.home)));
+    return { ...q, stateDir, homeReal, inputs, takenMs: Date.now(), settleMs: q.settleMs ?? SETTLE_MS };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Every path still since before the settle time: a file system stamps a change with a coarse clock, so a
+ * change made in the same tick as the stats, after them, could leave the same times (git's "racy" files).
+ * A clock set back since the change also fails this: the full path then records later.
+ */
+function settled(b: QuietBefore): boolean {
+  const limit = BigInt(b.takenMs - b.settleMs) * 1_000_000n;
+  for (const [, t] of b.inputs.stats) {
+    if (t === 'absent') continue;
+    const [, , , m, c] = t.split(':');
+    if (BigInt(m!) >= limit || BigInt(c!) >= limit) return false;
+  }
+  return true;
+}
+
 /** After a quiet pass's history line: its record, when the case is simple; a warning, or null. */
 export function recordQuietPass(
-  x: { opts: Record<string, unknown>; env: NodeJS.ProcessEnv; stateDir: string; homeReal: string },
+  b: QuietBefore,
   plan: Plan,
   at: Date,
   sessions: number,
@@ -170,15 +214,17 @@ export function recordQuietPass(
 ): string | null {
   try {
     const d = dueOf(plan);
-    if (!d) {
-      writeQuietRecord(x.stateDir, x.homeReal, null);
+    // The same inputs after the pass as before it: nothing changed while the home was read.
+    const after = quietInputs(b.opts, b.env, b.stateDir, () => b.homeReal);
+    const same = after.key === b.inputs.key && JSON.stringify(after.stats) === JSON.stringify(b.inputs.stats);
+    if (!d || !same || !settled(b)) {
+      writeQuietRecord(b.stateDir, b.homeReal, null);
       return null;
     }
-    const inputs = quietInputs(x.opts, x.env, x.stateDir, () => x.homeReal);
-    writeQuietRecord(x.stateDir, x.homeReal, {
-      home: x.homeReal,
-      key: inputs.key,
-      stats: inputs.stats,
+    writeQuietRecord(b.stateDir, b.homeReal, {
+      home: b.homeReal,
+      key: b.inputs.key,
+      stats: b.inputs.stats,
       at: at.toISOString(),
       due_ms: d.due,
       sessions,
@@ -188,7 +234,7 @@ export function recordQuietPass(
     });
     return null;
   } catch (err) {
-    return `could not record the quiet pass in ${x.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`;
+    return `could not record the quiet pass in ${b.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`;
   }
 }
 
