@@ -55,7 +55,7 @@ export function readQuietRecord(stateDir: string, home: string): QuietRecord | n
 
 /**
  * Record (or, with null, clear) this home's quiet pass; the file is not written when it would not change
- * (a pass on an unchanged home writes nothing). Throws StateWriteError (src/state/store.ts).
+ * but for a later time (a pass on an unchanged home writes nothing). Throws StateWriteError (src/state/store.ts).
  */
 export function writeQuietRecord(stateDir: string, home: string, record: QuietRecord | null): void {
   quietFile.update(
@@ -63,6 +63,14 @@ export function writeQuietRecord(stateDir: string, home: string, record: QuietRe
     (all) => {
       const cur = all.find((r) => r.home === home) ?? null;
       if (JSON.stringify(cur) === JSON.stringify(record)) return null;
+      // The same record from a later pass: the earlier one still says the home is so since its time.
+      if (
+        cur &&
+        record &&
+        Date.parse(cur.at) <= Date.parse(record.at) &&
+        JSON.stringify({ ...cur, at: record.at }) === JSON.stringify(record)
+      )
+        return null;
       const rest = all.filter((r) => r.home !== home);
       if (record) rest.push(record);
       return rest;
