@@ -212,7 +212,7 @@ function apply(w: World, c: Change): boolean {
     case 'pastDue': {
       const r = readQuietRecord(w.state, realpathSync(w.home));
       w.now = r?.due_ms != null ? r.due_ms + 1 : w.now + 200 * DAY;
-      return r !== null;
+      return r?.due_ms != null;
     }
     case 'beforeAt': {
       const r = readQuietRecord(w.state, realpathSync(w.home));
