@@ -95,7 +95,7 @@ export async function execute(
  * for the real pass (in the worker, ./prune-apply.ts), which plans again under the lock.
  */
 export async function executeIfNothingToDo(opts: Record<string, unknown>, io: PruneIo): Promise<number | null> {
-  const report = await passIfNothingToDo(passOptions(opts, io, {}));
+  const report = await passIfNothingToDo(passOptions(opts, io, {}), { opts, env: process.env });
   return report ? finish(opts, io, report) : null;
 }
 
@@ -172,7 +172,7 @@ async function finish(
   if (apply && opts.preStart === true) {
     const { recordPreStartSample } = await import('./pre-start-sample.js');
     const w = recordPreStartSample(
-      report,
+      report.gateway?.state,
       typeof opts.home === 'string' ? opts.home : undefined,
       resolveStateDir(typeof opts.stateDir === 'string' ? opts.stateDir : undefined),
     );

@@ -9,6 +9,12 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     // Before every gateway start: a pass with nothing to do ends here, having written nothing in the home
     // (src/prune/pass-noop.ts), without the worker thread an apply that deletes needs.
     if (opts.preStart === true) {
+      // A home as the last quiet pass left it: answered from that pass's record, before the heavy modules load.
+      if (opts.json !== true) {
+        const { quietPreStart } = await import('./prune-quiet.js');
+        const quick = await quietPreStart(opts);
+        if (quick !== null) return quick;
+      }
       const { executeIfNothingToDo, mainIo } = await import('./prune-pass.js');
       const code = await executeIfNothingToDo(opts, mainIo(opts));
       if (code !== null) return code;

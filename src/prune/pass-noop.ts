@@ -4,6 +4,7 @@ import type { PicoClawHome } from '../picoclaw/home.js';
 import { journalPath } from '../state/deletion-journal.js';
 import { appendHistory } from '../state/history.js';
 import { runPrunePass, type PassOptions } from './pass.js';
+import { quietBefore, recordQuietPass } from './pass-quiet.js';
 import { planDeletes } from './pass-safety.js';
 import type { PruneReport } from './report/report.js';
 import type { SessionEntries } from './report/sessions.js';
@@ -35,8 +36,12 @@ type Planned = Parameters<NonNullable<PassOptions['onPlanned']>>[0];
 
 export async function passIfNothingToDo(
   o: PassOptions & { streamSessions: true },
+  /** The command's options and environment, for the record the next pass may answer from (./pass-quiet.ts). */
+  quiet?: { opts: Record<string, unknown>; env: NodeJS.ProcessEnv; settleMs?: number },
 ): Promise<PruneReport<SessionEntries> | null> {
   if (!o.apply || o.forceVacuum || o.trustClock || o.only || o.confirm) return null;
+  // Before the home is read: a change while it is read is then a difference (./pass-quiet.ts).
+  const before = quiet && o.stateDir ? quietBefore(quiet, o.stateDir) : null;
   let planned: Planned | null = null;
   const report = await runPrunePass({
     ...o,
@@ -85,6 +90,10 @@ export async function passIfNothingToDo(
       });
     } catch (err) {
       report.warnings.push(`could not record the pass in ${o.stateDir}: ${errnoCode(err) ?? errorMessage(err)}`);
+    }
+    if (before) {
+      const w = recordQuietPass(before, p.plan, o.clock(), report.totals.sessions, [...report.warnings]);
+      if (w) report.warnings.push(w);
     }
   }
   return report;

@@ -319,3 +319,60 @@ describe('a pass with nothing to do does nothing', () => {
     expect(changes(before, snapshot(r.home))).not.toEqual([]);
   }, 120_000);
 });
+
+/**
+ * The pre-start pass on a home as the last quiet pass left it (src/prune/pass-quiet.ts): answered from the
+ * record, without reading the home. A record is made only of a home still for the settle time before the
+ * pass, so the passes run until one takes the fast path (the event this waits for), a bounded number.
+ */
+describe('the quiet fast path of the pre-start pass', () => {
+  const FAST = /^nothing to do: the home is as the pass at \S+ left it \((\d+) sessions, /;
+  const untilFast = (r: Roots): string => {
+    for (let i = 0; i < 12; i++) {
+      const run = cli(r, preStart(r));
+      expect(run.code, run.stderr).toBe(0);
+      if (FAST.test(run.stdout)) return run.stdout;
+    }
+    throw new Error('no pre-start pass took the fast path');
+  };
+
+  it('an unchanged home: the fast path, the home untouched, one history line; a new session: the full path', () => {
+    assertBuilt();
+    const r = build({ seed: 5, sessions: 24, agents: 2, seahorse: true, wal: 'none', pin: false, sizeLimit: true });
+    untilFast(r);
+    const lines = historyLines(r).length;
+    const before = snapshot(r.home);
+    const run = cli(r, preStart(r));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(FAST);
+    expect(FAST.exec(run.stdout)![1]).toBe('24');
+    expect(changes(before, snapshot(r.home))).toEqual([]);
+    const history = historyLines(r);
+    expect(history.length).toBe(lines + 1);
+    expect(JSON.parse(history.at(-1)!)).toMatchObject({ mode: 'apply', deleted_sessions: 0, sessions_before: 24 });
+    // A new session (PicoClaw's files: its .jsonl and its meta): the full path, which counts it.
+    const dir = join(r.home, 'workspace', 'sessions');
+    const at = new Date().toISOString();
+    writeFileSync(join(dir, 'agent_main_quiet-new.jsonl'), `{"role":"user","content":"hi","created_at":"${at}"}\n`);
+    writeFileSync(
+      join(dir, 'agent_main_quiet-new.meta.json'),
+      JSON.stringify({ key: 'agent:main:quiet-new', summary: '', skip: 0, count: 1, created_at: at, updated_at: at }),
+    );
+    if (isRoot()) chownTree(r.root);
+    const full = cli(r, preStart(r));
+    expect(full.code, full.stderr).toBe(0);
+    expect(full.stdout).not.toMatch(FAST);
+    expect(full.stdout).toContain('APPLY');
+    expect(JSON.parse(historyLines(r).at(-1)!)).toMatchObject({ sessions_before: 25 });
+  }, 120_000);
+
+  it('never with --json: the JSON report stays complete', () => {
+    assertBuilt();
+    const r = build({ seed: 6, sessions: 12, agents: 1, seahorse: false, wal: 'none', pin: false, sizeLimit: false });
+    untilFast(r);
+    const run = cli(r, [...preStart(r), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as { mode: string; totals: { sessions: number } };
+    expect(report).toMatchObject({ mode: 'apply', totals: { sessions: 12 } });
+  }, 120_000);
+});

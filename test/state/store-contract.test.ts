@@ -44,6 +44,7 @@ import {
 import { readJsonFile, type ReadStatus } from '../../src/state/store.js';
 import { latchFile, readLatch, updateLatch, type LatchRecord } from '../../src/state/uvlatch.js';
 import { owedFile, readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../../src/state/vacuum-owed.js';
+import { quietFile, readQuietRecord, writeQuietRecord, type QuietRecord } from '../../src/state/quiet-pass.js';
 import { isRoot, requireRoot } from '../support/skip.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -112,6 +113,18 @@ const holdArb: fc.Arbitrary<Hold> = fc.record({
   key: word,
   restored_at: iso(PAST, NOW),
   until: iso(NOW + 1000, FUTURE),
+});
+
+const quietArb: fc.Arbitrary<QuietRecord> = fc.record({
+  home: fc.constant(HOME),
+  key: fc.string({ minLength: 1, maxLength: 64 }),
+  stats: fc.array(fc.tuple(word, fc.oneof(fc.constant('absent'), word)), { maxLength: 6 }),
+  at: iso(PAST, NOW),
+  due_ms: fc.option(fc.integer({ min: NOW, max: FUTURE }), { nil: null }),
+  sessions: fc.nat(5000),
+  undated: fc.nat(50),
+  displaced_by_undated: fc.nat(50),
+  warnings: fc.array(fc.string({ maxLength: 30 }), { maxLength: 3 }),
 });
 
 const historyArb: fc.Arbitrary<PruneHistoryEntry> = fc.record({
@@ -352,6 +365,17 @@ const CASES: Case<never>[] = [
     policy: 'empty',
     raw: (d) => raw(owedFile.read(d)),
   } satisfies Case<OwedVacuum>,
+  {
+    name: 'the quiet pre-start record (quiet-pass.json)',
+    path: (d) => quietFile.path(d),
+    sample: quietArb,
+    write: (d, r: QuietRecord) => writeQuietRecord(d, HOME, r),
+    read: (d) => readQuietRecord(d, HOME),
+    expected: (r: QuietRecord) => r,
+    empty: null,
+    policy: 'empty',
+    raw: (d) => raw(quietFile.read(d)),
+  } satisfies Case<QuietRecord>,
   {
     name: 'the clock confirmation (clock-confirmed)',
     path: (d) => join(d, CLOCK_CONFIRMED),
