@@ -1,3 +1,4 @@
+import type { FsSpace } from '../../src/io/freespace.js';
 import {
   appendFileSync,
   readdirSync,
@@ -20,6 +21,14 @@ import { quietCheck } from '../../src/prune/pass-quiet.js';
 import { planDeletes } from '../../src/prune/pass-safety.js';
 import { addPin, removePins } from '../../src/state/pins.js';
 import { readQuietRecord } from '../../src/state/quiet-pass.js';
+
+/** A disk with room for anything (the quiet check never asks; an apply's VACUUM would). */
+const ROOMY = (): FsSpace => ({
+  availableBytes: 100 * 1024 ** 3,
+  totalBytes: 200 * 1024 ** 3,
+  availableInodes: null,
+  totalInodes: null,
+});
 import { tempDir } from '../support/tmp.js';
 
 /**
@@ -104,7 +113,7 @@ function passOptions(w: World, apply: boolean): PassOptions & { streamSessions: 
     flags: { max_age_days: w.flagAge },
     clock: fixedClock(w.now),
     stateDir: w.state,
-    freeSpace: () => 100 * 1024 ** 3,
+    freeSpace: ROOMY,
     streamSessions: true,
   };
 }
