@@ -252,6 +252,14 @@ const CMDS: Cmd[] = [
 
 const samples: Sample[] = [];
 
+/**
+ * Each build runs as bin/picoclaw-guard runs it (and the units, through NODE_OPTIONS): gc exposed for the
+ * collections at the end of a phase, a 2 MiB young generation, one V8 platform thread, one malloc arena.
+ * An older build that exposed gc itself runs the same with the flag.
+ */
+const LAUNCHER_FLAGS = ['--expose-gc', '--max-semi-space-size=2', '--v8-pool-size=1'];
+const launcherEnv = (state: string): NodeJS.ProcessEnv => ({ ...cliEnv(state), MALLOC_ARENA_MAX: '1' });
+
 async function runCmd(build: Build, c: Cmd, h: Home): Promise<void> {
   const cli = build === 'old' ? OLD : NEW;
   const scratch = mkdtempSync(join(tmpBase(), 'run-'));
@@ -261,8 +269,8 @@ async function runCmd(build: Build, c: Cmd, h: Home): Promise<void> {
     home = join(scratch, 'home');
     copyHome(h.built.home, home);
   }
-  const r = await runChild(process.execPath, [cli, ...c.args(home, state)], {
-    env: cliEnv(state),
+  const r = await runChild(process.execPath, [...LAUNCHER_FLAGS, cli, ...c.args(home, state)], {
+    env: launcherEnv(state),
     capture: false,
     timeoutMs: 30 * 60_000,
   });
@@ -278,8 +286,8 @@ async function runCmd(build: Build, c: Cmd, h: Home): Promise<void> {
 async function warm(h: Home): Promise<void> {
   const scratch = mkdtempSync(join(tmpBase(), 'warm-'));
   const state = join(scratch, 'state');
-  await runChild(process.execPath, [OLD, ...CMDS[3]!.args(h.built.home, state)], {
-    env: cliEnv(state),
+  await runChild(process.execPath, [...LAUNCHER_FLAGS, OLD, ...CMDS[3]!.args(h.built.home, state)], {
+    env: launcherEnv(state),
     capture: false,
     rss: false,
     timeoutMs: 30 * 60_000,
@@ -326,6 +334,7 @@ async function daemon(build: Build, h: Home): Promise<void> {
   const child = spawn(
     process.execPath,
     [
+      ...LAUNCHER_FLAGS,
       cli,
       'run',
       '--home',
@@ -344,7 +353,7 @@ async function daemon(build: Build, h: Home): Promise<void> {
       join(BOARD, 'vcgencmd'),
     ],
     {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PICOGUARD_NO_SYSTEM_STATE: '1', MALLOC_ARENA_MAX: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
