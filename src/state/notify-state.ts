@@ -87,7 +87,9 @@ export const notifyFile = jsonState<NotifyState>(NOTIFY_STATE_FILE, {
     if (isRecord(o.active))
       for (const [k, v] of Object.entries(o.active)) {
         const a = activeOf(v);
-        if (a) state.active[k] = a;
+        // As a data property: a key JSON gives as its own (even `__proto__`) stays one, never a prototype.
+        if (a)
+          Object.defineProperty(state.active, k, { value: a, enumerable: true, writable: true, configurable: true });
       }
     if (Array.isArray(o.outbox))
       for (const v of o.outbox) {

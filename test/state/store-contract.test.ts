@@ -579,11 +579,13 @@ describe.each(CASES.map((c) => [c.name, c] as const))('the state file contract: 
     };
     run(() => expectRefusedOrEmpty(c, dir, 'unreadable'));
     expect(run(() => c.raw(dir).problem)).toMatch(/EACCES/);
-    // A folder it cannot write: the write fails with EACCES, typed, and the old value stays.
+    // A folder and a file it cannot write: the write fails with EACCES, typed, and the old value stays (an
+    // append-only file in a read-only folder can still be appended to while the file itself is writable).
     const ro = stateDir();
     const a = one(c, 9);
     c.write(ro, a);
     for (const d of [dirname(ro), ro]) chmodSync(d, 0o755);
+    chmodSync(c.path(ro), 0o444);
     chmodSync(ro, 0o555);
     const failure = run(() => {
       try {

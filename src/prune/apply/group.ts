@@ -1,5 +1,5 @@
 import { accessSync, constants, lstatSync, unlinkSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { errnoCode, errorMessage } from '../../errors.js';
 import { fsyncDir } from '../../io/atomic.js';
 import type { FileFacts } from '../../picoclaw/inventory/sessions.js';
@@ -95,6 +95,10 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
     for (const m of g.members) {
       for (const f of [m.files.meta, m.files.jsonl]) if (f && !unlinked.has(f.path)) sameFile(f, f.path);
     }
+    // A .jsonl the plan saw absent that is there now (PicoClaw began writing the session): it is being written.
+    for (const m of g.members)
+      if (!m.files.jsonl && lstatSync(join(m.dir, `${m.base}.jsonl`), { throwIfNoEntry: false }))
+        throw new Changed(`${join(m.dir, `${m.base}.jsonl`)} appeared after planning`);
     // A file this group already deleted that is there again (PicoClaw's append recreates a .jsonl): the
     // session is being written to; its meta must not go after it.
     for (const p of unlinked)
