@@ -339,13 +339,17 @@ test(
   },
 );
 
-test("the guard's Node runs with the units' flags: a small young generation, one V8 platform thread", { skip }, () => {
-  const pid = show(GUARD, 'MainPID').MainPID;
-  const env = inside(`tr '\\0' '\\n' < /proc/${pid}/environ`).split('\n');
-  // systemd unquotes the Environment= line: Node reads both flags, or would refuse to start.
-  assert.ok(env.includes('NODE_OPTIONS=--max-semi-space-size=2 --v8-pool-size=1'), env.join(' '));
-  assert.ok(env.includes('MALLOC_ARENA_MAX=1'));
-});
+test(
+  "the guard's Node runs with the units' flags: gc exposed, a small young generation, one V8 platform thread",
+  { skip },
+  () => {
+    const pid = show(GUARD, 'MainPID').MainPID;
+    const env = inside(`tr '\\0' '\\n' < /proc/${pid}/environ`).split('\n');
+    // systemd unquotes the Environment= line: Node reads the three flags, or would refuse to start.
+    assert.ok(env.includes('NODE_OPTIONS=--expose-gc --max-semi-space-size=2 --v8-pool-size=1'), env.join(' '));
+    assert.ok(env.includes('MALLOC_ARENA_MAX=1'));
+  },
+);
 
 test('/health and /metrics answer through loopback; the stand-in vcgencmd is read', { skip }, async () => {
   const h = get('/health');
