@@ -3,7 +3,9 @@ import { errorMessage } from '../errors.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, type Hold } from '../state/holds.js';
 import { homePins, pinDetail, type Pin } from '../state/pins.js';
-import { buildInventory, type Inventory, type SessionRecord } from '../picoclaw/inventory/inventory.js';
+import type { Inventory } from '../picoclaw/inventory/inventory.js';
+import { buildWorkingInventory, type WorkingInventory, type WorkingSession } from '../picoclaw/inventory/working.js';
+import type { PicoClawHome } from '../picoclaw/home.js';
 import { systemClock, type Clock } from '../io/clock.js';
 import { issueText } from '../picoclaw/inventory/issues.js';
 import { cronJobsOf } from '../prune/plan/cron.js';
@@ -50,22 +52,32 @@ export function agentTotals(inv: Inventory): AgentTotals[] {
  * Sort newest first; undated last; ties by key (then folder) so output is stable, in the default
  * locale's collation (`collate`: localeCompare's order, without its collator for ASCII keys).
  */
-export function byActivity(a: SessionRecord, b: SessionRecord): number {
+export function byActivity(a: Sortable, b: Sortable): number {
   const x = a.lastActivityMs ?? -Infinity;
   const y = b.lastActivityMs ?? -Infinity;
   if (x !== y) return y - x;
-  return collate(a.key ?? '', b.key ?? '') || collate(a.id, b.id);
+  return byKey(a, b);
 }
+
+/** What the sessions order reads of a session. */
+export interface Sortable {
+  lastActivityMs: number | null;
+  key: string | null;
+  id: string;
+}
+
+/** The order of sessions with the same last activity. */
+const byKey = (a: Sortable, b: Sortable): number => collate(a.key ?? '', b.key ?? '') || collate(a.id, b.id);
 
 /** Pins by agent and key, for one look-up a session. */
 type PinIndex = Map<string, Pin>;
 const pinIndex = (pins: Pin[]): PinIndex => new Map(pins.map((p) => [`${p.agent}\0${p.key}`, p]));
-function pinOf(pins: PinIndex, s: SessionRecord): { pinned_at: string; note: string | null } | null {
+function pinOf(pins: PinIndex, s: WorkingSession): { pinned_at: string; note: string | null } | null {
   const p = pins.size > 0 && s.key !== null ? pins.get(`${s.agent}\0${s.key}`) : undefined;
   return p ? { pinned_at: p.pinned_at, note: p.note } : null;
 }
 
-function sessionJson(s: SessionRecord, now: Date, holds: Hold[], pins: PinIndex) {
+function sessionJson(s: WorkingSession, now: Date, holds: Hold[], pins: PinIndex) {
   return {
     agent: s.agent,
     key: s.key,
@@ -91,30 +103,20 @@ function sessionJson(s: SessionRecord, now: Date, holds: Hold[], pins: PinIndex)
   };
 }
 
-function* lazyMap<T, U>(xs: readonly T[], f: (x: T) => U): Generator<U> {
+function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
 }
 
-export function inventoryJson(inv: Inventory, now: Date, holds: Hold[] = [], pins: Pin[] = []) {
-  const ix = pinIndex(pins);
-  return inventoryDoc(inv, now, holds, pins, (sorted) => sorted.map((s) => sessionJson(s, now, holds, ix)));
-}
+/** A list made one item at a time each time it is walked (a report walks the table twice). */
+const walk = <T>(make: () => Iterable<T>): Iterable<T> => ({ [Symbol.iterator]: () => make()[Symbol.iterator]() });
 
-/** The same document with its sessions made one at a time as they are written (printJson streams it). */
-export function inventoryJsonLazy(inv: Inventory, now: Date, holds: Hold[] = [], pins: Pin[] = []) {
+/** The `sessions --json` document; its lists are made one item at a time as they are written (printJson streams it). */
+export function inventoryJson(inv: WorkingInventory, now: Date, holds: Hold[] = [], pins: Pin[] = []) {
   const ix = pinIndex(pins);
-  return inventoryDoc(
-    inv,
-    now,
-    holds,
-    pins,
-    (sorted) => new LazyList(lazyMap(sorted, (s) => sessionJson(s, now, holds, ix))),
+  const totals = inv.perAgent.reduce(
+    (t, a) => ({ jsonl: t.jsonl + a.jsonl_bytes, messages: t.messages + a.messages }),
+    { jsonl: 0, messages: 0 },
   );
-}
-
-function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], pins: Pin[], list: (sorted: SessionRecord[]) => L) {
-  const sessions = [...inv.sessions].sort(byActivity);
-  const present = new Set(inv.sessions.map((s) => `${s.agent}\0${s.key}`));
   return {
     home: inv.home.home,
     now: now.toISOString(),
@@ -125,15 +127,19 @@ function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], pins: Pin[], 
       sessions_dir: a.sessionsDir,
     })),
     context_manager: inv.home.contextManager,
-    sessions: list(sessions),
-    orphan_jsonl: inv.orphanJsonl.map((o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
-    orphan_conversations: inv.orphanConversations.map((c) => ({
-      conversation_id: c.conversationId,
-      key: c.key,
-      messages: c.messages,
-      summaries: c.summaries,
-      last_activity: c.lastActivityMs === null ? null : new Date(c.lastActivityMs).toISOString(),
-    })),
+    sessions: new LazyList(lazyMap(inv.byActivity(), (s) => sessionJson(s, now, holds, ix))),
+    orphan_jsonl: new LazyList(
+      lazyMap(inv.orphanJsonl(), (o) => ({ agent: o.agent, path: o.file.path, bytes: o.file.bytes })),
+    ),
+    orphan_conversations: new LazyList(
+      lazyMap(inv.orphanConversations(), (c) => ({
+        conversation_id: c.conversationId,
+        key: c.key,
+        messages: c.messages,
+        summaries: c.summaries,
+        last_activity: c.lastActivityMs === null ? null : new Date(c.lastActivityMs).toISOString(),
+      })),
+    ),
     ignored: inv.ignored.map((i) => ({ dir: i.dir, name: i.entry.name, why: i.entry.why })),
     store_errors: inv.storeErrors,
     seahorse: {
@@ -147,26 +153,29 @@ function inventoryDoc<L>(inv: Inventory, now: Date, holds: Hold[], pins: Pin[], 
       messages: inv.seahorse.messages,
     },
     totals: {
-      sessions: inv.sessions.length,
-      undated: inv.sessions.filter((s) => s.lastActivityMs === null).length,
-      with_issues: inv.sessions.filter((s) => s.issues.length > 0).length,
-      jsonl_bytes: inv.sessions.reduce((n, s) => n + s.jsonlBytes, 0),
-      messages: inv.sessions.reduce((n, s) => n + (s.messages ?? 0), 0),
-      per_agent: agentTotals(inv),
+      sessions: inv.counts.sessions,
+      undated: inv.counts.undated,
+      with_issues: inv.counts.withIssues,
+      jsonl_bytes: totals.jsonl,
+      messages: totals.messages,
+      per_agent: inv.perAgent,
     },
-    cron_jobs: cronJobsOf(inv.sessions),
+    cron_jobs: cronJobsOf(inv.keyed()),
     /** This home's pins; `present` false: the session is gone (unpin KEY ends the pin). */
     pins: pins.map((p) => ({
       agent: p.agent,
       key: p.key,
       pinned_at: p.pinned_at,
       note: p.note,
-      present: present.has(`${p.agent}\0${p.key}`),
+      present: inv.has(p.agent, p.key),
     })),
   };
 }
 
-function holdOf(holds: Hold[], s: SessionRecord): { restored_at: string; until: string } | null {
+function holdOf(
+  holds: Hold[],
+  s: { agent: string; key: string | null },
+): { restored_at: string; until: string } | null {
   const h = holds.find((x) => x.agent === s.agent && x.key === s.key);
   return h ? { restored_at: h.restored_at, until: h.until } : null;
 }
@@ -202,22 +211,30 @@ export async function run(
 ): Promise<number> {
   const home = homeFromOpts(opts);
   const now = (deps.clock ?? systemClock)();
-  // The text table shows no aliases: they go once they have tied the seahorse rows to sessions.
-  const inv = buildInventory(home, { withoutAliases: !opts.json });
-  const { holds, pins, problem } = readHomeHolds(opts, home.home, now.getTime());
-  if (opts.json) {
-    printJson(inventoryJsonLazy(inv, now, holds, pins));
+  const inv = openInventory(home);
+  try {
+    const { holds, pins, problem } = readHomeHolds(opts, home.home, now.getTime());
+    if (opts.json) {
+      printJson(inventoryJson(inv, now, holds, pins));
+      return 0;
+    }
+    const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));
+    writeSessions(w, inv, now, holds, problem, pins);
+    w.flush();
     return 0;
+  } finally {
+    inv.close();
   }
-  const w = new LayoutWriter(outputWidth(opts), (c) => process.stdout.write(c));
-  writeSessions(w, inv, now, holds, problem, pins);
-  w.flush();
-  return 0;
+}
+
+/** The home's sessions in a working database, in the `sessions` order; the caller closes it. */
+export function openInventory(home: PicoClawHome, workDirs?: string[]): WorkingInventory {
+  return buildWorkingInventory(home, { compareKeys: byKey, workDirs });
 }
 
 /** The text report, fitted to `width` columns (Infinity: --wide). */
 export function renderSessions(
-  inv: Inventory,
+  inv: WorkingInventory,
   now: Date,
   width: number,
   holds: Hold[] = [],
@@ -227,10 +244,10 @@ export function renderSessions(
   return layoutToString((w) => writeSessions(w, inv, now, holds, problem, pins), width);
 }
 
-/** The text report, written as it is made: the session table's rows are made twice (widths, then lines), never held. */
+/** The text report, written as it is made: the session table's rows are read twice (widths, then lines), never held. */
 export function writeSessions(
   out: LayoutWriter,
-  inv: Inventory,
+  inv: WorkingInventory,
   now: Date,
   holds: Hold[] = [],
   problem: string | null = null,
@@ -238,22 +255,20 @@ export function writeSessions(
 ): void {
   const home = inv.home;
   const width = out.width;
-  const sorted = [...inv.sessions].sort(byActivity);
-  const rows = () => lazyMap(sorted, (s) => row(s, s.conversations));
-  // A session's conversations are made afresh on each read: read once a row.
-  const row = (s: SessionRecord, convs: SessionRecord['conversations']) => [
+  const rows = () => lazyMap(inv.byActivity(), row);
+  const row = (s: WorkingSession) => [
     s.agent,
     s.key ?? '(unreadable meta)',
     isoOrDash(s.lastActivityMs),
     s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
     s.messages === null ? '-' : String(s.messages),
     formatBytes(s.jsonlBytes + s.metaBytes),
-    convs.length === 0 ? '-' : String(convs.reduce((n, c) => n + c.messages, 0)),
+    s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
     s.issues.length > 0 ? '!' : '',
   ];
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
-  if (sorted.length === 0) out.push('No sessions found.');
+  if (inv.counts.sessions === 0) out.push('No sessions found.');
   else
     out.table(
       [
@@ -280,7 +295,7 @@ export function writeSessions(
         { header: 'BYTES', align: 'right' },
         { header: 'FOLDER', fit: 'middle', min: 20 },
       ],
-      agentTotals(inv).map((t) => [
+      inv.perAgent.map((t) => [
         t.agent,
         String(t.sessions),
         String(t.messages),
@@ -290,14 +305,25 @@ export function writeSessions(
       width,
     ),
   );
-  out.push(...cronJobsTable(cronJobsOf(inv.sessions), now.getTime(), width));
-  const jsonl = inv.sessions.reduce((n, x) => n + x.jsonlBytes, 0);
-  const meta = inv.sessions.reduce((n, x) => n + x.metaBytes, 0);
-  const orphanJsonl = inv.orphanJsonl.reduce((n, o) => n + o.file.bytes, 0);
+  out.push(...cronJobsTable(cronJobsOf(inv.keyed()), now.getTime(), width));
+  let jsonl = 0;
+  let meta = 0;
+  for (const a of inv.perAgent) {
+    jsonl += a.jsonl_bytes;
+    meta += a.meta_bytes;
+  }
+  let orphans = 0;
+  let orphanBytes = 0;
+  for (const o of inv.orphanJsonl()) {
+    orphans++;
+    orphanBytes += o.file.bytes;
+  }
+  let orphanConversations = 0;
+  for (const _ of inv.orphanConversations()) orphanConversations++;
   out.push(
-    `Total: ${inv.sessions.length} sessions, ${formatBytes(jsonl + meta)} (.jsonl ` +
+    `Total: ${inv.counts.sessions} sessions, ${formatBytes(jsonl + meta)} (.jsonl ` +
       `${formatBytes(jsonl)} + .meta.json ${formatBytes(meta)})` +
-      (inv.orphanJsonl.length > 0 ? `; ${inv.orphanJsonl.length} orphan .jsonl ${formatBytes(orphanJsonl)}` : ''),
+      (orphans > 0 ? `; ${orphans} orphan .jsonl ${formatBytes(orphanBytes)}` : ''),
   );
   const sh = inv.seahorse;
   out.push('');
@@ -307,18 +333,17 @@ export function writeSessions(
     out.push(
       `seahorse.db: ${formatBytes(sh.bytes.total)} (${formatBytes(sh.bytes.db)}` +
         ` + ${formatBytes(sh.bytes.wal)} WAL), ${sh.conversations} conversations, ` +
-        `${sh.messages} messages, ${inv.orphanConversations.length} orphan conversations`,
+        `${sh.messages} messages, ${orphanConversations} orphan conversations`,
     );
-  const withIssues = inv.sessions.filter((s) => s.issues.length > 0);
-  if (withIssues.length + inv.orphanJsonl.length + inv.storeErrors.length > 0) {
+  if (inv.counts.withIssues + orphans + inv.storeErrors.length > 0) {
     out.push('');
     out.push('Problems (reported, never fatal; such sessions are kept):');
-    for (const s of withIssues) out.push(`  ${s.files.meta?.path ?? s.id}: ${s.issues.map(issueText).join('; ')}`);
-    for (const o of inv.orphanJsonl)
+    for (const s of inv.withIssues()) out.push(`  ${s.metaPath}: ${s.issues.map(issueText).join('; ')}`);
+    for (const o of inv.orphanJsonl())
       out.push(`  ${o.file.path}: orphan .jsonl without .meta.json (PicoClaw does not list it)`);
     for (const e of inv.storeErrors) out.push(`  ${e.dir}: ${e.error}`);
   }
-  const held = inv.sessions.filter((x) => holdOf(holds, x));
+  const held = inv.named(holds);
   if (held.length > 0) {
     out.push('');
     out.push('Held after a restore (every prune pass keeps them; restore --release KEY ends a hold):');
@@ -328,13 +353,12 @@ export function writeSessions(
       );
   }
   if (pins.length > 0) {
-    const present = new Set(inv.sessions.map((s) => `${s.agent}\0${s.key}`));
     out.push('');
     out.push('Pinned (every prune pass keeps them with their alias groups; unpin KEY ends a pin):');
     for (const p of pins)
       out.push(
         `  ${p.agent}  ${width === Infinity ? escapeControl(p.key) : shortKey(p.key)}  keep: ${escapeControl(pinDetail(p))}` +
-          (present.has(`${p.agent}\0${p.key}`) ? '' : ' (no such session now)'),
+          (inv.has(p.agent, p.key) ? '' : ' (no such session now)'),
       );
   }
   if (problem) {

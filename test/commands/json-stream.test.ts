@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { inventoryJson, inventoryJsonLazy } from '../../src/commands/sessions.js';
+import { inventoryJson, openInventory } from '../../src/commands/sessions.js';
+import { inventoryJson as referenceJson } from '../support/sessions-reference.js';
 import { LazyList, writeJson } from '../../src/commands/json-stream.js';
 import { fixedClock } from '../../src/io/clock.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
@@ -81,9 +82,13 @@ describe('streamed JSON', () => {
     const home = tempDir();
     buildSampleHome({ dir: home, seed: 3, sessions: 120, now: Date.parse('2026-11-30T12:00:00Z'), seahorse: true });
     const h = discoverHome({ home, env: {} });
-    const inv = buildInventory(h);
     const now = new Date('2026-11-30T12:00:00Z');
-    expect(streamed(inventoryJsonLazy(inv, now)).text).toBe(reference(inventoryJson(inv, now)));
+    const work = openInventory(h);
+    try {
+      expect(streamed(inventoryJson(work, now)).text).toBe(reference(referenceJson(buildInventory(h), now)));
+    } finally {
+      work.close();
+    }
     const report = await runPrunePass({
       home,
       env: { HOME: '/nowhere', PICOCLAW_GUARD_CONFIG: NO_GUARD_CONFIG },

@@ -78,7 +78,7 @@ export interface StoreScan {
   error: string | null;
 }
 
-function facts(path: string, st: Stats): FileFacts {
+export function facts(path: string, st: Stats): FileFacts {
   return { path, bytes: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
 }
 
@@ -147,7 +147,7 @@ export function classifyEntry(name: string): EntryKind {
 }
 
 /** A lstat without the exception a vanished file would cost; null when it is gone. */
-function lstatOrNull(path: string): Stats | null {
+export function lstatOrNull(path: string): Stats | null {
   try {
     return lstatSync(path, { throwIfNoEntry: false }) ?? null;
   } catch {
@@ -244,7 +244,12 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
   return scan;
 }
 
-function readSession(dir: string, base: string, meta: FileFacts, j: FileFacts | 'bad' | undefined): StoredSession {
+export function readSession(
+  dir: string,
+  base: string,
+  meta: FileFacts,
+  j: FileFacts | 'bad' | undefined,
+): StoredSession {
   const s: StoredSession = {
     key: null,
     base,

@@ -135,13 +135,13 @@ export interface CronJobRuns {
 
 /** Cron runs grouped by job, newest job first (for `sessions`). */
 export function cronJobsOf(
-  sessions: readonly {
+  sessions: Iterable<{
     key: string | null;
     agent: string;
     lastActivityMs: number | null;
     jsonlBytes: number;
     metaBytes: number;
-  }[],
+  }>,
 ): CronJobRuns[] {
   const by = new Map<string, { runs: number; newest: number | null; bytes: number; agents: Set<string> }>();
   for (const s of sessions) {
