@@ -162,15 +162,22 @@ export function inventoryJson(inv: WorkingInventory, now: Date, holds: Hold[] = 
     },
     cron_jobs: cronJobsOf(inv.keyed()),
     /** This home's pins; `present` false: the session is gone (unpin KEY ends the pin). */
-    pins: pins.map((p) => ({
-      agent: p.agent,
-      key: p.key,
-      pinned_at: p.pinned_at,
-      note: p.note,
-      present: inv.has(p.agent, p.key),
-    })),
+    pins: (() => {
+      const present = presentOf(inv, pins);
+      return pins.map((p) => ({
+        agent: p.agent,
+        key: p.key,
+        pinned_at: p.pinned_at,
+        note: p.note,
+        present: present.has(`${p.agent}\0${p.key}`),
+      }));
+    })(),
   };
 }
+
+/** Which of these agents and keys name a session now (`agent\0key`). */
+const presentOf = (inv: WorkingInventory, which: readonly { agent: string; key: string }[]): Set<string> =>
+  new Set(inv.named(which).map((x) => `${x.agent}\0${x.key}`));
 
 function holdOf(
   holds: Hold[],
@@ -353,12 +360,13 @@ export function writeSessions(
       );
   }
   if (pins.length > 0) {
+    const present = presentOf(inv, pins);
     out.push('');
     out.push('Pinned (every prune pass keeps them with their alias groups; unpin KEY ends a pin):');
     for (const p of pins)
       out.push(
         `  ${p.agent}  ${width === Infinity ? escapeControl(p.key) : shortKey(p.key)}  keep: ${escapeControl(pinDetail(p))}` +
-          (inv.has(p.agent, p.key) ? '' : ' (no such session now)'),
+          (present.has(`${p.agent}\0${p.key}`) ? '' : ' (no such session now)'),
       );
   }
   if (problem) {

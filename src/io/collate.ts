@@ -84,22 +84,18 @@ export function collate(x: string, y: string): number {
 }
 
 /**
- * A byte string whose order (memcmp, SQLite's BLOB order) is `collate`'s, for a printable-ASCII
- * string under a default locale that collates ASCII as root; null for any other. The primary
- * weights (each above 1), a 1, then a case byte a character (1: an uppercase letter): the shorter
- * of two strings with the same primaries first, then lowercase first at the first letter whose
- * case differs, as rootAsciiCompare decides.
+ * A byte string whose order (memcmp, SQLite's BLOB order) agrees with `collate` wherever it is
+ * strict, for a printable-ASCII string under a default locale that collates ASCII as root; null
+ * for any other. It is the primary weights (case not counted): two strings it does not tell
+ * apart (equal but for the case of letters) are left to `collate` itself.
  */
 export function rootSortKey(s: string): Buffer | null {
   if (!defaultIsRoot()) return null;
-  const n = s.length;
-  const out = Buffer.allocUnsafe(2 * n + 1);
-  for (let i = 0; i < n; i++) {
+  const out = Buffer.allocUnsafe(s.length);
+  for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x80 || PRIMARY[c] === 0) return null;
-    out[i] = PRIMARY[c]! + 1;
-    out[n + 1 + i] = c >= 0x41 && c <= 0x5a ? 1 : 0;
+    out[i] = PRIMARY[c]!;
   }
-  out[n] = 1;
   return out;
 }

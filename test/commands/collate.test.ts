@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { byActivity } from '../../src/commands/sessions.js';
 import type { SessionRecord } from '../../src/picoclaw/inventory/inventory.js';
-import { collate, rootAsciiCompare } from '../../src/io/collate.js';
+import { collate, rootAsciiCompare, rootSortKey } from '../../src/io/collate.js';
 
 const COLLATE = fileURLToPath(new URL('../../dist/src/io/collate.js', import.meta.url));
 
@@ -50,6 +50,24 @@ describe('collate: localeCompare order without the collator', () => {
         expect(collate(x, y)).toBe(Math.sign(x.localeCompare(y)));
         const r = rootAsciiCompare(x, y);
         if (!Number.isNaN(r)) expect(r).toBe(Math.sign(new Intl.Collator('und').compare(x, y)));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('a sort key orders two strings as collate does wherever the keys differ (property)', () => {
+    fc.assert(
+      fc.property(pair, ([x, y]) => {
+        const a = rootSortKey(x);
+        const b = rootSortKey(y);
+        // No key: a character outside printable ASCII (this test runs under a root-collating locale).
+        if (a === null) expect(/^[ -~]*$/.test(x)).toBe(false);
+        if (b === null) expect(/^[ -~]*$/.test(y)).toBe(false);
+        if (a === null || b === null) return;
+        const c = Buffer.compare(a, b);
+        if (c !== 0) expect(c).toBe(collate(x, y));
+        // Equal keys: the same string but for the case of letters.
+        else expect(x.toLowerCase()).toBe(y.toLowerCase());
       }),
       { numRuns: 3000 },
     );

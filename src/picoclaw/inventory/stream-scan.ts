@@ -17,13 +17,13 @@ import {
  * One sessions folder read as a stream of its entries, in the folder's own order: what it holds
  * at any time is one entry, whatever the folder's size (scanStore lists and sorts every name
  * first). Each session is read at its `.meta.json`, its transcript looked up beside it; a
- * transcript is handed over by name only, and the caller asks `orphanFacts` afterwards for
- * those no meta took. It tells the same sessions, issues and ignored entries as scanStore.
+ * transcript without a meta is handed over by name only, and the caller asks `orphanFacts`
+ * for it when it reports it. It tells the same sessions, orphans and ignored entries as scanStore.
  */
 
 export interface FolderSink {
   session(s: StoredSession): void;
-  /** A `.jsonl` that is a regular file, by base: an orphan unless a meta of that base is a session. */
+  /** A `.jsonl` that is a regular file without a regular `.meta.json` beside it (an orphan), by base. */
   jsonl(base: string): void;
   ignored(e: IgnoredEntry): void;
 }
@@ -88,7 +88,11 @@ export function streamStore(dir: string, sink: FolderSink): { exists: boolean; e
       if (k === null) continue;
       if (k !== 'file') sink.ignored({ name, why: k === 'other' ? 'not_a_regular_file' : k });
       else if (kind === 'legacy') sink.ignored({ name, why: 'legacy_json' });
-      else sink.jsonl(name.slice(0, -JSONL_SUFFIX.length));
+      else {
+        const base = name.slice(0, -JSONL_SUFFIX.length);
+        // Its meta takes it, when there is one: else it is an orphan, which PicoClaw does not list.
+        if (lstatOrNull(prefix + base + META_SUFFIX)?.isFile() !== true) sink.jsonl(base);
+      }
     }
   } catch (err) {
     error = `cannot list ${dir}: ${errnoCode(err) ?? String(err)}`;

@@ -51,11 +51,10 @@ export interface WorkingSession {
 interface SessionRow {
   id: number;
   folder: number;
-  name16: Buffer;
+  name16: Buffer | null;
   o_null: number;
   o_neg: number;
   sk_key: Buffer;
-  sk_id: Buffer;
   agent: number;
   base: string;
   key_j: string | null;
@@ -70,25 +69,24 @@ interface SessionRow {
 }
 
 /** Rows a page of the session order holds. */
-const PAGE = 256;
+const PAGE = 64;
 
 const SCHEMA = `
   CREATE TABLE session(
     id INTEGER PRIMARY KEY, folder INTEGER NOT NULL, agent INTEGER NOT NULL, base TEXT NOT NULL,
-    name16 BLOB NOT NULL, key_j TEXT, aliases TEXT, jsonl_bytes INTEGER, meta_bytes INTEGER,
-    messages INTEGER, times_j TEXT NOT NULL, last_ms REAL,
-    issues TEXT, o_null INTEGER NOT NULL, o_neg REAL NOT NULL, sk_key BLOB NOT NULL,
-    sk_id BLOB NOT NULL, o_js INTEGER NOT NULL);
-  CREATE INDEX session_order ON session(o_null, o_neg, sk_key, sk_id, id);
-  CREATE INDEX session_name ON session(folder, name16);
-  CREATE INDEX session_agent_key ON session(agent, key_j);
+    name16 BLOB, key_j TEXT, aliases TEXT, jsonl_bytes INTEGER, meta_bytes INTEGER,
+    messages INTEGER, times_j TEXT NOT NULL, last_ms REAL, issues TEXT,
+    o_null INTEGER NOT NULL, o_neg REAL NOT NULL, sk_key BLOB NOT NULL, o_js INTEGER NOT NULL);
+  CREATE INDEX session_order ON session(o_null, o_neg, sk_key, id);
+  CREATE INDEX session_issues ON session(folder, name16) WHERE issues IS NOT NULL;
   CREATE TABLE claim(key TEXT NOT NULL, session INTEGER NOT NULL);
-  CREATE INDEX claim_key ON claim(key);
   CREATE TABLE conv(id INTEGER PRIMARY KEY, conversation_id, key, messages, summaries,
     last_message_at, created_at, last_ms REAL, orphan_ms REAL);
+  CREATE INDEX conv_key ON conv(key);
   CREATE TABLE tie(session INTEGER NOT NULL, conv INTEGER NOT NULL, PRIMARY KEY(session, conv)) WITHOUT ROWID;
-  CREATE TABLE jsonl_seen(folder INTEGER NOT NULL, base TEXT NOT NULL, name16 BLOB NOT NULL);
-  CREATE INDEX jsonl_seen_name ON jsonl_seen(folder, name16);
+  CREATE INDEX tie_conv ON tie(conv);
+  CREATE TABLE orphan(folder INTEGER NOT NULL, base TEXT NOT NULL, name16 BLOB NOT NULL);
+  CREATE INDEX orphan_name ON orphan(folder, name16);
 `;
 
 /** A string's UTF-16 code units, big-endian: their byte order is JavaScript's string order. */
@@ -135,8 +133,6 @@ export interface WorkingInventory {
   withIssues(): Iterable<WorkingSession>;
   /** Every session's key and size figures, in no order (what cronJobsOf reads). */
   keyed(): Iterable<Keyed>;
-  /** Whether this agent has a session with this key. */
-  has(agent: string, key: string): boolean;
   /** The sessions of these agents and keys (few), in the scan's order, one entry a session. */
   named(which: readonly { agent: string; key: string }[]): { agent: string; key: string }[];
   orphanJsonl(): Iterable<{ agent: string; file: FileFacts }>;
@@ -173,42 +169,48 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
   const storeErrors: WorkingInventory['storeErrors'] = [];
   const insSession = db.prepare(
     `INSERT INTO session(folder, agent, base, name16, key_j, aliases, jsonl_bytes, meta_bytes, messages,
-       times_j, last_ms, issues, o_null, o_neg, sk_key, sk_id, o_js)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       times_j, last_ms, issues, o_null, o_neg, sk_key, o_js)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  /** Agent ids by their number in the rows. */
-  const agentNames: string[] = [];
+  const insClaim = db.prepare('INSERT INTO claim(key, session) VALUES (?, ?)');
+  const insOrphan = db.prepare('INSERT INTO orphan(folder, base, name16) VALUES (?, ?, ?)');
+  /** Agents by their number in the rows, with their totals (the home's agents first, in its order). */
+  const perAgent: WorkingInventory['perAgent'] = [];
   const agentNumber = new Map<string, number>();
   const agentOfRow = (a: string): number => {
     let n = agentNumber.get(a);
     if (n === undefined) {
-      agentNumber.set(a, (n = agentNames.length));
-      agentNames.push(a);
+      agentNumber.set(a, (n = perAgent.length));
+      perAgent.push({ agent: a, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 });
     }
     return n;
   };
   for (const a of agentIds) agentOfRow(a);
-  const insClaim = db.prepare('INSERT INTO claim(key, session) VALUES (?, ?)');
-  const insSeen = db.prepare('INSERT INTO jsonl_seen(folder, base, name16) VALUES (?, ?, ?)');
-  const folderAgents: string[][] = [];
+  let sessions = 0;
+  let withIssues = 0;
   db.exec('BEGIN');
   home.sessionsDirs.forEach(({ dir, agents }, folder) => {
-    folderAgents.push(agents);
     const here: IgnoredEntry[] = [];
     const r = streamStore(dir, {
       session(s) {
         const t = storeTimes(s);
         const last = newest(t.updatedAt, t.createdAt, t.lastLine);
         const key = s.key;
-        const id = `${dir}/${s.base}`;
         const skKey = rootSortKey(key ?? '');
-        const skId = rootSortKey(id);
         const aliases = s.parsedMeta?.aliases ?? [];
+        const agent = agentOfRow(agentOf(s, agents));
+        const totals = perAgent[agent]!;
+        totals.sessions++;
+        totals.jsonl_bytes += s.jsonl?.bytes ?? 0;
+        totals.meta_bytes += s.meta?.bytes ?? 0;
+        totals.messages += s.parsedMeta?.count ?? 0;
+        sessions++;
+        if (s.issues.length > 0) withIssues++;
         const row = insSession.run(
           folder,
-          agentOfRow(agentOf(s, agents)),
+          agent,
           s.base,
-          utf16(s.base + META_SUFFIX),
+          s.issues.length > 0 ? utf16(s.base + META_SUFFIX) : null,
           key === null ? null : JSON.stringify(key),
           aliases.length > 0 ? JSON.stringify(aliases) : null,
           s.jsonl?.bytes ?? 0,
@@ -220,8 +222,7 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
           last === null ? 1 : 0,
           last === null ? 0 : -last,
           skKey ?? EMPTY,
-          skId ?? EMPTY,
-          skKey === null || skId === null ? 1 : 0,
+          skKey === null ? 1 : 0,
         );
         // A key with a lone surrogate names no conversation (SQLite's text never holds one), and
         // SQLite's UTF-8 would make it another key.
@@ -229,7 +230,7 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
           if (!LONE_SURROGATE.test(k)) insClaim.run(k, row.lastInsertRowid);
       },
       jsonl(base) {
-        insSeen.run(folder, base, utf16(base + '.jsonl'));
+        insOrphan.run(folder, base, utf16(base + '.jsonl'));
       },
       ignored(e) {
         here.push(e);
@@ -264,7 +265,16 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
       opened.db.close();
     }
   }
-  return reader(work, home, seahorse, ignored, storeErrors, folderAgents, agentNames, opts.compareKeys);
+  const undated = db.prepare('SELECT COUNT(*) FROM session WHERE o_null = 1').pluck().get() as number;
+  return reader(work, home, {
+    seahorse,
+    ignored,
+    storeErrors,
+    counts: { sessions, undated, withIssues },
+    perAgent,
+    agentNumber,
+    compareKeys: opts.compareKeys,
+  });
 }
 
 /** Every seahorse conversation as a row, then tied to the sessions that name it, by one join. */
@@ -285,44 +295,57 @@ function copyConversations(source: Database, db: Database, seahorse: SeahorseSum
     ins.run(c.conversationId, c.key, c.messages, c.summaries, c.lastMessageAt, c.createdAt, lastMs, orphanMs);
   });
   // A key that is not text (not PicoClaw's) is no session's: SQLite would compare a number to a
-  // claim's text as text.
+  // claim's text as text. A session's last activity is its conversations' newest too.
   db.exec(`
     INSERT OR IGNORE INTO tie(session, conv)
-      SELECT cl.session, c.id FROM conv c JOIN claim cl ON cl.key = c.key WHERE typeof(c.key) = 'text';
+      SELECT cl.session, c.id FROM claim cl JOIN conv c ON c.key = cl.key WHERE typeof(c.key) = 'text';
     UPDATE session SET
       last_ms = (SELECT MAX(x) FROM (SELECT session.last_ms AS x UNION ALL
                    SELECT c.last_ms FROM tie t JOIN conv c ON c.id = t.conv WHERE t.session = session.id)),
       o_null = 0
-      WHERE id IN (SELECT session FROM tie t JOIN conv c ON c.id = t.conv WHERE c.last_ms IS NOT NULL);
+      WHERE EXISTS (SELECT 1 FROM tie t JOIN conv c ON c.id = t.conv
+                     WHERE t.session = session.id AND c.last_ms IS NOT NULL);
     UPDATE session SET o_neg = -last_ms WHERE o_null = 0 AND o_neg <> -last_ms;
   `);
   db.exec('COMMIT');
 }
 
-function reader(
-  work: WorkingDb,
-  home: PicoClawHome,
-  seahorse: SeahorseSummary,
-  ignored: WorkingInventory['ignored'],
-  storeErrors: WorkingInventory['storeErrors'],
-  folderAgents: string[][],
-  agentNames: string[],
-  compareKeys: (a: WorkingSession, b: WorkingSession) => number,
-): WorkingInventory {
+interface Made {
+  seahorse: SeahorseSummary;
+  ignored: WorkingInventory['ignored'];
+  storeErrors: WorkingInventory['storeErrors'];
+  counts: WorkingInventory['counts'];
+  perAgent: WorkingInventory['perAgent'];
+  agentNumber: Map<string, number>;
+  compareKeys: (a: WorkingSession, b: WorkingSession) => number;
+}
+
+/** Pages of rows in an index's order: each page a query of its own, so other queries may run between. */
+function* paged<R>(first: () => R[], next: (last: R) => R[]): Generator<R> {
+  let page = first();
+  while (page.length > 0) {
+    yield* page;
+    if (page.length < PAGE) return;
+    page = next(page[page.length - 1]!);
+  }
+}
+
+function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInventory {
   const db = work.db;
+  const { perAgent, agentNumber, compareKeys } = made;
+  const dirs = home.sessionsDirs.map((d) => d.dir);
   const convsOf = db.prepare(
     `SELECT c.conversation_id AS conversationId, c.key, c.messages, c.summaries,
             c.last_message_at AS lastMessageAt, c.created_at AS createdAt
        FROM tie t JOIN conv c ON c.id = t.conv WHERE t.session = ? ORDER BY c.id`,
   );
-  const COLS = `id, folder, name16, o_null, o_neg, sk_key, sk_id, agent, base, key_j, aliases,
+  const COLS = `id, folder, name16, o_null, o_neg, sk_key, o_js, agent, base, key_j, aliases,
     jsonl_bytes, meta_bytes, messages, times_j, last_ms, issues`;
-  const firstPage = db.prepare(`SELECT ${COLS} FROM session ORDER BY o_null, o_neg, sk_key, sk_id, id LIMIT ${PAGE}`);
+  const firstPage = db.prepare(`SELECT ${COLS} FROM session ORDER BY o_null, o_neg, sk_key, id LIMIT ${PAGE}`);
   const nextPage = db.prepare(
-    `SELECT ${COLS} FROM session WHERE (o_null, o_neg, sk_key, sk_id, id) > (?, ?, ?, ?, ?)
-      ORDER BY o_null, o_neg, sk_key, sk_id, id LIMIT ${PAGE}`,
+    `SELECT ${COLS} FROM session WHERE (o_null, o_neg, sk_key, id) > (?, ?, ?, ?)
+      ORDER BY o_null, o_neg, sk_key, id LIMIT ${PAGE}`,
   );
-  const dirs = home.sessionsDirs.map((d) => d.dir);
   const session = (r: SessionRow): WorkingSession => {
     const dir = dirs[r.folder]!;
     const [updated, created, lastLine] = JSON.parse(r.times_j) as (string | null)[];
@@ -331,7 +354,7 @@ function reader(
     for (const x of conversations)
       if (x.lastMessageAt && (seahorseLast === null || x.lastMessageAt > seahorseLast)) seahorseLast = x.lastMessageAt;
     return {
-      agent: agentNames[r.agent]!,
+      agent: perAgent[r.agent]!.agent,
       dir,
       base: r.base,
       key: r.key_j === null ? null : (JSON.parse(r.key_j) as string),
@@ -352,113 +375,84 @@ function reader(
       metaPath: join(dir, `${r.base}${META_SUFFIX}`),
     };
   };
-  // The runs of one last activity that hold a key or id without a sort key: sorted here, run by run.
+  // The index orders a run of one last activity by the keys' sort keys, which are `collate`'s order;
+  // what it cannot order is put in order here, run by run: sessions with the same key (by id), and
+  // every run that holds a key or id without a sort key (by both).
   const mixedRuns = new Set(
     (db.prepare('SELECT DISTINCT o_null, o_neg FROM session WHERE o_js = 1').raw().all() as [number, number][]).map(
       ([n, t]) => `${n}:${t}`,
     ),
   );
-  function* pages(): Generator<SessionRow> {
-    let page = firstPage.all() as SessionRow[];
-    while (page.length > 0) {
-      yield* page;
-      if (page.length < PAGE) return;
-      const l = page[page.length - 1]!;
-      page = nextPage.all(l.o_null, l.o_neg, l.sk_key, l.sk_id, l.id) as SessionRow[];
-    }
-  }
   function* byActivity(): Generator<WorkingSession> {
     let run: WorkingSession[] = [];
     let runAt: string | null = null;
-    const flush = function* () {
-      run.sort(compareKeys);
-      yield* run;
-      run = [];
-    };
-    for (const r of pages()) {
-      const at = `${r.o_null}:${r.o_neg}`;
+    const rows = paged(
+      () => firstPage.all() as SessionRow[],
+      (l) => nextPage.all(l.o_null, l.o_neg, l.sk_key, l.id) as SessionRow[],
+    );
+    for (const r of rows) {
+      const time = `${r.o_null}:${r.o_neg}`;
+      const at = mixedRuns.has(time) ? time : `${time}:${r.sk_key.toString('latin1')}`;
       if (at !== runAt) {
-        yield* flush();
+        if (run.length > 1) run.sort(compareKeys);
+        yield* run;
+        run = [];
         runAt = at;
       }
-      if (mixedRuns.has(at)) run.push(session(r));
-      else yield session(r);
+      run.push(session(r));
     }
-    yield* flush();
+    if (run.length > 1) run.sort(compareKeys);
+    yield* run;
   }
-  const scanOrder = db.prepare(
-    `SELECT ${COLS} FROM session WHERE (folder, name16) > (?, ?) AND issues IS NOT NULL
+  const issuesPage = db.prepare(
+    `SELECT ${COLS} FROM session WHERE issues IS NOT NULL AND (folder, name16) > (?, ?)
       ORDER BY folder, name16 LIMIT ${PAGE}`,
   );
   function* withIssues(): Generator<WorkingSession> {
-    let after: [number, Buffer] = [-1, EMPTY];
-    for (;;) {
-      const page = scanOrder.all(...after) as SessionRow[];
-      for (const r of page) yield session(r);
-      if (page.length < PAGE) return;
-      const l = page[page.length - 1]!;
-      after = [l.folder, l.name16];
-    }
+    for (const r of paged(
+      () => issuesPage.all(-1, EMPTY) as SessionRow[],
+      (l) => issuesPage.all(l.folder, l.name16) as SessionRow[],
+    ))
+      yield session(r);
   }
-  const totals = db
-    .prepare(
-      `SELECT COUNT(*) AS sessions, COALESCE(SUM(last_ms IS NULL), 0) AS undated,
-              COALESCE(SUM(issues IS NOT NULL), 0) AS withIssues FROM session`,
-    )
-    .get() as WorkingInventory['counts'];
-  const byAgent = new Map(
-    (
-      db
-        .prepare(
-          `SELECT agent, COUNT(*) AS sessions, SUM(jsonl_bytes) AS jsonl_bytes, SUM(meta_bytes) AS meta_bytes,
-                  SUM(COALESCE(messages, 0)) AS messages FROM session GROUP BY agent`,
-        )
-        .all() as WorkingInventory['perAgent']
-    ).map((a) => [
-      agentNames[a.agent as unknown as number]!,
-      { ...a, agent: agentNames[a.agent as unknown as number]! },
-    ]),
-  );
-  const perAgent = home.agents.map(
-    (a) => byAgent.get(a.id) ?? { agent: a.id, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 },
-  );
-  const agentNumber = (a: string): number | undefined => {
-    const i = agentNames.indexOf(a);
-    return i < 0 ? undefined : i;
-  };
-  const hasKey = db.prepare('SELECT 1 FROM session WHERE agent = ? AND key_j = ? LIMIT 1').pluck();
-  const namedRows = db.prepare('SELECT folder, name16 FROM session WHERE agent = ? AND key_j = ?');
+  const keyOf = db.prepare('SELECT folder, base, key_j FROM session WHERE agent = ?');
+  /** The sessions of some agents and keys, in the scan's order: one walk of each agent's rows. */
   const named = (which: readonly { agent: string; key: string }[]) => {
     const out: { agent: string; key: string; folder: number; name16: Buffer }[] = [];
-    const seen = new Set<string>();
+    const byAgent = new Map<string, Set<string>>();
     for (const w of which) {
-      const n = agentNumber(w.agent);
-      const id = `${w.agent}\0${w.key}`;
-      if (n === undefined || seen.has(id)) continue;
-      seen.add(id);
-      for (const r of namedRows.all(n, JSON.stringify(w.key)) as { folder: number; name16: Buffer }[])
-        out.push({ agent: w.agent, key: w.key, ...r });
+      if (!agentNumber.has(w.agent)) continue;
+      let keys = byAgent.get(w.agent);
+      if (!keys) byAgent.set(w.agent, (keys = new Set()));
+      keys.add(JSON.stringify(w.key));
     }
+    for (const [agent, keys] of byAgent)
+      for (const r of keyOf.iterate(agentNumber.get(agent)) as Iterable<{
+        folder: number;
+        base: string;
+        key_j: string | null;
+      }>)
+        if (r.key_j !== null && keys.has(r.key_j))
+          out.push({
+            agent,
+            key: JSON.parse(r.key_j) as string,
+            folder: r.folder,
+            name16: utf16(r.base + META_SUFFIX),
+          });
     out.sort((a, b) => a.folder - b.folder || Buffer.compare(a.name16, b.name16));
     return out.map(({ agent, key }) => ({ agent, key }));
   };
-  const orphanSeen = db.prepare(
-    `SELECT j.folder, j.base, j.name16 FROM jsonl_seen j
-      WHERE (j.folder, j.name16) > (?, ?)
-        AND NOT EXISTS (SELECT 1 FROM session s WHERE s.folder = j.folder AND s.base = j.base)
-      ORDER BY j.folder, j.name16 LIMIT ${PAGE}`,
+  const orphanPage = db.prepare(
+    `SELECT folder, base, name16 FROM orphan WHERE (folder, name16) > (?, ?) ORDER BY folder, name16 LIMIT ${PAGE}`,
   );
   function* orphanJsonl(): Generator<{ agent: string; file: FileFacts }> {
-    let after: [number, Buffer] = [-1, EMPTY];
-    for (;;) {
-      const page = orphanSeen.all(...after) as { folder: number; base: string; name16: Buffer }[];
-      for (const o of page) {
-        const file = orphanFacts(dirs[o.folder]!, o.base);
-        if (file) yield { agent: folderAgents[o.folder]![0]!, file };
-      }
-      if (page.length < PAGE) return;
-      const l = page[page.length - 1]!;
-      after = [l.folder, l.name16];
+    type O = { folder: number; base: string; name16: Buffer };
+    for (const o of paged(
+      () => orphanPage.all(-1, EMPTY) as O[],
+      (l) => orphanPage.all(l.folder, l.name16) as O[],
+    )) {
+      const file = orphanFacts(dirs[o.folder]!, o.base);
+      if (file) yield { agent: home.sessionsDirs[o.folder]!.agents[0]!, file };
     }
   }
   const orphanConvs = db.prepare(
@@ -468,22 +462,20 @@ function reader(
        ORDER BY c.id LIMIT ${PAGE}`,
   );
   function* orphanConversations(): Generator<OrphanConversation> {
-    let after = 0;
-    for (;;) {
-      const page = orphanConvs.all(after) as (OrphanConversation & { id: number })[];
-      for (const { id: _id, ...o } of page) yield o;
-      if (page.length < PAGE) return;
-      after = page[page.length - 1]!.id;
-    }
+    type C = OrphanConversation & { id: number };
+    for (const { id: _id, ...o } of paged(
+      () => orphanConvs.all(0) as C[],
+      (l) => orphanConvs.all(l.id) as C[],
+    ))
+      yield o;
   }
   const keyedAll = db.prepare(`SELECT key_j, agent, last_ms, jsonl_bytes, meta_bytes FROM session`);
   function* keyed(): Generator<Keyed> {
-    for (const r of keyedAll.iterate() as Iterable<
-      Pick<SessionRow, 'key_j' | 'agent' | 'last_ms' | 'jsonl_bytes' | 'meta_bytes'>
-    >)
+    type K = Pick<SessionRow, 'key_j' | 'agent' | 'last_ms' | 'jsonl_bytes' | 'meta_bytes'>;
+    for (const r of keyedAll.iterate() as Iterable<K>)
       yield {
         key: r.key_j === null ? null : (JSON.parse(r.key_j) as string),
-        agent: agentNames[r.agent]!,
+        agent: perAgent[r.agent]!.agent,
         lastActivityMs: r.last_ms,
         jsonlBytes: r.jsonl_bytes,
         metaBytes: r.meta_bytes,
@@ -491,19 +483,15 @@ function reader(
   }
   return {
     home,
-    seahorse,
-    ignored,
-    storeErrors,
-    counts: totals,
-    perAgent,
+    seahorse: made.seahorse,
+    ignored: made.ignored,
+    storeErrors: made.storeErrors,
+    counts: made.counts,
+    perAgent: perAgent.slice(0, home.agents.length),
     byActivity,
     withIssues,
     keyed,
     named,
-    has: (agent, key) => {
-      const n = agentNumber(agent);
-      return n !== undefined && hasKey.get(n, JSON.stringify(key)) !== undefined;
-    },
     orphanJsonl,
     orphanConversations,
     path: work.path,
