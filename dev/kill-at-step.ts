@@ -5,7 +5,8 @@ import { runPrunePass } from '../src/prune/pass.js';
 /**
  * Tests only (test/safety/interrupted-deletion.test.ts): one `prune --apply` pass, in this process,
  * that SIGKILLs itself at the Nth step of the deleter (before a session's seahorse rows, its .jsonl,
- * its .meta.json, or once it is deleted but its journal not yet cleared). N = 0 runs the pass to its
+ * its .meta.json, or once it is deleted but its journal not yet cleared; before an orphan's or a shared
+ * conversation's rows, or once they are gone). N = 0 runs the pass to its
  * end. A real kill at an exact step: the crash harness (test/support/crash.ts) kills at moments it
  * can only aim at from outside. The hook is a function given to the pass, never an environment
  * variable: nothing the shipped CLI reads can reach it.
@@ -35,6 +36,9 @@ const report = await runPrunePass({
   probe: down,
   flags: { ...a.flags, ...(a.archive ? { archive_dir: a.archive } : {}) },
   onStep: () => {
+    if (++steps === a.nth) process.kill(process.pid, 'SIGKILL');
+  },
+  onConversationStep: () => {
     if (++steps === a.nth) process.kill(process.pid, 'SIGKILL');
   },
 });

@@ -1,11 +1,12 @@
 import { parseArgs } from 'node:util';
 import { avoided, CLASSES, KNOWN_FAILING } from '../test/sim/classes.js';
-import { describeFailure, isRoot, simulate, stats } from '../test/sim/harness.js';
+import { describeFailure, isRoot, simulate, simulateKills, stats } from '../test/sim/harness.js';
 
 /**
  * `npm run simulate -- --seed S --scenarios N [--class C]`: the simulation of test/safety/simulation.test.ts,
- * run longer. Each class (or the one named) runs N scenarios from seed S; a failure prints the seed,
- * what broke and the shrunk scenario. Exit 1 when a class that is not known to fail fails.
+ * run longer. Each class (or the one named) runs N scenarios from seed S, then the kills (`--class sigkill`:
+ * the built CLI SIGKILLed at the nth change to a sessions folder, each scenario three CLI runs); a failure
+ * prints the seed, what broke and the shrunk scenario. Exit 1 when a class that is not known to fail fails.
  */
 const { values } = parseArgs({
   options: {
@@ -20,13 +21,14 @@ if (!Number.isInteger(seed) || !Number.isInteger(n) || n < 1) {
   console.error('usage: npm run simulate -- --seed S --scenarios N [--class NAME]');
   process.exit(2);
 }
+const kills = values.class === undefined || values.class === 'sigkill';
 const classes = values.class ? CLASSES.filter((c) => c.name === values.class) : CLASSES;
-if (classes.length === 0) {
-  console.error(`no class ${values.class}; classes: ${CLASSES.map((c) => c.name).join(', ')}`);
+if (classes.length === 0 && !kills) {
+  console.error(`no class ${values.class}; classes: ${[...CLASSES.map((c) => c.name), 'sigkill'].join(', ')}`);
   process.exit(2);
 }
 console.log(
-  `simulation: seed ${seed}, ${n} scenario(s) a class, ${classes.length} class(es)${isRoot() ? '' : ' (not root: mounts and devices skipped)'}`,
+  `simulation: seed ${seed}, ${n} scenario(s) a class, ${classes.length + (kills ? 1 : 0)} class(es)${isRoot() ? '' : ' (not root: mounts and devices skipped)'}`,
 );
 let bad = 0;
 const t0 = performance.now();
@@ -40,6 +42,15 @@ for (const c of classes) {
   if (!r.failure) console.log(`${c.name}: ${r.runs} scenario(s) hold`);
   else {
     console.log(describeFailure(r, c.name) + (known ? `\n(known failing: ${known})` : ''));
+    if (!known) bad++;
+  }
+}
+if (kills) {
+  const known = KNOWN_FAILING.sigkill;
+  const r = await simulateKills(seed, n, isRoot());
+  if (!r.failure) console.log(`sigkill: ${r.runs} scenario(s) hold`);
+  else {
+    console.log(describeFailure(r, 'sigkill') + (known ? `\n(known failing: ${known})` : ''));
     if (!known) bad++;
   }
 }

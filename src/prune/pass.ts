@@ -87,6 +87,8 @@ export interface PassOptions {
   confirm?: (c: ConfirmInput) => Promise<boolean>;
   /** Test hook (a function, never an environment variable): called between the steps of deleting one session. */
   onStep?: ApplyOptions['onStep'];
+  /** Test hook: the same for a conversation deleted on its own (an orphan, or shared). */
+  onConversationStep?: ApplyOptions['onConversationStep'];
   /** A dry-run with the gateway down writes nothing beside seahorse.db either (./pass-noop.ts). */
   quietRead?: boolean;
   /** Called with the plan once it is made, and what else decides whether an apply has work (./pass-noop.ts). */
@@ -357,6 +359,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
         keepNow: o.stateDir ? keptByPinSince(o.stateDir, realpathSync(home.home), pins) : undefined,
         journal: o.stateDir ? journalPath(o.stateDir, realpathSync(home.home)) : null,
         onStep: o.onStep,
+        onConversationStep: o.onConversationStep,
       });
       // The deletions' garbage is dead: the report is built in the space it leaves, not on top of it.
       releaseGarbage();

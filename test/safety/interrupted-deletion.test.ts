@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -13,7 +13,8 @@ import { tempDir } from '../support/tmp.js';
  * a deletion interrupted at any step is finished, not redone.
  *
  * Invariant: a pass SIGKILLed at any step of the deleter (before a session's seahorse rows, before
- * its .jsonl, before its .meta.json, or after it but before its journal is cleared), followed by one
+ * its .jsonl, before its .meta.json, or after it but before its journal is cleared; before an orphan's
+ * or a shared conversation's rows, or after them but before its journal is cleared), followed by one
  * complete pass, leaves exactly what one uninterrupted pass leaves: the same session files, the same
  * seahorse rows, the same archives (one per deleted session: never a second archive of a remainder,
  * which is what main made of a meta left without its .jsonl), and no journal.
@@ -31,6 +32,10 @@ interface Shape {
   /** Victims with seahorse rows (a bitmask over the victims). */
   withRows: number;
   archive: boolean;
+  /** Conversations no session claims, old enough to go by age. */
+  orphans?: number;
+  /** A conversation the first two victims both claim (an alias of each): it goes once both have. */
+  shared?: boolean;
 }
 
 function build(dir: string, s: Shape): string {
@@ -39,10 +44,17 @@ function build(dir: string, s: Shape): string {
   for (let i = 0; i < s.kept + s.victims; i++) {
     const old = i >= s.kept;
     const at = new Date(NOW - (old ? 40 + i : 1 + i) * DAY).toISOString();
-    sessions.push({ key: `sk_v1_s${String(i).padStart(2, '0')}`, updated: at, lines: 3 + i });
+    const claims = s.shared && old && i - s.kept < 2;
+    sessions.push({
+      key: `sk_v1_s${String(i).padStart(2, '0')}`,
+      updated: at,
+      lines: 3 + i,
+      ...(claims ? { aliases: ['agent:main:shared'] } : {}),
+    });
   }
   const { dbPath } = handHome(home, sessions);
   const db = new (sqlite())(dbPath);
+  const sql = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
   sessions.forEach((x, i) => {
     const victim = i - s.kept;
     if (victim < 0 || s.withRows & (1 << victim))
@@ -51,6 +63,9 @@ function build(dir: string, s: Shape): string {
         x.updated!.slice(0, 19).replace('T', ' '),
       ]);
   });
+  for (let o = 0; o < (s.orphans ?? 0); o++)
+    addConversation(db, `agent:main:gone:${o}`, [sql(NOW - (60 + o) * DAY), sql(NOW - (50 + o) * DAY)]);
+  if (s.shared) addConversation(db, 'agent:main:shared', [sql(NOW - 90 * DAY), sql(NOW - 80 * DAY)]);
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
   return home;
@@ -60,7 +75,34 @@ interface End {
   files: Map<string, string>;
   db: string;
   archives: string[];
+  /** What the archives hold, all together: each session file and each seahorse row, once per archive that has it. */
+  held: string[];
   journals: string[];
+}
+
+const ROW_ID: Record<string, string> = {
+  conversations: 'conversation_id',
+  messages: 'message_id',
+  message_parts: 'part_id',
+  summaries: 'summary_id',
+};
+
+function heldBy(archiveDir: string): string[] {
+  const out: string[] = [];
+  if (!existsSync(archiveDir)) return out;
+  for (const name of readdirSync(archiveDir)) {
+    const a = join(archiveDir, name);
+    const entries = execFileSync('tar', ['-tzf', a], { encoding: 'utf8' }).split('\n');
+    for (const e of entries) if (e.startsWith('session/')) out.push(e);
+    if (!entries.includes('seahorse/rows.jsonl')) continue;
+    for (const line of execFileSync('tar', ['-xzOf', a, 'seahorse/rows.jsonl'], { encoding: 'utf8' }).split('\n')) {
+      if (!line) continue;
+      const r = JSON.parse(line) as { table: string; row: Record<string, unknown> };
+      const id = ROW_ID[r.table];
+      out.push(`${r.table} ${id ? String(r.row[id]) : JSON.stringify(r.row)}`);
+    }
+  }
+  return out.sort();
 }
 
 function run(root: string, s: Shape, nth: number): { killed: boolean; steps: number; stderr: string } {
@@ -100,17 +142,24 @@ function endState(root: string): End {
           .map((n) => n.replace(/^(\w+\.\d+Z)_[0-9a-f]{8}_/, '$1_'))
           .sort()
       : [],
+    held: heldBy(archiveDir),
     journals: existsSync(join(root, 'state'))
       ? readdirSync(join(root, 'state')).filter((n) => n.startsWith('deleting-'))
       : [],
   };
 }
 
-function expectSame(got: End, want: End, what: string): void {
+/**
+ * `names`: the same archives by name. A shared conversation's claimant that a kill leaves behind owns the
+ * conversation on the next pass, so it goes in that session's archive, not in one of its own: then only
+ * what the archives hold is the same (every file and row once, none twice).
+ */
+function expectSame(got: End, want: End, what: string, names = true): void {
   expect([...got.files.keys()].sort(), `${what}: session files`).toEqual([...want.files.keys()].sort());
   for (const [p, v] of want.files) expect(got.files.get(p), `${what}: ${p}`).toBe(v);
   expect(got.db === want.db, `${what}: seahorse rows differ from the uninterrupted pass's`).toBe(true);
-  expect(got.archives, `${what}: archives`).toEqual(want.archives);
+  if (names) expect(got.archives, `${what}: archives`).toEqual(want.archives);
+  expect(got.held, `${what}: what the archives hold`).toEqual(want.held);
   expect(got.journals, `${what}: journal left`).toEqual([]);
 }
 
@@ -147,6 +196,20 @@ describe('a deletion interrupted at any step is finished, not redone', () => {
       expectSame(killThenRecover(pristine, s, nth), ref.end, `kill at step ${nth}`);
   }, 180_000);
 
+  it("a kill at every step of an orphan's and a shared conversation's deletion: finished, never archived again", () => {
+    assertBuilt();
+    const s: Shape = { kept: 1, victims: 2, withRows: 0, archive: true, orphans: 2, shared: true };
+    const pristine = tempDir('pcg-pristine-');
+    build(pristine, s);
+    const ref = reference(pristine, s);
+    // 2 victims without rows of their own (.jsonl, .meta.json and end each), 2 orphans and the shared
+    // conversation (before its rows, and once they are gone, each).
+    expect(ref.steps).toBe(2 * 3 + 3 * 2);
+    expect(ref.end.archives).toHaveLength(2 + 2 + 1);
+    for (let nth = 1; nth <= ref.steps; nth++)
+      expectSame(killThenRecover(pristine, s, nth), ref.end, `kill at step ${nth}`, false);
+  }, 180_000);
+
   it('property: any home shape, archive or not, a kill at any step converges', () => {
     assertBuilt();
     fc.assert(
@@ -157,6 +220,8 @@ describe('a deletion interrupted at any step is finished, not redone', () => {
           victims: fc.integer({ min: 1, max: 4 }),
           withRows: fc.integer({ min: 0, max: 15 }),
           archive: fc.boolean(),
+          orphans: fc.integer({ min: 0, max: 2 }),
+          shared: fc.boolean(),
         }),
         fc.double({ min: 0, max: 1, noNaN: true }),
         (s, at) => {
@@ -164,7 +229,12 @@ describe('a deletion interrupted at any step is finished, not redone', () => {
           build(pristine, s);
           const ref = reference(pristine, s);
           const nth = 1 + Math.min(ref.steps - 1, Math.floor(at * ref.steps));
-          expectSame(killThenRecover(pristine, s, nth), ref.end, `${JSON.stringify(s)}, kill at step ${nth}`);
+          expectSame(
+            killThenRecover(pristine, s, nth),
+            ref.end,
+            `${JSON.stringify(s)}, kill at step ${nth}`,
+            !s.shared,
+          );
           rmSync(pristine, { recursive: true, force: true });
         },
       ),

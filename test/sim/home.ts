@@ -260,8 +260,11 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
   const db = new (sqlite())(dbPath);
   db.pragma('journal_mode = WAL');
   db.exec(seahorseSchemaSql('current'));
+  /** Each conversation written: its key and its messages' time (every message of one gets the same). */
+  const convTimes = new Map<string, number>();
   const conv = (key: string, at: number, n = 2) => {
     const id = Number(db.prepare(`INSERT INTO conversations (session_key) VALUES (?)`).run(key).lastInsertRowid);
+    convTimes.set(key, at);
     for (let m = 0; m < n; m++) {
       const mid = Number(
         db
@@ -298,7 +301,12 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
   const model: ModelSession[] = live.map((b) => {
     const listed = b.sim.meta === 'valid';
     const ok = (t: number | null | undefined) => (t != null && t >= Date.UTC(2024, 0, 1) ? t : null);
-    const times = [ok(b.timeMs), ok(b.linkedTime)].filter((t): t is number => t !== null);
+    const aliases = b.key.startsWith('sk_v1_') ? ['agent:main:main', ...b.aliases] : b.aliases;
+    // The seahorse messages of the conversations it claims (its key, its aliases but the main one) are its
+    // activity too: the shared conversation dates an undated claimant (its time is the oldest claimant's
+    // less a day, so it dates no dated one).
+    const claimed = [b.key, ...aliases.filter((a) => !/^agent:[^:]+:main$/.test(a))].map((k) => ok(convTimes.get(k)));
+    const times = [ok(b.timeMs), ok(b.linkedTime), ...claimed].filter((t): t is number => t !== null);
     const usable = times.length ? Math.max(...times) : null;
     return {
       id: b.id,
@@ -306,7 +314,7 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
       key: b.key,
       listed,
       deletable: !['symlink', 'fifo', 'device'].includes(b.sim.jsonl),
-      aliases: listed ? (b.key.startsWith('sk_v1_') ? ['agent:main:main', ...b.aliases] : b.aliases) : [],
+      aliases: listed ? aliases : [],
       timeMs: listed ? usable : null,
     };
   });

@@ -11,7 +11,9 @@
  * - Alias groups: a session and the sessions (same folder) whose keys it lists as aliases go
  *   together; a folder reached by two paths is one folder.
  * - Last activity: the newest of the meta's times, the last line's time and the seahorse messages'
- *   times; times before 2024 are no times (undated).
+ *   times (of every conversation whose key is the session's key or one of its aliases but the main
+ *   one, a conversation other sessions claim too included: PicoClaw's pruning page and docs/prune.md);
+ *   times before 2024 are no times (undated). The builder works them out (test/sim/home.ts).
  * - The newest group is never deleted (and, when the newest lies in the future, the newest that does
  *   not); undated groups are never deleted but count.
  * - Age: dated groups older than max_age_days go, unless the clock cannot be trusted (the scenario's

@@ -81,4 +81,6 @@ export interface ApplyOptions {
   journal?: string | null;
   /** Test hook: called between the steps of deleting one session ('done': deleted, its journal not yet cleared). */
   onStep?: (step: 'seahorse' | 'jsonl' | 'meta' | 'done', s: SessionRecord) => void;
+  /** Test hook: the same for a conversation deleted on its own (an orphan, or shared): before its rows, once gone. */
+  onConversationStep?: (step: 'seahorse' | 'done', key: string) => void;
 }
