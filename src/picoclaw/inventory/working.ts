@@ -19,9 +19,9 @@ import { orphanFacts, streamStore } from './stream-scan.js';
 
 /**
  * The inventory in a working database (src/io/working-db.ts): every session of every agent and
- * what seahorse.db holds for it, as rows, not objects. A session is tied to the seahorse
- * conversations its key or aliases name by one join; the reports read it back in pages, in the
- * order they print. What this holds in memory is a page, whatever the home's size. It reads the
+ * what seahorse.db holds for it, as rows, not objects. seahorse's conversations are copied first;
+ * each session is tied to those its key or aliases name (an index look-up) as it is stored; the
+ * reports read it back in pages, in the order they print. What this holds in memory is a page, whatever the home's size. It reads the
  * home; it never writes there.
  */
 
@@ -79,7 +79,6 @@ const SCHEMA = `
     o_null INTEGER NOT NULL, o_neg REAL NOT NULL, sk_key BLOB NOT NULL, o_js INTEGER NOT NULL);
   CREATE INDEX session_order ON session(o_null, o_neg, sk_key, id);
   CREATE INDEX session_issues ON session(folder, name16) WHERE issues IS NOT NULL;
-  CREATE TABLE claim(key TEXT NOT NULL, session INTEGER NOT NULL);
   CREATE TABLE conv(id INTEGER PRIMARY KEY, conversation_id, key, messages, summaries,
     last_message_at, created_at, last_ms REAL, orphan_ms REAL);
   CREATE INDEX conv_key ON conv(key);
@@ -164,85 +163,8 @@ export function buildWorkingInventory(home: PicoClawHome, opts: WorkingOptions):
 function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): WorkingInventory {
   const db = work.db;
   db.exec(SCHEMA);
-  const agentIds = home.agents.map((a) => a.id);
-  const ignored: WorkingInventory['ignored'] = [];
-  const storeErrors: WorkingInventory['storeErrors'] = [];
-  const insSession = db.prepare(
-    `INSERT INTO session(folder, agent, base, name16, key_j, aliases, jsonl_bytes, meta_bytes, messages,
-       times_j, last_ms, issues, o_null, o_neg, sk_key, o_js)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const insClaim = db.prepare('INSERT INTO claim(key, session) VALUES (?, ?)');
-  const insOrphan = db.prepare('INSERT INTO orphan(folder, base, name16) VALUES (?, ?, ?)');
-  /** Agents by their number in the rows, with their totals (the home's agents first, in its order). */
-  const perAgent: WorkingInventory['perAgent'] = [];
-  const agentNumber = new Map<string, number>();
-  const agentOfRow = (a: string): number => {
-    let n = agentNumber.get(a);
-    if (n === undefined) {
-      agentNumber.set(a, (n = perAgent.length));
-      perAgent.push({ agent: a, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 });
-    }
-    return n;
-  };
-  for (const a of agentIds) agentOfRow(a);
-  let sessions = 0;
-  let withIssues = 0;
-  db.exec('BEGIN');
-  home.sessionsDirs.forEach(({ dir, agents }, folder) => {
-    const here: IgnoredEntry[] = [];
-    const r = streamStore(dir, {
-      session(s) {
-        const t = storeTimes(s);
-        const last = newest(t.updatedAt, t.createdAt, t.lastLine);
-        const key = s.key;
-        const skKey = rootSortKey(key ?? '');
-        const aliases = s.parsedMeta?.aliases ?? [];
-        const agent = agentOfRow(agentOf(s, agents));
-        const totals = perAgent[agent]!;
-        totals.sessions++;
-        totals.jsonl_bytes += s.jsonl?.bytes ?? 0;
-        totals.meta_bytes += s.meta?.bytes ?? 0;
-        totals.messages += s.parsedMeta?.count ?? 0;
-        sessions++;
-        if (s.issues.length > 0) withIssues++;
-        const row = insSession.run(
-          folder,
-          agent,
-          s.base,
-          s.issues.length > 0 ? utf16(s.base + META_SUFFIX) : null,
-          key === null ? null : JSON.stringify(key),
-          aliases.length > 0 ? JSON.stringify(aliases) : null,
-          s.jsonl?.bytes ?? 0,
-          s.meta?.bytes ?? 0,
-          s.parsedMeta?.count ?? null,
-          JSON.stringify([s.parsedMeta?.updatedAt ?? null, s.parsedMeta?.createdAt ?? null, s.lastLineCreatedAt]),
-          last,
-          s.issues.length > 0 ? JSON.stringify(s.issues) : null,
-          last === null ? 1 : 0,
-          last === null ? 0 : -last,
-          skKey ?? EMPTY,
-          skKey === null ? 1 : 0,
-        );
-        // A key with a lone surrogate names no conversation (SQLite's text never holds one), and
-        // SQLite's UTF-8 would make it another key.
-        for (const k of groupKeys(key, aliases, agentIds))
-          if (!LONE_SURROGATE.test(k)) insClaim.run(k, row.lastInsertRowid);
-      },
-      jsonl(base) {
-        insOrphan.run(folder, base, utf16(base + '.jsonl'));
-      },
-      ignored(e) {
-        here.push(e);
-      },
-    });
-    if (r.error) storeErrors.push({ dir, error: r.error });
-    // The folder's own order is no order: by name, as a sorted listing gives them.
-    here.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const e of here) ignored.push({ dir, entry: e });
-  });
-  db.exec('COMMIT');
-
+  // seahorse.db first: each session is then tied to its conversations as it is stored, with its
+  // last activity complete, and its row is written once.
   const seahorse: SeahorseSummary = {
     path: home.seahorsePath,
     state: 'absent',
@@ -265,7 +187,99 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
       opened.db.close();
     }
   }
-  const undated = db.prepare('SELECT COUNT(*) FROM session WHERE o_null = 1').pluck().get() as number;
+
+  const agentIds = home.agents.map((a) => a.id);
+  const ignored: WorkingInventory['ignored'] = [];
+  const storeErrors: WorkingInventory['storeErrors'] = [];
+  const insSession = db.prepare(
+    `INSERT INTO session(folder, agent, base, name16, key_j, aliases, jsonl_bytes, meta_bytes, messages,
+       times_j, last_ms, issues, o_null, o_neg, sk_key, o_js)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  // A key that is not text (not PicoClaw's) is no session's: SQLite would compare a number to a
+  // key's text as text.
+  const convsNamed = db.prepare("SELECT id, last_ms FROM conv WHERE key = ? AND typeof(key) = 'text'");
+  const insTie = db.prepare('INSERT OR IGNORE INTO tie(session, conv) VALUES (?, ?)');
+  const insOrphan = db.prepare('INSERT INTO orphan(folder, base, name16) VALUES (?, ?, ?)');
+  /** Agents by their number in the rows, with their totals (the home's agents first, in its order). */
+  const perAgent: WorkingInventory['perAgent'] = [];
+  const agentNumber = new Map<string, number>();
+  const agentOfRow = (a: string): number => {
+    let n = agentNumber.get(a);
+    if (n === undefined) {
+      agentNumber.set(a, (n = perAgent.length));
+      perAgent.push({ agent: a, sessions: 0, jsonl_bytes: 0, meta_bytes: 0, messages: 0 });
+    }
+    return n;
+  };
+  for (const a of agentIds) agentOfRow(a);
+  let sessions = 0;
+  let withIssues = 0;
+  let undated = 0;
+  const withConversations = seahorse.conversations > 0;
+  db.exec('BEGIN');
+  home.sessionsDirs.forEach(({ dir, agents }, folder) => {
+    const here: IgnoredEntry[] = [];
+    const r = streamStore(dir, {
+      session(s) {
+        const t = storeTimes(s);
+        let last = newest(t.updatedAt, t.createdAt, t.lastLine);
+        const key = s.key;
+        const aliases = s.parsedMeta?.aliases ?? [];
+        // The conversations its key and aliases name. A key with a lone surrogate names none
+        // (SQLite's text never holds one), and SQLite's UTF-8 would make it another key.
+        const convs: number[] = [];
+        if (withConversations)
+          for (const k of groupKeys(key, aliases, agentIds)) {
+            if (LONE_SURROGATE.test(k)) continue;
+            for (const c of convsNamed.all(k) as { id: number; last_ms: number | null }[]) {
+              convs.push(c.id);
+              last = newest(last, c.last_ms);
+            }
+          }
+        const skKey = rootSortKey(key ?? '');
+        const agent = agentOfRow(agentOf(s, agents));
+        const totals = perAgent[agent]!;
+        totals.sessions++;
+        totals.jsonl_bytes += s.jsonl?.bytes ?? 0;
+        totals.meta_bytes += s.meta?.bytes ?? 0;
+        totals.messages += s.parsedMeta?.count ?? 0;
+        sessions++;
+        if (s.issues.length > 0) withIssues++;
+        if (last === null) undated++;
+        const row = insSession.run(
+          folder,
+          agent,
+          s.base,
+          s.issues.length > 0 ? utf16(s.base + META_SUFFIX) : null,
+          key === null ? null : JSON.stringify(key),
+          aliases.length > 0 ? JSON.stringify(aliases) : null,
+          s.jsonl?.bytes ?? 0,
+          s.meta?.bytes ?? 0,
+          s.parsedMeta?.count ?? null,
+          JSON.stringify([s.parsedMeta?.updatedAt ?? null, s.parsedMeta?.createdAt ?? null, s.lastLineCreatedAt]),
+          last,
+          s.issues.length > 0 ? JSON.stringify(s.issues) : null,
+          last === null ? 1 : 0,
+          last === null ? 0 : -last,
+          skKey ?? EMPTY,
+          skKey === null ? 1 : 0,
+        );
+        for (const c of convs) insTie.run(row.lastInsertRowid, c);
+      },
+      jsonl(base) {
+        insOrphan.run(folder, base, utf16(base + '.jsonl'));
+      },
+      ignored(e) {
+        here.push(e);
+      },
+    });
+    if (r.error) storeErrors.push({ dir, error: r.error });
+    // The folder's own order is no order: by name, as a sorted listing gives them.
+    here.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of here) ignored.push({ dir, entry: e });
+  });
+  db.exec('COMMIT');
   return reader(work, home, {
     seahorse,
     ignored,
@@ -277,7 +291,7 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
   });
 }
 
-/** Every seahorse conversation as a row, then tied to the sessions that name it, by one join. */
+/** Every seahorse conversation as a row, in conversation_id order, found by its key. */
 function copyConversations(source: Database, db: Database, seahorse: SeahorseSummary): void {
   const ins = db.prepare(
     `INSERT INTO conv(conversation_id, key, messages, summaries, last_message_at, created_at, last_ms, orphan_ms)
@@ -294,19 +308,6 @@ function copyConversations(source: Database, db: Database, seahorse: SeahorseSum
     const orphanMs = lastMs ?? (bare ? usable(parseSqliteTime(c.createdAt)) : null);
     ins.run(c.conversationId, c.key, c.messages, c.summaries, c.lastMessageAt, c.createdAt, lastMs, orphanMs);
   });
-  // A key that is not text (not PicoClaw's) is no session's: SQLite would compare a number to a
-  // claim's text as text. A session's last activity is its conversations' newest too.
-  db.exec(`
-    INSERT OR IGNORE INTO tie(session, conv)
-      SELECT cl.session, c.id FROM claim cl JOIN conv c ON c.key = cl.key WHERE typeof(c.key) = 'text';
-    UPDATE session SET
-      last_ms = (SELECT MAX(x) FROM (SELECT session.last_ms AS x UNION ALL
-                   SELECT c.last_ms FROM tie t JOIN conv c ON c.id = t.conv WHERE t.session = session.id)),
-      o_null = 0
-      WHERE EXISTS (SELECT 1 FROM tie t JOIN conv c ON c.id = t.conv
-                     WHERE t.session = session.id AND c.last_ms IS NOT NULL);
-    UPDATE session SET o_neg = -last_ms WHERE o_null = 0 AND o_neg <> -last_ms;
-  `);
   db.exec('COMMIT');
 }
 
