@@ -4,7 +4,12 @@ import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, type Hold } from '../state/holds.js';
 import { homePins, pinDetail, type Pin } from '../state/pins.js';
 import type { Inventory } from '../picoclaw/inventory/inventory.js';
-import { buildWorkingInventory, type WorkingInventory, type WorkingSession } from '../picoclaw/inventory/working.js';
+import {
+  buildWorkingInventory,
+  type Keyed,
+  type WorkingInventory,
+  type WorkingSession,
+} from '../picoclaw/inventory/working.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import { systemClock, type Clock } from '../io/clock.js';
 import { issueText } from '../picoclaw/inventory/issues.js';
@@ -19,6 +24,8 @@ import {
   formatBytes,
   isoOrDash,
   LayoutWriter,
+  tableShape,
+  type Column,
   layoutToString,
   outputWidth,
   escapeControl,
@@ -107,9 +114,6 @@ function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {
   for (const x of xs) yield f(x);
 }
 
-/** A list made one item at a time each time it is walked (a report walks the table twice). */
-const walk = <T>(make: () => Iterable<T>): Iterable<T> => ({ [Symbol.iterator]: () => make()[Symbol.iterator]() });
-
 /** The `sessions --json` document; its lists are made one item at a time as they are written (printJson streams it). */
 export function inventoryJson(inv: WorkingInventory, now: Date, holds: Hold[] = [], pins: Pin[] = []) {
   const ix = pinIndex(pins);
@@ -174,6 +178,18 @@ export function inventoryJson(inv: WorkingInventory, now: Date, holds: Hold[] = 
     })(),
   };
 }
+
+const SESSION_COLUMNS: Column[] = [
+  { header: 'AGENT', fit: 'end', min: 8 },
+  { header: 'KEY', fit: 'middle', min: 24 },
+  // AGE says the same in fewer columns.
+  { header: 'LAST ACTIVITY', drop: 1 },
+  { header: 'AGE', align: 'right' },
+  { header: 'MSGS', align: 'right' },
+  { header: 'BYTES', align: 'right' },
+  { header: 'IN SEAHORSE', short: 'SEAHORSE', align: 'right' },
+  { header: '' },
+];
 
 /** Which of these agents and keys name a session now (`agent\0key`). */
 const presentOf = (inv: WorkingInventory, which: readonly { agent: string; key: string }[]): Set<string> =>
@@ -262,34 +278,35 @@ export function writeSessions(
 ): void {
   const home = inv.home;
   const width = out.width;
-  const rows = () => lazyMap(inv.byActivity(), row);
-  const row = (s: WorkingSession) => [
+  const row = (s: Keyed) => [
     s.agent,
     s.key ?? '(unreadable meta)',
     isoOrDash(s.lastActivityMs),
     s.lastActivityMs === null ? 'undated' : formatAge(now.getTime() - s.lastActivityMs),
     s.messages === null ? '-' : String(s.messages),
     formatBytes(s.jsonlBytes + s.metaBytes),
-    s.conversations.length === 0 ? '-' : String(s.conversations.reduce((n, c) => n + c.messages, 0)),
-    s.issues.length > 0 ? '!' : '',
+    s.conversationCount === 0 ? '-' : String(s.conversationMessages),
+    s.hasIssues ? '!' : '',
   ];
+  // Field by field: a spread copy of the whole session made V8 hold 20 MiB more on a large home.
+  const ordered = (s: WorkingSession): Keyed => ({
+    agent: s.agent,
+    key: s.key,
+    lastActivityMs: s.lastActivityMs,
+    messages: s.messages,
+    jsonlBytes: s.jsonlBytes,
+    metaBytes: s.metaBytes,
+    conversationCount: s.conversations.length,
+    conversationMessages: s.conversations.reduce((n, c) => n + c.messages, 0),
+    hasIssues: s.issues.length > 0,
+  });
   out.push(`PicoClaw home: ${home.home}   context manager: ${home.contextManager}`);
   out.push('');
   if (inv.counts.sessions === 0) out.push('No sessions found.');
   else
-    out.table(
-      [
-        { header: 'AGENT', fit: 'end', min: 8 },
-        { header: 'KEY', fit: 'middle', min: 24 },
-        // AGE says the same in fewer columns.
-        { header: 'LAST ACTIVITY', drop: 1 },
-        { header: 'AGE', align: 'right' },
-        { header: 'MSGS', align: 'right' },
-        { header: 'BYTES', align: 'right' },
-        { header: 'IN SEAHORSE', short: 'SEAHORSE', align: 'right' },
-        { header: '' },
-      ],
-      rows,
+    // The widths from one walk of the table in no order, the lines in the report's order.
+    out.tableOfShape(tableShape(SESSION_COLUMNS, lazyMap(inv.keyed(), row), width), () =>
+      lazyMap(lazyMap(inv.byActivity(), ordered), row),
     );
   out.push('');
   out.push('Per agent:');

@@ -204,7 +204,7 @@ describe('the sessions report from the working database', () => {
     );
   });
 
-  it('leaves no file behind: its working file is removed on close, and one a killed command left is removed next time', () => {
+  it('leaves no file behind: its file goes on close, and one a killed command left goes next time', () => {
     const home = tempDir();
     build(home, { sessions: [], conversations: [], seahorse: false, extras: [], pins: [], holds: [] });
     const dir = tempDir();

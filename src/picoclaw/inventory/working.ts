@@ -21,8 +21,8 @@ import { orphanFacts, streamStore } from './stream-scan.js';
  * The inventory in a working database (src/io/working-db.ts): every session of every agent and
  * what seahorse.db holds for it, as rows, not objects. seahorse's conversations are copied first;
  * each session is tied to those its key or aliases name (an index look-up) as it is stored; the
- * reports read it back in pages, in the order they print. What this holds in memory is a page, whatever the home's size. It reads the
- * home; it never writes there.
+ * reports read it back in pages, in the order they print. What this holds in memory is a page,
+ * whatever the home's size. It reads the home; it never writes there.
  */
 
 /** A session as a report reads it: one row and its conversations. */
@@ -75,13 +75,15 @@ const SCHEMA = `
   CREATE TABLE session(
     id INTEGER PRIMARY KEY, folder INTEGER NOT NULL, agent INTEGER NOT NULL, base TEXT NOT NULL,
     name16 BLOB, key_j TEXT, aliases TEXT, jsonl_bytes INTEGER, meta_bytes INTEGER,
-    messages INTEGER, times_j TEXT NOT NULL, last_ms REAL, issues TEXT,
+    messages INTEGER, times_j TEXT NOT NULL, last_ms REAL, issues TEXT, n_conv INTEGER NOT NULL,
+    conv_messages INTEGER NOT NULL,
     o_null INTEGER NOT NULL, o_neg REAL NOT NULL, sk_key BLOB NOT NULL, o_js INTEGER NOT NULL);
   CREATE INDEX session_order ON session(o_null, o_neg, sk_key, id);
   CREATE INDEX session_issues ON session(folder, name16) WHERE issues IS NOT NULL;
   CREATE TABLE conv(id INTEGER PRIMARY KEY, conversation_id, key, messages, summaries,
     last_message_at, created_at, last_ms REAL, orphan_ms REAL);
-  CREATE INDEX conv_key ON conv(key);
+  -- Covering: a session's look-up of its conversations reads the index alone.
+  CREATE INDEX conv_key ON conv(key, id, last_ms, messages);
   CREATE TABLE tie(session INTEGER NOT NULL, conv INTEGER NOT NULL, PRIMARY KEY(session, conv)) WITHOUT ROWID;
   CREATE INDEX tie_conv ON tie(conv);
   CREATE TABLE orphan(folder INTEGER NOT NULL, base TEXT NOT NULL, name16 BLOB NOT NULL);
@@ -109,12 +111,18 @@ function agentOf(s: StoredSession, agents: string[]): string {
   return agents[0]!;
 }
 
+/** What a session's line in the text table and its cron run count read, in no order (one walk of the table). */
 export interface Keyed {
   key: string | null;
   agent: string;
   lastActivityMs: number | null;
   jsonlBytes: number;
   metaBytes: number;
+  messages: number | null;
+  /** Its seahorse conversations, and their messages in all. */
+  conversationCount: number;
+  conversationMessages: number;
+  hasIssues: boolean;
 }
 
 export interface WorkingInventory {
@@ -130,7 +138,7 @@ export interface WorkingInventory {
   byActivity(): Iterable<WorkingSession>;
   /** In the scan's order (folder by folder, by meta file name). */
   withIssues(): Iterable<WorkingSession>;
-  /** Every session's key and size figures, in no order (what cronJobsOf reads). */
+  /** Every session's figures, in no order: one walk of the table, none of its conversations' rows. */
   keyed(): Iterable<Keyed>;
   /** The sessions of these agents and keys (few), in the scan's order, one entry a session. */
   named(which: readonly { agent: string; key: string }[]): { agent: string; key: string }[];
@@ -193,12 +201,25 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
   const storeErrors: WorkingInventory['storeErrors'] = [];
   const insSession = db.prepare(
     `INSERT INTO session(folder, agent, base, name16, key_j, aliases, jsonl_bytes, meta_bytes, messages,
-       times_j, last_ms, issues, o_null, o_neg, sk_key, o_js)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       times_j, last_ms, issues, n_conv, conv_messages, o_null, o_neg, sk_key, o_js)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   // A key that is not text (not PicoClaw's) is no session's: SQLite would compare a number to a
   // key's text as text.
-  const convsNamed = db.prepare("SELECT id, last_ms FROM conv WHERE key = ? AND typeof(key) = 'text'");
+  /** The conversations that n keys name, in their order: one statement for each n met. */
+  const named = new Map<number, ReturnType<Database['prepare']>>();
+  const convsNamed = (keys: string[]) => {
+    let st = named.get(keys.length);
+    if (!st)
+      named.set(
+        keys.length,
+        (st = db.prepare(
+          `SELECT id, last_ms, messages FROM conv WHERE key IN (${keys.map(() => '?').join(', ')}) AND typeof(key) = 'text'
+            ORDER BY id`,
+        )),
+      );
+    return st.all(keys) as { id: number; last_ms: number | null; messages: number }[];
+  };
   const insTie = db.prepare('INSERT OR IGNORE INTO tie(session, conv) VALUES (?, ?)');
   const insOrphan = db.prepare('INSERT INTO orphan(folder, base, name16) VALUES (?, ?, ?)');
   /** Agents by their number in the rows, with their totals (the home's agents first, in its order). */
@@ -229,13 +250,13 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
         // The conversations its key and aliases name. A key with a lone surrogate names none
         // (SQLite's text never holds one), and SQLite's UTF-8 would make it another key.
         const convs: number[] = [];
-        if (withConversations)
-          for (const k of groupKeys(key, aliases, agentIds)) {
-            if (LONE_SURROGATE.test(k)) continue;
-            for (const c of convsNamed.all(k) as { id: number; last_ms: number | null }[]) {
-              convs.push(c.id);
-              last = newest(last, c.last_ms);
-            }
+        let convMessages = 0;
+        const keys = withConversations ? groupKeys(key, aliases, agentIds).filter((k) => !LONE_SURROGATE.test(k)) : [];
+        if (keys.length > 0)
+          for (const c of convsNamed(keys)) {
+            convs.push(c.id);
+            convMessages += c.messages;
+            last = newest(last, c.last_ms);
           }
         const skKey = rootSortKey(key ?? '');
         const agent = agentOfRow(agentOf(s, agents));
@@ -260,6 +281,8 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
           JSON.stringify([s.parsedMeta?.updatedAt ?? null, s.parsedMeta?.createdAt ?? null, s.lastLineCreatedAt]),
           last,
           s.issues.length > 0 ? JSON.stringify(s.issues) : null,
+          convs.length,
+          convMessages,
           last === null ? 1 : 0,
           last === null ? 0 : -last,
           skKey ?? EMPTY,
@@ -322,10 +345,10 @@ interface Made {
 }
 
 /** Pages of rows in an index's order: each page a query of its own, so other queries may run between. */
-function* paged<R>(first: () => R[], next: (last: R) => R[]): Generator<R> {
+function* paged<R>(first: () => R[], next: (last: R) => R[]): Generator<R[]> {
   let page = first();
   while (page.length > 0) {
-    yield* page;
+    yield page;
     if (page.length < PAGE) return;
     page = next(page[page.length - 1]!);
   }
@@ -335,11 +358,24 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
   const db = work.db;
   const { perAgent, agentNumber, compareKeys } = made;
   const dirs = home.sessionsDirs.map((d) => d.dir);
+  // The conversations of a page's sessions, by one query (the ids of a short page padded with 0).
   const convsOf = db.prepare(
-    `SELECT c.conversation_id AS conversationId, c.key, c.messages, c.summaries,
+    `SELECT t.session, c.conversation_id AS conversationId, c.key, c.messages, c.summaries,
             c.last_message_at AS lastMessageAt, c.created_at AS createdAt
-       FROM tie t JOIN conv c ON c.id = t.conv WHERE t.session = ? ORDER BY c.id`,
+       FROM tie t JOIN conv c ON c.id = t.conv
+      WHERE t.session IN (${Array.from({ length: PAGE }, () => '?').join(', ')}) ORDER BY t.session, c.id`,
   );
+  const pageConversations = (rows: SessionRow[]): Map<number, ConversationStat[]> => {
+    const ids = rows.map((r) => r.id);
+    while (ids.length < PAGE) ids.push(0);
+    const out = new Map<number, ConversationStat[]>();
+    for (const { session: id, ...c } of convsOf.all(...ids) as (ConversationStat & { session: number })[]) {
+      const list = out.get(id);
+      if (list) list.push(c);
+      else out.set(id, [c]);
+    }
+    return out;
+  };
   const COLS = `id, folder, name16, o_null, o_neg, sk_key, o_js, agent, base, key_j, aliases,
     jsonl_bytes, meta_bytes, messages, times_j, last_ms, issues`;
   const firstPage = db.prepare(`SELECT ${COLS} FROM session ORDER BY o_null, o_neg, sk_key, id LIMIT ${PAGE}`);
@@ -347,10 +383,10 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
     `SELECT ${COLS} FROM session WHERE (o_null, o_neg, sk_key, id) > (?, ?, ?, ?)
       ORDER BY o_null, o_neg, sk_key, id LIMIT ${PAGE}`,
   );
-  const session = (r: SessionRow): WorkingSession => {
+  const session = (r: SessionRow, convs: Map<number, ConversationStat[]>): WorkingSession => {
     const dir = dirs[r.folder]!;
     const [updated, created, lastLine] = JSON.parse(r.times_j) as (string | null)[];
-    const conversations = convsOf.all(r.id) as ConversationStat[];
+    const conversations = convs.get(r.id) ?? [];
     let seahorseLast: string | null = null;
     for (const x of conversations)
       if (x.lastMessageAt && (seahorseLast === null || x.lastMessageAt > seahorseLast)) seahorseLast = x.lastMessageAt;
@@ -387,20 +423,23 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
   function* byActivity(): Generator<WorkingSession> {
     let run: WorkingSession[] = [];
     let runAt: string | null = null;
-    const rows = paged(
+    const pages = paged(
       () => firstPage.all() as SessionRow[],
       (l) => nextPage.all(l.o_null, l.o_neg, l.sk_key, l.id) as SessionRow[],
     );
-    for (const r of rows) {
-      const time = `${r.o_null}:${r.o_neg}`;
-      const at = mixedRuns.has(time) ? time : `${time}:${r.sk_key.toString('latin1')}`;
-      if (at !== runAt) {
-        if (run.length > 1) run.sort(compareKeys);
-        yield* run;
-        run = [];
-        runAt = at;
+    for (const page of pages) {
+      const convs = pageConversations(page);
+      for (const r of page) {
+        const time = `${r.o_null}:${r.o_neg}`;
+        const at = mixedRuns.has(time) ? time : `${time}:${r.sk_key.toString('latin1')}`;
+        if (at !== runAt) {
+          if (run.length > 1) run.sort(compareKeys);
+          yield* run;
+          run = [];
+          runAt = at;
+        }
+        run.push(session(r, convs));
       }
-      run.push(session(r));
     }
     if (run.length > 1) run.sort(compareKeys);
     yield* run;
@@ -410,11 +449,13 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
       ORDER BY folder, name16 LIMIT ${PAGE}`,
   );
   function* withIssues(): Generator<WorkingSession> {
-    for (const r of paged(
+    for (const page of paged(
       () => issuesPage.all(-1, EMPTY) as SessionRow[],
       (l) => issuesPage.all(l.folder, l.name16) as SessionRow[],
-    ))
-      yield session(r);
+    )) {
+      const convs = pageConversations(page);
+      for (const r of page) yield session(r, convs);
+    }
   }
   const keyOf = db.prepare('SELECT folder, base, key_j FROM session WHERE agent = ?');
   /** The sessions of some agents and keys, in the scan's order: one walk of each agent's rows. */
@@ -448,13 +489,14 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
   );
   function* orphanJsonl(): Generator<{ agent: string; file: FileFacts }> {
     type O = { folder: number; base: string; name16: Buffer };
-    for (const o of paged(
+    for (const page of paged(
       () => orphanPage.all(-1, EMPTY) as O[],
       (l) => orphanPage.all(l.folder, l.name16) as O[],
-    )) {
-      const file = orphanFacts(dirs[o.folder]!, o.base);
-      if (file) yield { agent: home.sessionsDirs[o.folder]!.agents[0]!, file };
-    }
+    ))
+      for (const o of page) {
+        const file = orphanFacts(dirs[o.folder]!, o.base);
+        if (file) yield { agent: home.sessionsDirs[o.folder]!.agents[0]!, file };
+      }
   }
   const orphanConvs = db.prepare(
     `SELECT c.id, c.conversation_id AS conversationId, c.key, c.messages, c.summaries,
@@ -464,15 +506,22 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
   );
   function* orphanConversations(): Generator<OrphanConversation> {
     type C = OrphanConversation & { id: number };
-    for (const { id: _id, ...o } of paged(
+    for (const page of paged(
       () => orphanConvs.all(0) as C[],
       (l) => orphanConvs.all(l.id) as C[],
     ))
-      yield o;
+      for (const { id: _id, ...o } of page) yield o;
   }
-  const keyedAll = db.prepare(`SELECT key_j, agent, last_ms, jsonl_bytes, meta_bytes FROM session`);
+  const keyedAll = db.prepare(
+    `SELECT key_j, agent, last_ms, jsonl_bytes, meta_bytes, messages, n_conv, conv_messages,
+            issues IS NOT NULL AS has_issues FROM session`,
+  );
   function* keyed(): Generator<Keyed> {
-    type K = Pick<SessionRow, 'key_j' | 'agent' | 'last_ms' | 'jsonl_bytes' | 'meta_bytes'>;
+    type K = Pick<SessionRow, 'key_j' | 'agent' | 'last_ms' | 'jsonl_bytes' | 'meta_bytes' | 'messages'> & {
+      n_conv: number;
+      conv_messages: number;
+      has_issues: number;
+    };
     for (const r of keyedAll.iterate() as Iterable<K>)
       yield {
         key: r.key_j === null ? null : (JSON.parse(r.key_j) as string),
@@ -480,6 +529,10 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
         lastActivityMs: r.last_ms,
         jsonlBytes: r.jsonl_bytes,
         metaBytes: r.meta_bytes,
+        messages: r.messages,
+        conversationCount: r.n_conv,
+        conversationMessages: r.conv_messages,
+        hasIssues: r.has_issues === 1,
       };
   }
   return {
