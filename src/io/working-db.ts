@@ -13,9 +13,11 @@ import { sqlite, type Database } from './sqlite.js';
  * `/dev/shm` that this process may write, else the system's temporary folder. On tmpfs the file
  * is never written to the SD card: it is memory the kernel can page out under pressure, and it is
  * gone at the next boot whatever happens. Elsewhere it is written with no journal and no sync: a
- * command's file lives for seconds and is removed when it closes, and the page cache mostly
- * drops it before it is written back. A file left by a killed command is removed by the next one
- * (its name carries the pid of the process that made it).
+ * command's file lives for seconds, and the page cache mostly drops it before it is written back.
+ * Its name is removed as soon as it is open (SQLite keeps working on the open file, which has no
+ * journal beside it): the kernel frees it when the process ends, however it ends, Ctrl-C and
+ * SIGKILL included. A name left by a command killed in the instant between is removed by the
+ * next one (it carries the pid of the process that made it).
  *
  * Nothing in the PicoClaw home is ever written here; the file is this process's alone.
  */
@@ -29,6 +31,7 @@ const MIN_FREE_BYTES = 64 * 1024 * 1024;
 
 export interface WorkingDb {
   db: Database;
+  /** Where it was made (its name is gone already). */
   path: string;
   close(): void;
 }
@@ -98,7 +101,7 @@ function createFile(dirs: string[]): string {
   throw new Error(`no folder takes a working database (${dirs.join(', ')}): ${String(last)}`);
 }
 
-/** Open a new, empty working database; `close()` removes its file. */
+/** Open a new, empty working database, whose file has no name: it is freed when closed or when the process ends. */
 export function openWorkingDb(dirs: string[] = workingDirs()): WorkingDb {
   const path = createFile(dirs);
   let db: Database;
@@ -110,6 +113,7 @@ export function openWorkingDb(dirs: string[] = workingDirs()): WorkingDb {
     const mode = db.pragma('journal_mode = OFF', { simple: true });
     db.unsafeMode(false);
     if (mode !== 'off') throw new Error(`the working database keeps a journal (${String(mode)})`);
+    unlinkSync(path);
     db.pragma('synchronous = OFF');
     db.pragma(`cache_size = -${CACHE_KIB}`);
     // Never a temporary table in memory: the queries on this file read its indexes in order and
@@ -131,15 +135,7 @@ export function openWorkingDb(dirs: string[] = workingDirs()): WorkingDb {
     close() {
       if (!open) return;
       open = false;
-      try {
-        db.close();
-      } finally {
-        try {
-          unlinkSync(path);
-        } catch {
-          // gone already
-        }
-      }
+      db.close();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
@@ -204,7 +204,7 @@ describe('the sessions report from the working database', () => {
     );
   });
 
-  it('leaves no file behind: its file goes on close, and one a killed command left goes next time', () => {
+  it('leaves no file behind: its file has no name once open, and a name a killed command left goes next time', () => {
     const home = tempDir();
     build(home, { sessions: [], conversations: [], seahorse: false, extras: [], pins: [], holds: [] });
     const dir = tempDir();
@@ -212,14 +212,66 @@ describe('the sessions report from the working database', () => {
     const dead = Number(execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']));
     writeFileSync(join(dir, `picoclaw-guard-work-${dead}-abc.db`), '');
     writeFileSync(join(dir, `picoclaw-guard-work-${process.pid}-live.db`), '');
-    const before = readdirSync(dir).length;
-    expect(before).toBe(2);
+    expect(readdirSync(dir).length).toBe(2);
     const work = openInventory(discoverHome({ home, env: {} }), [dir]);
-    expect(readdirSync(dir).sort()).toEqual(
-      [`picoclaw-guard-work-${process.pid}-live.db`, work.path.slice(dir.length + 1)].sort(),
-    );
+    expect(work.path.startsWith(dir)).toBe(true);
+    expect(readdirSync(dir)).toEqual([`picoclaw-guard-work-${process.pid}-live.db`]);
     work.close();
     expect(readdirSync(dir)).toEqual([`picoclaw-guard-work-${process.pid}-live.db`]);
+  });
+
+  it('frees its file when the process is killed in the middle of a report', async () => {
+    // A child lists a home into a pipe it never drains, and is killed while it waits to write.
+    const home = tempDir();
+    build(home, {
+      sessions: Array.from({ length: 40 }, (_, i) => ({
+        key: `agent:main:telegram:direct:${i}`,
+        updated: '2026-11-29T10:00:00Z',
+        created: null,
+        lastLine: null,
+        aliases: [],
+        shape: 'ok' as const,
+        second: false,
+        scope: null,
+      })),
+      conversations: [],
+      seahorse: false,
+      extras: [],
+      pins: [],
+      holds: [],
+    });
+    const dir = tempDir();
+    const { spawn } = await import('node:child_process');
+    const code = `
+      const { discoverHome } = await import(${JSON.stringify(new URL('../../dist/src/picoclaw/home.js', import.meta.url).href)});
+      const { openInventory } = await import(${JSON.stringify(new URL('../../dist/src/commands/sessions.js', import.meta.url).href)});
+      const inv = openInventory(discoverHome({ home: ${JSON.stringify(home)}, env: {} }), [${JSON.stringify(dir)}]);
+      console.log('open');
+      for (const s of inv.byActivity()) {}
+      setInterval(() => {}, 1000);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', () => resolve());
+      child.once('exit', (c) => reject(new Error(`the child ended first (${c})`)));
+    });
+    // Its file is open and has no name: the kernel frees it when the process ends, however it ends.
+    expect(readdirSync(dir)).toEqual([]);
+    const open = readdirSync(`/proc/${child.pid}/fd`).map((fd) => {
+      try {
+        return readlinkSync(`/proc/${child.pid}/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    });
+    expect(open.filter((l) => l.startsWith(`${dir}/picoclaw-guard-work-${child.pid}-`))).toEqual([
+      expect.stringMatching(/\.db \(deleted\)$/),
+    ]);
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('goes to a tmpfs folder when one has room, never to the PicoClaw home', () => {
