@@ -434,11 +434,9 @@ export async function runScenario(sc: Scenario, seed: string): Promise<string[]>
             failures.push(`(c) ${file}: deleted, and no archive gives it back byte for byte`);
         }
         // The report names the archive that holds this session (not only its group's last one).
-        if (!KNOWN_FAILING['report-archive-per-member']) {
-          const name = e.archive.slice(e.archive.lastIndexOf('/') + 1);
-          if (![...held.keys()].some((k) => k === `${name}\0session/${e.file}.meta.json`))
-            failures.push(`(e) ${e.file}: the report names ${name} as its archive, which does not hold it`);
-        }
+        const name = e.archive.slice(e.archive.lastIndexOf('/') + 1);
+        if (![...held.keys()].some((k) => k === `${name}\0session/${e.file}.meta.json`))
+          failures.push(`(e) ${e.file}: the report names ${name} as its archive, which does not hold it`);
       }
     }
     // (e) the report matches the disk.
