@@ -218,6 +218,37 @@ describe('delete', () => {
     expect(readFileSync(join(h.state, 'prune-history.jsonl'), 'utf8')).toMatch(/"deleted_sessions":2/);
   });
 
+  it("names each member's own archive (text and --json of delete, --json of prune), each holding that member", () => {
+    const holds = (archive: string, file: string) => {
+      const t = spawnSync('tar', ['-tzf', archive], { encoding: 'utf8' });
+      expect(t.status, t.stderr).toBe(0);
+      return t.stdout.split('\n').includes(`session/${file}.meta.json`);
+    };
+    const h = home();
+    const archive = join(h.state, '..', 'archive');
+    // --wide: one line a member, its path unwrapped.
+    const text = runCli(['delete', ALIAS, '--apply', '--wide', '--archive', archive, ...args(h)]);
+    expect(text.code, text.stderr).toBe(0);
+    const named = new Map<string, string>();
+    for (const line of text.stdout.split('\n')) {
+      const m = /DELETED\s+main\s+(\S+)\s.*archive: (\S+)$/.exec(line);
+      if (m) named.set(m[1]!, m[2]!);
+    }
+    expect([...named.keys()].sort()).toEqual([ALIAS, 'sk_v1_old1']);
+    expect(holds(named.get(ALIAS)!, 'agent_main_telegram_direct_1')).toBe(true);
+    expect(holds(named.get('sk_v1_old1')!, 'sk_v1_old1')).toBe(true);
+    for (const cmd of [['delete', ALIAS], ['prune']]) {
+      const j = home();
+      const r = runCli([...cmd, '--apply', '--json', '--archive', join(j.state, '..', 'archive'), ...args(j)]);
+      expect(r.code, r.stderr).toBe(0);
+      const entries = (json(r)[cmd[0] === 'delete' ? 'group' : 'sessions'] as Record<string, string>[]).filter(
+        (s) => s.action === 'delete' && s.group !== null,
+      );
+      expect(entries.map((s) => s.key).sort()).toEqual([ALIAS, 'sk_v1_old1']);
+      for (const s of entries) expect(holds(s.archive!, s.file!), `${s.key}: ${s.archive}`).toBe(true);
+    }
+  });
+
   it('refuses a pinned session (exit 2) and an unreadable one (exit 3), naming the group; deletes nothing', () => {
     const h = home();
     runCli(['pin', ALIAS, ...args(h)]);

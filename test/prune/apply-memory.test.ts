@@ -150,10 +150,10 @@ describe('GroupOutcomes', () => {
     m.set(0, kept);
     expect(m.get(0)).toBe(kept);
     // An archive or a detail is an outcome of its own even with the planned action and reason.
-    const archived = { action: 'delete', reason: 'max_age_days', archive: '/a.tar.gz' } as const;
+    const archived = { action: 'delete', reason: 'max_age_days', archives: ['/a.tar.gz'] } as const;
     m.set(0, archived);
     expect(m.get(0)).toBe(archived);
-    m.set(0, { action: 'delete', reason: 'max_age_days', archive: undefined });
+    m.set(0, { action: 'delete', reason: 'max_age_days', archives: undefined });
     expect(m.get(0)).toEqual({ action: 'delete', reason: 'max_age_days' });
     const seen: [number, string][] = [];
     m.forEach((o, id) => seen.push([id, o.reason]));

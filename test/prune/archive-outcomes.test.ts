@@ -9,7 +9,7 @@ import {
   GroupOutcomes,
   newApplyResult,
   type ApplyResult,
-  type Outcome,
+  type GroupOutcome,
 } from '../../src/prune/apply/apply.js';
 import { PassArchiver } from '../../src/prune/apply/archive-step.js';
 import { archiveBuffersHeld, GzipTarWriter } from '../../src/archive/tar.js';
@@ -55,7 +55,7 @@ function applyArchived(home: string, dbPath: string, archive: string) {
   const spy = vi.spyOn(GroupOutcomes.prototype, 'set');
   const db = openSeahorseWrite(dbPath, 5000);
   let res: ApplyResult;
-  const set = new Map<number, Outcome>();
+  const set = new Map<number, GroupOutcome>();
   try {
     res = applyPlan(offlineApply(plan, db, dbPath, { archiveDir: archive, archiveHome: realpathSync(home) }));
   } finally {
@@ -67,7 +67,7 @@ function applyArchived(home: string, dbPath: string, archive: string) {
 }
 
 describe('the outcomes of an archiving pass', () => {
-  it('hold nothing per group for an archive at its default path, yet read back exactly what was set', () => {
+  it("hold nothing per group for archives at their members' default paths, yet read back exactly what was set", () => {
     const home = tempDir();
     const sessions = [old('sk_v1_a'), old('sk_v1_b'), old('agent:cron-x'), old('sk_v1_c', { aliases: ['sk_v1_d'] })];
     sessions.push(old('sk_v1_d'), { key: 'sk_v1_new', updated: day(0) });
@@ -80,8 +80,15 @@ describe('the outcomes of an archiving pass', () => {
     expect(deletes.length).toBeGreaterThanOrEqual(4);
     expect(plan.groups.some((g) => g.members.length === 2 && g.action === 'delete')).toBe(true);
     for (const [id, o] of deletes) {
-      expect(o.archive && existsSync(o.archive)).toBe(true);
-      expect(dirname(o.archive!)).toBe(archive);
+      // One archive per member, each its own.
+      const g = plan.groups[id]!;
+      expect(o.archives).toHaveLength(g.members.length);
+      expect(new Set(o.archives).size).toBe(g.members.length);
+      for (const a of o.archives!) {
+        expect(existsSync(a)).toBe(true);
+        expect(dirname(a)).toBe(archive);
+      }
+      g.members.forEach((m, i) => expect(o.archives![i]!.endsWith(`_${m.agent}_${m.base}.tar.gz`)).toBe(true));
       expect(res.groups.get(id)).toStrictEqual(o);
     }
     expect(res.deletedSessions).toBe(5);
@@ -112,7 +119,7 @@ describe('the outcomes of an archiving pass', () => {
     const archive = join(tempDir(), 'archive');
     const { res, set } = applyArchived(home, dbPath, archive);
 
-    const paths = [...set.values()].filter((o) => o.action === 'delete').map((o) => o.archive!);
+    const paths = [...set.values()].filter((o) => o.action === 'delete').flatMap((o) => o.archives!);
     expect(paths).toHaveLength(3);
     const suffixed = paths.filter((p) => p.endsWith('_ops_agent_cron-1-2.tar.gz'));
     expect(suffixed).toHaveLength(1);
@@ -135,24 +142,23 @@ describe('the outcomes of an archiving pass', () => {
     const report = (consume: boolean, noArchivePaths = false) => {
       const planned = plannedHome(home, NOW);
       const plan = planned.plan;
-      // Every deletion archived at its last member's default path, but one group whose name was taken.
+      // Every member archived at its own default path, but the first member of one group, whose name was taken.
       const archiver = new PassArchiver(join(home, 'archive'), home, null, NOW, () => 0);
       const result = newApplyResult(plan);
       result.groups.archivesAt((s) => archiver.defaultPath(s));
       const deleted = plan.groups.filter((g) => g.action === 'delete');
+      const byMember = new Map<string, string>();
       for (const g of deleted) {
-        const archive = archiver.defaultPath(g.members.at(-1)!);
-        result.groups.set(g.id, {
-          action: 'delete',
-          reason: g.reason,
-          archive: g === deleted[1] ? archive.replace(/\.tar\.gz$/, '-2.tar.gz') : archive,
+        const archives = g.members.map((m, i) => {
+          const p = archiver.defaultPath(m);
+          const a = g === deleted[1] && i === 0 ? p.replace(/\.tar\.gz$/, '-2.tar.gz') : p;
+          byMember.set(`${m.agent}\0${m.base}`, a);
+          return a;
         });
+        result.groups.set(g.id, { action: 'delete', reason: g.reason, archives });
       }
       expect(stored(result.groups)).toBe(1);
-      return {
-        r: buildReport({ ...reportInput(planned, NOW, result, consume), noArchivePaths }),
-        defaults: deleted.map((g) => archiver.defaultPath(g.members.at(-1)!)),
-      };
+      return { r: buildReport({ ...reportInput(planned, NOW, result, consume), noArchivePaths }), byMember };
     };
     const kept = report(false);
     const spent = report(true);
@@ -160,9 +166,10 @@ describe('the outcomes of an archiving pass', () => {
     const archives = spent.r.sessions.map((s) => s.archive).filter((a) => a !== null);
     expect(archives.length).toBeGreaterThan(10);
     expect(archives.filter((a) => a.endsWith('-2.tar.gz'))).toHaveLength(1);
-    expect(new Set(archives)).toEqual(
-      new Set(spent.defaults.map((p, i) => (i === 1 ? p.replace(/\.tar\.gz$/, '-2.tar.gz') : p))),
-    );
+    // Each session's entry names its own archive, alias groups' members included.
+    expect(spent.r.sessions.some((s) => s.group !== null && s.action === 'delete')).toBe(true);
+    for (const s of spent.r.sessions)
+      expect(s.archive).toBe(s.action === 'delete' ? spent.byMember.get(`${s.agent}\0${s.file}`) : null);
     // For a caller that prints none of them (the text report) the paths are left out, and nothing else:
     // the text is the same, to the byte, at any width.
     const textual = report(true, true).r;

@@ -17,7 +17,11 @@ function outcomes(p: ReturnType<typeof plannedHome>): ApplyResult {
     if (g.id % 7 === 3)
       result.groups.set(g.id, { action: 'keep', reason: 'changed_since_plan', detail: `moved ${g.id}` });
     else if (g.id % 7 === 4 && g.action === 'delete')
-      result.groups.set(g.id, { action: 'delete', reason: g.reason, archive: `/archive/${g.key}.tar.gz` });
+      result.groups.set(g.id, {
+        action: 'delete',
+        reason: g.reason,
+        archives: g.members.map((m) => `/archive/${m.agent}_${m.base}.tar.gz`),
+      });
     else if (g.id % 7 === 5) result.groups.set(g.id, { action: 'keep', reason: 'interrupted', partial: 'its .jsonl' });
     else result.groups.set(g.id, { action: g.action, reason: g.reason });
   }

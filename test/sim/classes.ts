@@ -35,11 +35,7 @@ export const CLASSES: SimClass[] = [
 ];
 
 /** Class -> who fixes it. Remove a line when that fix merges. */
-export const KNOWN_FAILING: Record<string, string> = {
-  // A check, not a class: the report gives every member of a deleted group its group's last archive
-  // (src/prune/apply/group.ts keeps one path a group), so it names an archive that holds another member.
-  'report-archive-per-member': 'nobody yet; found by the simulation (seed 26, class fifo-jsonl)',
-};
+export const KNOWN_FAILING: Record<string, string> = {};
 
 /** What the random pool of every class leaves out: the faults and shares of the classes known to fail. */
 export function avoided(): { faults: Fault[]; shares: Share[] } {

@@ -109,6 +109,9 @@ function wrongTypeMeta(key: string, i: number, t: string): string {
   return JSON.stringify(base, null, 2);
 }
 
+/** The agents' ids, by index (BuiltSession.agent). */
+export const AGENT_IDS = ['main', 'a1', 'a2'];
+
 /**
  * The folder of agent `a`: main's is <home>/workspace/sessions, the others' <home>/ws-a<N>/sessions.
  * Shared: agent 1's workspace is agent 0's (a symlink), or its sessions folder is agent 0's bind-mounted.
@@ -117,7 +120,7 @@ export function buildHome(root: string, sc: Scenario, seed: string, root_: boole
   const home = join(root, 'home');
   const outside = join(root, 'outside');
   mkdirSync(outside, { recursive: true });
-  const agentIds = ['main', 'a1', 'a2'].slice(0, sc.agents);
+  const agentIds = AGENT_IDS.slice(0, sc.agents);
   const dirs: string[] = [];
   for (let a = 0; a < sc.agents; a++) {
     const ws = a === 0 ? join(home, 'workspace') : join(home, `ws-a${a}`);

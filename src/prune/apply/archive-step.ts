@@ -124,6 +124,7 @@ function lstatExists(p: string): boolean {
 
 /** What a kept group or conversation needs to decide whether its archive is a stale copy. */
 export interface Pending {
+  /** A group's: one archive per member, in the group's member order (the report names each member's own). */
   paths: string[];
   rowsBefore: number;
   files: string[];

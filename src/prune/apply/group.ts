@@ -257,8 +257,8 @@ function deleteGroupOnce(run: ApplyRun, g: PlanGroup, reason: Reason, archived: 
         // Complete anyway: the next pass finds nothing left of it and clears the journal then.
       }
     }
-    const pending = archived.pending;
-    res.groups.set(g.id, { action: 'delete', reason, archive: pending?.paths[pending.paths.length - 1] });
+    // One archive per member, in member order (PassArchiver.group): each member's report entry names its own.
+    res.groups.set(g.id, { action: 'delete', reason, archives: archived.pending?.paths });
     return true;
   } catch (err) {
     if (err instanceof Changed) return keep('changed_since_plan', err.message);

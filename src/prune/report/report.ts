@@ -222,14 +222,15 @@ export function buildReportOf(r: ReportInput): PruneReport<SessionList> {
       }
       if (outcome.action === 'delete') deleteGroups++;
       else keepGroups++;
-      for (const m of g.members) {
+      for (let j = 0; j < g.members.length; j++) {
+        const m = g.members[j]!;
         byReason[outcome.reason] = (byReason[outcome.reason] ?? 0) + 1;
         tally.add(outcome.action, outcome.reason, m.jsonlBytes + m.metaBytes);
         if (outcome.action === 'delete') {
           deletedSessions++;
           freed += m.jsonlBytes + m.metaBytes;
         } else keptSessions++;
-        if (!r.stream) list.push(sessionEntry(entryContext, g, m, outcome));
+        if (!r.stream) list.push(sessionEntry(entryContext, g, m, j, outcome));
       }
     }
     if (consume) groups.length = 0;

@@ -2,7 +2,7 @@ import { LazyList } from '../../io/lazy-list.js';
 import { issueText, issueTodo } from '../../picoclaw/inventory/issues.js';
 import { holdDetail } from '../../state/holds.js';
 import { pinDetail } from '../../state/pins.js';
-import type { ApplyResult, Outcome } from '../apply/apply.js';
+import { memberArchive, type ApplyResult, type GroupOutcome } from '../apply/apply.js';
 import { cronJobId } from '../plan/cron.js';
 
 /** One session as the prune report lists it (text, --json, the daemon's /prune). */
@@ -40,7 +40,7 @@ export interface SessionList extends Iterable<PruneSessionEntry> {
 }
 
 /** What the pass did with a group: what apply found, or as planned (a dry-run). */
-export function outcomeOf(g: PlanGroup, result: ApplyResult | null): Outcome {
+export function outcomeOf(g: PlanGroup, result: ApplyResult | null): GroupOutcome {
   return result?.groups.get(g.id) ?? { action: g.action, reason: g.reason };
 }
 
@@ -51,11 +51,13 @@ export interface EntryContext {
   noArchivePaths: boolean;
 }
 
+/** The entry of g's i-th member m. */
 export function sessionEntry(
   c: EntryContext,
   g: PlanGroup,
   m: PlanGroup['members'][number],
-  outcome: Outcome,
+  i: number,
+  outcome: GroupOutcome,
 ): PruneSessionEntry {
   return {
     agent: m.agent,
@@ -82,7 +84,8 @@ export function sessionEntry(
     seahorse_messages: m.conversations.reduce((n, x) => n + x.messages, 0),
     estimated_db_bytes: c.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
     issues: m.issues,
-    archive: !c.noArchivePaths && 'archive' in outcome && outcome.archive ? outcome.archive : null,
+    // Its own archive: each member of a group has one (never the group's last for all of them).
+    archive: c.noArchivePaths ? null : memberArchive(outcome, i),
     partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
     cron_job: cronJobId(m.key),
   };
@@ -111,7 +114,7 @@ export class SessionEntries extends LazyList<PruneSessionEntry> implements Sessi
     return new SessionEntries(n, function* () {
       for (const g of groups) {
         const outcome = outcomeOf(g, result);
-        for (const m of g.members) yield sessionEntry(c, g, m, outcome);
+        for (let i = 0; i < g.members.length; i++) yield sessionEntry(c, g, g.members[i]!, i, outcome);
       }
     });
   }
@@ -177,7 +180,7 @@ export function* cronRuns(
   result: ApplyResult | null,
 ): Generator<{ cron_job: string; action: string; last_activity: string | null; bytes: number }> {
   for (const g of groups) {
-    let outcome: Outcome | null = null;
+    let outcome: GroupOutcome | null = null;
     for (const m of g.members) {
       const job = cronJobId(m.key);
       if (job === null) continue;
