@@ -10,7 +10,7 @@ import type { ApplyOptions, ApplyResult } from './types.js';
 
 export type * from './types.js';
 export type { GroupOutcome, Outcome } from './group-outcomes.js';
-export { GroupOutcomes, memberArchive } from './group-outcomes.js';
+export { GroupOutcomes } from './group-outcomes.js';
 export { APPLY_CACHE_KIB, ApplyRun, newApplyResult } from './run.js';
 
 /**

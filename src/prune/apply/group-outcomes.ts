@@ -21,11 +21,6 @@ export interface GroupOutcome extends Omit<Outcome, 'archive'> {
   archives?: readonly string[];
 }
 
-/** The archive that holds the i-th member of a group whose outcome is o, or null (none, or not archived). */
-export function memberArchive(o: GroupOutcome, i: number): string | null {
-  return o.archives?.[i] ?? null;
-}
-
 /** A pass's outcome of each plan group, held as little as it can be (moved out of ./apply.ts as it was). */
 
 /** The reasons a group is deleted for, by code (see GroupOutcomes.archived); a reason not listed is stored whole. */

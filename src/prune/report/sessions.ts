@@ -2,7 +2,7 @@ import { LazyList } from '../../io/lazy-list.js';
 import { issueText, issueTodo } from '../../picoclaw/inventory/issues.js';
 import { holdDetail } from '../../state/holds.js';
 import { pinDetail } from '../../state/pins.js';
-import { memberArchive, type ApplyResult, type GroupOutcome } from '../apply/apply.js';
+import type { ApplyResult, GroupOutcome } from '../apply/apply.js';
 import { cronJobId } from '../plan/cron.js';
 
 /** One session as the prune report lists it (text, --json, the daemon's /prune). */
@@ -85,7 +85,7 @@ export function sessionEntry(
     estimated_db_bytes: c.dbFacts?.contentBytes ? Math.round(g.estimatedDbBytes / g.members.length) : null,
     issues: m.issues,
     // Its own archive: each member of a group has one (never the group's last for all of them).
-    archive: c.noArchivePaths ? null : memberArchive(outcome, i),
+    archive: c.noArchivePaths ? null : (outcome.archives?.[i] ?? null),
     partly_deleted: 'partial' in outcome && outcome.partial ? outcome.partial : null,
     cron_job: cronJobId(m.key),
   };
