@@ -70,7 +70,10 @@ export interface RestoreOptions {
   holdDays?: number;
   /** The clock (default: now). */
   nowMs?: number;
-  /** Test hook: called after each step of the writing (./restore-write.ts). */
+  /**
+   * Test hook: called after each step of the writing (./restore-write.ts); 'holds' comes only
+   * when holds were written (a step that writes nothing cannot fail or be cut).
+   */
   onStep?: (step: RestoreStep, key: string) => void;
 }
 
@@ -343,7 +346,7 @@ async function writeAll(
         `): the next prune pass may delete the restored sessions again; pass --state-dir ` +
         `as prune does`;
     }
-  } else o.onStep?.('holds', '');
+  }
 
   const failed: Planned[] = [];
   for (const p of planned) {

@@ -189,7 +189,7 @@ describe('restore: kills and full disks at every step', () => {
         const end = sessionFiles(w.sessionsDir);
         for (const [n] of end) expect(n.startsWith('.')).toBe(false);
       }),
-      { numRuns: 25 },
+      { numRuns: 400 },
     );
   }, 300_000);
 
