@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { errnoCode } from '../errors.js';
 import { formatBytes } from './bytes.js';
 
@@ -59,6 +59,8 @@ export interface SmallFileOptions {
   noFollow?: boolean;
   /** Override the kind's cap (tests). */
   maxBytes?: number;
+  /** Told what the open file is (its fstat), before it is checked and read. */
+  stat?: (st: Stats) => void;
 }
 
 export function fileType(mode: number): string {
@@ -101,8 +103,9 @@ function readToEof(fd: number, path: string, max: number, first: Buffer): Buffer
       off = 0;
     }
     let n: number;
+    const asked = Math.min(buf.length - off, max + 1 - total);
     try {
-      n = readSync(fd, buf, off, Math.min(buf.length - off, max + 1 - total), null);
+      n = readSync(fd, buf, off, asked, null);
     } catch (err) {
       const code = errnoCode(err) ?? 'error';
       throw new SmallFileError(path, 'unreadable', code, `cannot read ${path}: ${code}`);
@@ -112,6 +115,8 @@ function readToEof(fd: number, path: string, max: number, first: Buffer): Buffer
     off += n;
     if (total > max)
       throw new SmallFileError(path, 'too_large', 'EFBIG', `${path} is larger than ${formatBytes(max, CAP)}`);
+    // A regular file's read gives less than asked only at its end (read(2)): no read for the 0.
+    if (n < asked) break;
   }
   if (full.length === 0) return buf.subarray(0, off);
   full.push(buf.subarray(0, off));
@@ -145,6 +150,7 @@ export function withSmallFile<T>(
   const lend = !scratchLent;
   try {
     const st = fstatSync(fd);
+    opts.stat?.(st);
     if (!st.isFile()) {
       const type = fileType(st.mode);
       throw new SmallFileError(path, 'not_regular', type, `${path} is ${type}, not a regular file`);

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
@@ -19,7 +19,8 @@ import { tempDir } from '../support/tmp.js';
  * byte for byte what the in-memory inventory said (test/support/sessions-reference.ts, the
  * report as it was), on homes of any shape: ties in time, keys that differ by case or only
  * outside ASCII, a lone surrogate, duplicate keys, aliases, cron runs, undated sessions, bad
- * metas, transcripts that are missing, symlinks or folders, orphan transcripts and
+ * metas, metas and transcripts that are missing, symlinks, folders, FIFOs or unreadable (to an
+ * ordinary user), orphan transcripts and
  * conversations, seahorse rows tied by key or alias, pins and holds, two agents' folders.
  */
 
@@ -54,7 +55,20 @@ const TIMES = [
 ];
 const SQL_TIMES = ['2026-11-29 09:00:00', '2026-11-29 08:00:00', '2026-11-01 00:00:00', 'garbage'];
 
-type Shape = 'ok' | 'corrupt' | 'no_jsonl' | 'jsonl_symlink' | 'jsonl_dir' | 'only_jsonl' | 'meta_symlink' | 'dup_file';
+type Shape =
+  | 'ok'
+  | 'corrupt'
+  | 'no_jsonl'
+  | 'jsonl_symlink'
+  | 'jsonl_dir'
+  | 'jsonl_fifo'
+  | 'jsonl_unreadable'
+  | 'only_jsonl'
+  | 'meta_symlink'
+  | 'meta_dir'
+  | 'meta_fifo'
+  | 'meta_unreadable'
+  | 'dup_file';
 
 const session = fc.record({
   key: fc.constantFrom(...KEYS),
@@ -70,8 +84,13 @@ const session = fc.record({
     'no_jsonl',
     'jsonl_symlink',
     'jsonl_dir',
+    'jsonl_fifo',
+    'jsonl_unreadable',
     'only_jsonl',
     'meta_symlink',
+    'meta_dir',
+    'meta_fifo',
+    'meta_unreadable',
     'dup_file',
   ),
   second: fc.boolean(),
@@ -132,12 +151,18 @@ function build(home: string, h: Home): void {
     const metaPath = join(dir, `${base}.meta.json`);
     if (s.shape === 'jsonl_symlink') symlinkSync('/etc/hostname', jsonl);
     else if (s.shape === 'jsonl_dir') mkdirSync(jsonl, { recursive: true });
+    else if (s.shape === 'jsonl_fifo') execFileSync('mkfifo', [jsonl]);
     else if (s.shape !== 'no_jsonl') writeFileSync(jsonl, `${line(s.created)}\n${line(s.lastLine)}\n`);
+    // Unreadable only to an ordinary user (root reads it all the same): both readers must agree either way.
+    if (s.shape === 'jsonl_unreadable') chmodSync(jsonl, 0);
     if (s.shape === 'only_jsonl') return;
     if (s.shape === 'meta_symlink') {
       writeFileSync(join(dir, `${base}.target`), meta);
       symlinkSync(`${base}.target`, metaPath);
-    } else writeFileSync(metaPath, s.shape === 'corrupt' ? '{"key": ' : meta);
+    } else if (s.shape === 'meta_dir') mkdirSync(metaPath);
+    else if (s.shape === 'meta_fifo') execFileSync('mkfifo', [metaPath]);
+    else writeFileSync(metaPath, s.shape === 'corrupt' ? '{"key": ' : meta);
+    if (s.shape === 'meta_unreadable') chmodSync(metaPath, 0);
   });
   for (const e of h.extras) writeFileSync(join(main, e), 'x');
   if (h.seahorse) {

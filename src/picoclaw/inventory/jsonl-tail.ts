@@ -32,105 +32,111 @@ export function readLastLine(path: string, size: number, firstChunk = 8 * 1024):
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
-    // chunks[i] holds bytes [starts[i], starts[i] + chunks[i].length); chunks[0] is the newest read (lowest offset).
-    const chunks: Buffer[] = [];
-    const starts: number[] = [];
-    let pos = size;
-    let chunk = firstChunk;
-    const readBack = (): boolean => {
-      if (pos === 0) return false;
-      const len = Math.min(chunk, pos);
-      if (chunk < 1024 * 1024) chunk *= 2;
-      pos -= len;
-      // The first read of every file goes into one shared buffer: nothing read here outlives
-      // the call (the result is a string), and a fresh 8 KiB per session is garbage that piles
-      // up faster than it is collected on a 20,000-session home.
-      const b = chunks.length === 0 && len <= FIRST_READ.length ? FIRST_READ : Buffer.allocUnsafe(len);
-      let off = 0;
-      while (off < len) {
-        const n = readSync(fd, b, off, len - off, pos + off);
-        if (n === 0) break;
-        off += n;
-      }
-      chunks.unshift(b.subarray(0, off));
-      starts.unshift(pos);
-      return true;
-    };
-    /** The last '\n' strictly before absolute position `before`, reading further back as needed; -1 at file start. */
-    const newlineBefore = (before: number, limitBack: number): number | 'too_long' => {
-      for (;;) {
-        for (let i = chunks.length - 1; i >= 0; i--) {
-          const s0 = starts[i]!;
-          if (s0 >= before) continue;
-          const from = Math.min(before - s0 - 1, chunks[i]!.length - 1);
-          const k = from >= 0 ? chunks[i]!.lastIndexOf(0x0a, from) : -1;
-          if (k >= 0) return s0 + k;
-        }
-        if (before - pos > limitBack) return 'too_long';
-        if (!readBack()) return -1;
-      }
-    };
-    const slice = (from: number, to: number): Buffer => {
-      const parts: Buffer[] = [];
-      for (let i = 0; i < chunks.length; i++) {
-        const s0 = starts[i]!;
-        const e0 = s0 + chunks[i]!.length;
-        if (e0 <= from || s0 >= to) continue;
-        parts.push(chunks[i]!.subarray(Math.max(from, s0) - s0, Math.min(to, e0) - s0));
-      }
-      return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-    };
-    readBack();
-    const last = chunks[chunks.length - 1]!;
-    const truncated = last[last.length - 1] !== 0x0a;
-    const lastNl = newlineBefore(size, Infinity);
-    let term: number = lastNl === 'too_long' ? -1 : lastNl;
-    if (term < 0) return { createdAt: null, issue: truncated ? 'jsonl_truncated_last_line' : null };
-    for (;;) {
-      // Is the whole line already in memory? Then parse it (exactly, when small).
-      const inMemory = newlineBefore(term, term - pos);
-      if (inMemory !== 'too_long') {
-        const prev = inMemory;
-        const line = slice(prev + 1, term);
-        if (isBlank(line)) {
-          if (prev < 0) return { createdAt: null, issue: truncated ? 'jsonl_truncated_last_line' : null };
-          term = prev; // an empty line: PicoClaw's reader skips it, so do we
-          continue;
-        }
-        return decodeLine(line, truncated);
-      }
-      // A line longer than what was read (a big tool result): walk it backwards from its end,
-      // jumping over strings, to the top-level "created_at" (Go writes it right after the
-      // content, so the big content itself is never read).
-      const found = backwardTopLevelString(
-        (abs) => {
-          for (let i = chunks.length - 1; i >= 0; i--) {
-            const s0 = starts[i]!;
-            if (abs >= s0 && abs < s0 + chunks[i]!.length) return chunks[i]![abs - s0]!;
-          }
-          return -1;
-        },
-        (abs, byte) => {
-          for (let i = chunks.length - 1; i >= 0; i--) {
-            const s0 = starts[i]!;
-            if (abs < s0) continue;
-            const k = chunks[i]!.lastIndexOf(byte, Math.min(abs - s0, chunks[i]!.length - 1));
-            if (k >= 0) return s0 + k;
-          }
-          return -1;
-        },
-        () => (term - pos > MAX_LINE_BYTES + 1 ? false : readBack()),
-        () => pos,
-        term,
-        'created_at',
-        slice,
-      );
-      if (found === TOO_LONG) return { createdAt: null, issue: 'jsonl_last_line_too_long' };
-      if (found === undefined) return { createdAt: null, issue: 'jsonl_last_line_corrupt' };
-      return { createdAt: found, issue: truncated ? 'jsonl_truncated_last_line' : null };
-    }
+    return lastLineOf(fd, size, firstChunk);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** readLastLine on a regular file open at `fd` whose size is `size` (the caller closes it). */
+export function lastLineOf(fd: number, size: number, firstChunk = 8 * 1024): LastLine {
+  if (size === 0) return { createdAt: null, issue: null };
+  // chunks[i] holds bytes [starts[i], starts[i] + chunks[i].length); chunks[0] is the newest read (lowest offset).
+  const chunks: Buffer[] = [];
+  const starts: number[] = [];
+  let pos = size;
+  let chunk = firstChunk;
+  const readBack = (): boolean => {
+    if (pos === 0) return false;
+    const len = Math.min(chunk, pos);
+    if (chunk < 1024 * 1024) chunk *= 2;
+    pos -= len;
+    // The first read of every file goes into one shared buffer: nothing read here outlives
+    // the call (the result is a string), and a fresh 8 KiB per session is garbage that piles
+    // up faster than it is collected on a 20,000-session home.
+    const b = chunks.length === 0 && len <= FIRST_READ.length ? FIRST_READ : Buffer.allocUnsafe(len);
+    let off = 0;
+    while (off < len) {
+      const n = readSync(fd, b, off, len - off, pos + off);
+      if (n === 0) break;
+      off += n;
+    }
+    chunks.unshift(b.subarray(0, off));
+    starts.unshift(pos);
+    return true;
+  };
+  /** The last '\n' strictly before absolute position `before`, reading further back as needed; -1 at file start. */
+  const newlineBefore = (before: number, limitBack: number): number | 'too_long' => {
+    for (;;) {
+      for (let i = chunks.length - 1; i >= 0; i--) {
+        const s0 = starts[i]!;
+        if (s0 >= before) continue;
+        const from = Math.min(before - s0 - 1, chunks[i]!.length - 1);
+        const k = from >= 0 ? chunks[i]!.lastIndexOf(0x0a, from) : -1;
+        if (k >= 0) return s0 + k;
+      }
+      if (before - pos > limitBack) return 'too_long';
+      if (!readBack()) return -1;
+    }
+  };
+  const slice = (from: number, to: number): Buffer => {
+    const parts: Buffer[] = [];
+    for (let i = 0; i < chunks.length; i++) {
+      const s0 = starts[i]!;
+      const e0 = s0 + chunks[i]!.length;
+      if (e0 <= from || s0 >= to) continue;
+      parts.push(chunks[i]!.subarray(Math.max(from, s0) - s0, Math.min(to, e0) - s0));
+    }
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  };
+  readBack();
+  const last = chunks[chunks.length - 1]!;
+  const truncated = last[last.length - 1] !== 0x0a;
+  const lastNl = newlineBefore(size, Infinity);
+  let term: number = lastNl === 'too_long' ? -1 : lastNl;
+  if (term < 0) return { createdAt: null, issue: truncated ? 'jsonl_truncated_last_line' : null };
+  for (;;) {
+    // Is the whole line already in memory? Then parse it (exactly, when small).
+    const inMemory = newlineBefore(term, term - pos);
+    if (inMemory !== 'too_long') {
+      const prev = inMemory;
+      const line = slice(prev + 1, term);
+      if (isBlank(line)) {
+        if (prev < 0) return { createdAt: null, issue: truncated ? 'jsonl_truncated_last_line' : null };
+        term = prev; // an empty line: PicoClaw's reader skips it, so do we
+        continue;
+      }
+      return decodeLine(line, truncated);
+    }
+    // A line longer than what was read (a big tool result): walk it backwards from its end,
+    // jumping over strings, to the top-level "created_at" (Go writes it right after the
+    // content, so the big content itself is never read).
+    const found = backwardTopLevelString(
+      (abs) => {
+        for (let i = chunks.length - 1; i >= 0; i--) {
+          const s0 = starts[i]!;
+          if (abs >= s0 && abs < s0 + chunks[i]!.length) return chunks[i]![abs - s0]!;
+        }
+        return -1;
+      },
+      (abs, byte) => {
+        for (let i = chunks.length - 1; i >= 0; i--) {
+          const s0 = starts[i]!;
+          if (abs < s0) continue;
+          const k = chunks[i]!.lastIndexOf(byte, Math.min(abs - s0, chunks[i]!.length - 1));
+          if (k >= 0) return s0 + k;
+        }
+        return -1;
+      },
+      () => (term - pos > MAX_LINE_BYTES + 1 ? false : readBack()),
+      () => pos,
+      term,
+      'created_at',
+      slice,
+    );
+    if (found === TOO_LONG) return { createdAt: null, issue: 'jsonl_last_line_too_long' };
+    if (found === undefined) return { createdAt: null, issue: 'jsonl_last_line_corrupt' };
+    return { createdAt: found, issue: truncated ? 'jsonl_truncated_last_line' : null };
   }
 }
 

@@ -7,7 +7,7 @@ import {
   JSONL_SUFFIX,
   lstatOrNull,
   META_SUFFIX,
-  readSession,
+  readSessionAt,
   type FileFacts,
   type IgnoredEntry,
   type StoredSession,
@@ -16,14 +16,18 @@ import {
 /**
  * One sessions folder read as a stream of its entries, in the folder's own order: what it holds
  * at any time is one entry, whatever the folder's size (scanStore lists and sorts every name
- * first). Each session is read at its `.meta.json`, its transcript looked up beside it; a
- * transcript without a meta is handed over by name only, and the caller asks `orphanFacts`
- * for it when it reports it. It tells the same sessions, orphans and ignored entries as scanStore.
+ * first). Each session is read at its `.meta.json`, its transcript looked up beside it; every
+ * transcript is also handed over by name, and the caller tells the orphans (those no session
+ * took) and asks `orphanFacts` for them when it reports them. It tells the same sessions,
+ * orphans and ignored entries as scanStore.
  */
 
 export interface FolderSink {
   session(s: StoredSession): void;
-  /** A `.jsonl` that is a regular file without a regular `.meta.json` beside it (an orphan), by base. */
+  /**
+   * A `.jsonl` that is a regular file, by base: an orphan unless a session of the same base came
+   * (or comes) to `session`, in either order.
+   */
   jsonl(base: string): void;
   ignored(e: IgnoredEntry): void;
 }
@@ -42,13 +46,6 @@ function kindOf(d: Dirent, path: string): Kind | null {
   if (d.isFIFO() || d.isSocket() || d.isBlockDevice() || d.isCharacterDevice()) return 'other';
   const st = lstatOrNull(path);
   return st === null ? null : kindOfStats(st);
-}
-
-/** The transcript beside a meta: its facts, 'bad' when the name is not a regular file, undefined when absent. */
-function transcript(path: string): FileFacts | 'bad' | undefined {
-  const st = lstatOrNull(path);
-  if (st === null) return undefined;
-  return kindOfStats(st) === 'file' ? facts(path, st) : 'bad';
 }
 
 /** Stream `dir` into `sink`; `exists` false when there is no such folder, `error` when it cannot be read. */
@@ -72,27 +69,20 @@ export function streamStore(dir: string, sink: FolderSink): { exists: boolean; e
         continue;
       }
       const path = prefix + name;
-      if (kind === 'meta') {
-        const st = lstatOrNull(path);
-        if (st === null) continue;
-        const k = kindOfStats(st);
-        if (k !== 'file') {
-          sink.ignored({ name, why: k === 'other' ? 'not_a_regular_file' : k });
-          continue;
-        }
-        const base = name.slice(0, -META_SUFFIX.length);
-        sink.session(readSession(dir, base, facts(path, st), transcript(prefix + base + JSONL_SUFFIX)));
-        continue;
-      }
       const k = kindOf(e, path);
       if (k === null) continue;
+      if (kind === 'meta' && k === 'file') {
+        // Read by name: the open descriptor says what the name is now (readSessionAt).
+        const base = name.slice(0, -META_SUFFIX.length);
+        const r = readSessionAt(dir, base, path, prefix + base + JSONL_SUFFIX);
+        if (typeof r === 'string') sink.ignored({ name, why: r });
+        else if (r !== null) sink.session(r);
+        continue;
+      }
       if (k !== 'file') sink.ignored({ name, why: k === 'other' ? 'not_a_regular_file' : k });
       else if (kind === 'legacy') sink.ignored({ name, why: 'legacy_json' });
-      else {
-        const base = name.slice(0, -JSONL_SUFFIX.length);
-        // Its meta takes it, when there is one: else it is an orphan, which PicoClaw does not list.
-        if (lstatOrNull(prefix + base + META_SUFFIX)?.isFile() !== true) sink.jsonl(base);
-      }
+      // Its meta takes it, when there is one (the caller knows): else it is an orphan.
+      else sink.jsonl(name.slice(0, -JSONL_SUFFIX.length));
     }
   } catch (err) {
     error = `cannot list ${dir}: ${errnoCode(err) ?? String(err)}`;

@@ -1,12 +1,12 @@
 import { join } from 'node:path';
 import { rootSortKey } from '../../io/collate.js';
 import { openWorkingDb, type WorkingDb } from '../../io/working-db.js';
-import type { Database } from '../../io/sqlite.js';
+import type { Database, Statement } from '../../io/sqlite.js';
 import type { PicoClawHome } from '../home.js';
 import { dbFileBytes, eachConversation, openSeahorseRead, type ConversationStat } from '../seahorse.js';
 import { parseSqliteTime, usable } from '../time.js';
 import type { OrphanConversation, SeahorseSummary, SessionTimes } from './inventory.js';
-import { groupKeys } from './key-claims.js';
+import { isMainAlias } from '../keys.js';
 import {
   META_SUFFIX,
   storeTimes,
@@ -19,10 +19,15 @@ import { orphanFacts, streamStore } from './stream-scan.js';
 
 /**
  * The inventory in a working database (src/io/working-db.ts): every session of every agent and
- * what seahorse.db holds for it, as rows, not objects. seahorse's conversations are copied first;
- * each session is tied to those its key or aliases name (an index look-up) as it is stored; the
- * reports read it back in pages, in the order they print. What this holds in memory is a page,
- * whatever the home's size. It reads the home; it never writes there.
+ * what seahorse.db holds for it, as rows, not objects. seahorse's conversations are copied first,
+ * then each folder is streamed in, a row a session; once all are in, one pass of SQL ties each
+ * session to the conversations its key or aliases name, dates it by them, and tells the orphans.
+ * The reports read it back in pages, in the order they print. What this holds in memory is a
+ * page, whatever the home's size. It reads the home; it never writes there.
+ *
+ * Why this file is long: the schema, the filling and the reads are one contract (each read's
+ * order is an index the schema makes, each column one the filling writes); split, a change to
+ * one would have to be made in three files that only make sense together.
  */
 
 /** A session as a report reads it: one row and its conversations. */
@@ -68,6 +73,17 @@ interface SessionRow {
   issues: string | null;
 }
 
+/** The columns of a Keyed. */
+const KEYED_COLS = `key_j, agent, last_ms, jsonl_bytes, meta_bytes, messages, n_conv, conv_messages,
+  issues IS NOT NULL AS has_issues`;
+type KeyedRow = Pick<SessionRow, 'key_j' | 'agent' | 'last_ms' | 'jsonl_bytes' | 'meta_bytes' | 'messages'> & {
+  n_conv: number;
+  conv_messages: number;
+  has_issues: number;
+};
+/** The columns of the session order's index. */
+type OrderCols = Pick<SessionRow, 'o_null' | 'o_neg' | 'sk_key'>;
+
 /** Rows a page of the session order holds. */
 const PAGE = 64;
 
@@ -75,18 +91,43 @@ const SCHEMA = `
   CREATE TABLE session(
     id INTEGER PRIMARY KEY, folder INTEGER NOT NULL, agent INTEGER NOT NULL, base TEXT NOT NULL,
     name16 BLOB, key_j TEXT, aliases TEXT, jsonl_bytes INTEGER, meta_bytes INTEGER,
-    messages INTEGER, times_j TEXT NOT NULL, last_ms REAL, issues TEXT, n_conv INTEGER NOT NULL,
-    conv_messages INTEGER NOT NULL,
+    messages INTEGER, times_j TEXT NOT NULL, last_ms REAL, issues TEXT, n_conv INTEGER NOT NULL DEFAULT 0,
+    conv_messages INTEGER NOT NULL DEFAULT 0, key_t,
     o_null INTEGER NOT NULL, o_neg REAL NOT NULL, sk_key BLOB NOT NULL, o_js INTEGER NOT NULL);
-  CREATE INDEX session_order ON session(o_null, o_neg, sk_key, id);
-  CREATE INDEX session_issues ON session(folder, name16) WHERE issues IS NOT NULL;
+  -- A session's other keys that name seahorse conversations (key_t is its own).
+  CREATE TABLE skey(session INTEGER NOT NULL, key NOT NULL);
   CREATE TABLE conv(id INTEGER PRIMARY KEY, conversation_id, key, messages, summaries,
     last_message_at, created_at, last_ms REAL, orphan_ms REAL);
   -- Covering: a session's look-up of its conversations reads the index alone.
   CREATE INDEX conv_key ON conv(key, id, last_ms, messages);
   CREATE TABLE tie(session INTEGER NOT NULL, conv INTEGER NOT NULL, PRIMARY KEY(session, conv)) WITHOUT ROWID;
+  -- Every transcript first; those a session took go once the folders are read.
+  CREATE TABLE orphan(folder INTEGER NOT NULL, base TEXT NOT NULL, name16 BLOB);
+`;
+
+/** The newer of a session's own last activity and its conversations' (x.l), either null. */
+const NEWEST = '(CASE WHEN x.l IS NULL THEN last_ms WHEN last_ms IS NULL THEN x.l ELSE max(last_ms, x.l) END)';
+
+/**
+ * After the scan, in one go: each session tied to the conversations its keys name (key_t and
+ * skey hold only text: SQLite compares no number or blob equal to them), its last activity and
+ * conversation figures from them; then the indexes the reads use; the orphans are the
+ * transcripts no session of their folder and base took.
+ */
+const SETTLE = `
+  INSERT OR IGNORE INTO tie(session, conv)
+    SELECT s.id, c.id FROM session s JOIN conv c ON c.key = s.key_t WHERE s.key_t IS NOT NULL
+    UNION ALL SELECT a.session, c.id FROM skey a JOIN conv c ON c.key = a.key;
   CREATE INDEX tie_conv ON tie(conv);
-  CREATE TABLE orphan(folder INTEGER NOT NULL, base TEXT NOT NULL, name16 BLOB NOT NULL);
+  UPDATE session SET n_conv = x.n, conv_messages = x.m, last_ms = ${NEWEST}, o_null = ${NEWEST} IS NULL,
+      o_neg = coalesce(-${NEWEST}, 0)
+    FROM (SELECT t.session AS sid, count(*) AS n, sum(c.messages) AS m, max(c.last_ms) AS l
+            FROM tie t JOIN conv c ON c.id = t.conv GROUP BY t.session) AS x
+    WHERE session.id = x.sid;
+  CREATE INDEX session_order ON session(o_null, o_neg, sk_key, id);
+  CREATE INDEX session_issues ON session(folder, name16) WHERE issues IS NOT NULL;
+  DELETE FROM orphan WHERE (folder, base) IN (SELECT folder, base FROM session);
+  UPDATE orphan SET name16 = utf16be(base || '.jsonl');
   CREATE INDEX orphan_name ON orphan(folder, name16);
 `;
 
@@ -125,6 +166,12 @@ export interface Keyed {
   hasIssues: boolean;
 }
 
+/** What the order of sessions with one last activity reads: the key, then `<dir>/<base>`. */
+export interface Ordered {
+  key: string | null;
+  id: string;
+}
+
 export interface WorkingInventory {
   home: PicoClawHome;
   seahorse: SeahorseSummary;
@@ -140,6 +187,10 @@ export interface WorkingInventory {
   withIssues(): Iterable<WorkingSession>;
   /** Every session's figures, in no order: one walk of the table, none of its conversations' rows. */
   keyed(): Iterable<Keyed>;
+  /** The figures of the sessions whose key starts with `prefix` (plain ASCII), in no order. */
+  keyedStarting(prefix: string): Iterable<Keyed>;
+  /** Every session's figures in the order of byActivity, none of its conversations' rows. */
+  byActivityKeyed(): Iterable<Keyed & Ordered>;
   /** The sessions of these agents and keys (few), in the scan's order, one entry a session. */
   named(which: readonly { agent: string; key: string }[]): { agent: string; key: string }[];
   orphanJsonl(): Iterable<{ agent: string; file: FileFacts }>;
@@ -153,7 +204,7 @@ export interface WorkingOptions {
   /** The gateway is down and nothing may be written beside seahorse.db (seahorseReadMode's `gatewayDown`). */
   quietSeahorse?: boolean;
   /** The order of sessions with the same last activity (the report's). */
-  compareKeys: (a: WorkingSession, b: WorkingSession) => number;
+  compareKeys: (a: Ordered, b: Ordered) => number;
   /** Where the working file may go (src/io/working-db.ts chooses by default). */
   workDirs?: string[];
 }
@@ -201,27 +252,11 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
   const storeErrors: WorkingInventory['storeErrors'] = [];
   const insSession = db.prepare(
     `INSERT INTO session(folder, agent, base, name16, key_j, aliases, jsonl_bytes, meta_bytes, messages,
-       times_j, last_ms, issues, n_conv, conv_messages, o_null, o_neg, sk_key, o_js)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       times_j, last_ms, issues, o_null, o_neg, sk_key, o_js, key_t)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  // A key that is not text (not PicoClaw's) is no session's: SQLite would compare a number to a
-  // key's text as text.
-  /** The conversations that n keys name, in their order: one statement for each n met. */
-  const named = new Map<number, ReturnType<Database['prepare']>>();
-  const convsNamed = (keys: string[]) => {
-    let st = named.get(keys.length);
-    if (!st)
-      named.set(
-        keys.length,
-        (st = db.prepare(
-          `SELECT id, last_ms, messages FROM conv WHERE key IN (${keys.map(() => '?').join(', ')}) AND typeof(key) = 'text'
-            ORDER BY id`,
-        )),
-      );
-    return st.all(keys) as { id: number; last_ms: number | null; messages: number }[];
-  };
-  const insTie = db.prepare('INSERT OR IGNORE INTO tie(session, conv) VALUES (?, ?)');
-  const insOrphan = db.prepare('INSERT INTO orphan(folder, base, name16) VALUES (?, ?, ?)');
+  const insKey = db.prepare('INSERT INTO skey(session, key) VALUES (?, ?)');
+  const insOrphan = db.prepare('INSERT INTO orphan(folder, base) VALUES (?, ?)');
   /** Agents by their number in the rows, with their totals (the home's agents first, in its order). */
   const perAgent: WorkingInventory['perAgent'] = [];
   const agentNumber = new Map<string, number>();
@@ -236,7 +271,6 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
   for (const a of agentIds) agentOfRow(a);
   let sessions = 0;
   let withIssues = 0;
-  let undated = 0;
   const withConversations = seahorse.conversations > 0;
   db.exec('BEGIN');
   home.sessionsDirs.forEach(({ dir, agents }, folder) => {
@@ -244,20 +278,9 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
     const r = streamStore(dir, {
       session(s) {
         const t = storeTimes(s);
-        let last = newest(t.updatedAt, t.createdAt, t.lastLine);
+        const last = newest(t.updatedAt, t.createdAt, t.lastLine);
         const key = s.key;
         const aliases = s.parsedMeta?.aliases ?? [];
-        // The conversations its key and aliases name. A key with a lone surrogate names none
-        // (SQLite's text never holds one), and SQLite's UTF-8 would make it another key.
-        const convs: number[] = [];
-        let convMessages = 0;
-        const keys = withConversations ? groupKeys(key, aliases, agentIds).filter((k) => !LONE_SURROGATE.test(k)) : [];
-        if (keys.length > 0)
-          for (const c of convsNamed(keys)) {
-            convs.push(c.id);
-            convMessages += c.messages;
-            last = newest(last, c.last_ms);
-          }
         const skKey = rootSortKey(key ?? '');
         const agent = agentOfRow(agentOf(s, agents));
         const totals = perAgent[agent]!;
@@ -267,7 +290,6 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
         totals.messages += s.parsedMeta?.count ?? 0;
         sessions++;
         if (s.issues.length > 0) withIssues++;
-        if (last === null) undated++;
         const row = insSession.run(
           folder,
           agent,
@@ -281,17 +303,20 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
           JSON.stringify([s.parsedMeta?.updatedAt ?? null, s.parsedMeta?.createdAt ?? null, s.lastLineCreatedAt]),
           last,
           s.issues.length > 0 ? JSON.stringify(s.issues) : null,
-          convs.length,
-          convMessages,
           last === null ? 1 : 0,
           last === null ? 0 : -last,
           skKey ?? EMPTY,
           skKey === null ? 1 : 0,
+          // A key with a lone surrogate names no conversation (SQLite's text never holds one, and
+          // its UTF-8 would make it another key); nor does the empty key, or a main alias.
+          withConversations && key && !LONE_SURROGATE.test(key) ? key : null,
         );
-        for (const c of convs) insTie.run(row.lastInsertRowid, c);
+        if (withConversations)
+          for (const a of aliases)
+            if (a !== key && !isMainAlias(a, agentIds) && !LONE_SURROGATE.test(a)) insKey.run(row.lastInsertRowid, a);
       },
       jsonl(base) {
-        insOrphan.run(folder, base, utf16(base + '.jsonl'));
+        insOrphan.run(folder, base);
       },
       ignored(e) {
         here.push(e);
@@ -302,7 +327,10 @@ function fill(work: WorkingDb, home: PicoClawHome, opts: WorkingOptions): Workin
     here.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const e of here) ignored.push({ dir, entry: e });
   });
+  db.function('utf16be', { deterministic: true }, (t) => utf16(t as string));
+  db.exec(SETTLE);
   db.exec('COMMIT');
+  const undated = (db.prepare('SELECT count(*) FROM session WHERE last_ms IS NULL').pluck().get() as number) ?? 0;
   return reader(work, home, {
     seahorse,
     ignored,
@@ -341,7 +369,7 @@ interface Made {
   counts: WorkingInventory['counts'];
   perAgent: WorkingInventory['perAgent'];
   agentNumber: Map<string, number>;
-  compareKeys: (a: WorkingSession, b: WorkingSession) => number;
+  compareKeys: (a: Ordered, b: Ordered) => number;
 }
 
 /** Pages of rows in an index's order: each page a query of its own, so other queries may run between. */
@@ -420,15 +448,15 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
       ([n, t]) => `${n}:${t}`,
     ),
   );
-  function* byActivity(): Generator<WorkingSession> {
-    let run: WorkingSession[] = [];
+  /** Rows in the index's order, each run the index cannot order put in order by compareKeys. */
+  function* ordered<R extends OrderCols, T extends Ordered>(
+    pages: Iterable<R[]>,
+    make: (rows: R[]) => (r: R) => T,
+  ): Generator<T> {
+    let run: T[] = [];
     let runAt: string | null = null;
-    const pages = paged(
-      () => firstPage.all() as SessionRow[],
-      (l) => nextPage.all(l.o_null, l.o_neg, l.sk_key, l.id) as SessionRow[],
-    );
     for (const page of pages) {
-      const convs = pageConversations(page);
+      const one = make(page);
       for (const r of page) {
         const time = `${r.o_null}:${r.o_neg}`;
         const at = mixedRuns.has(time) ? time : `${time}:${r.sk_key.toString('latin1')}`;
@@ -438,11 +466,44 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
           run = [];
           runAt = at;
         }
-        run.push(session(r, convs));
+        run.push(one(r));
       }
     }
     if (run.length > 1) run.sort(compareKeys);
     yield* run;
+  }
+  function byActivity(): Iterable<WorkingSession> {
+    const pages = paged(
+      () => firstPage.all() as SessionRow[],
+      (l) => nextPage.all(l.o_null, l.o_neg, l.sk_key, l.id) as SessionRow[],
+    );
+    return ordered(pages, (page) => {
+      const convs = pageConversations(page);
+      return (r) => session(r, convs);
+    });
+  }
+  // No other query runs while it is read: one walk of the index, in pages of the cursor's own.
+  const keyedOrdered = db.prepare(
+    `SELECT ${KEYED_COLS}, o_null, o_neg, sk_key, folder, base FROM session ORDER BY o_null, o_neg, sk_key, id`,
+  );
+  function* cursorPages<R>(st: Statement, ...args: unknown[]): Generator<R[]> {
+    let page: R[] = [];
+    for (const r of st.iterate(...args) as Iterable<R>) {
+      page.push(r);
+      if (page.length === PAGE) {
+        yield page;
+        page = [];
+      }
+    }
+    if (page.length > 0) yield page;
+  }
+  function byActivityKeyed(): Iterable<Keyed & Ordered> {
+    type R = KeyedRow & OrderCols & { folder: number; base: string };
+    return ordered(cursorPages<R>(keyedOrdered), () => (r) => {
+      const k = keyedOf(r) as Keyed & Ordered;
+      k.id = `${dirs[r.folder]!}/${r.base}`;
+      return k;
+    });
   }
   const issuesPage = db.prepare(
     `SELECT ${COLS} FROM session WHERE issues IS NOT NULL AND (folder, name16) > (?, ?)
@@ -512,28 +573,28 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
     ))
       for (const { id: _id, ...o } of page) yield o;
   }
-  const keyedAll = db.prepare(
-    `SELECT key_j, agent, last_ms, jsonl_bytes, meta_bytes, messages, n_conv, conv_messages,
-            issues IS NOT NULL AS has_issues FROM session`,
-  );
-  function* keyed(): Generator<Keyed> {
-    type K = Pick<SessionRow, 'key_j' | 'agent' | 'last_ms' | 'jsonl_bytes' | 'meta_bytes' | 'messages'> & {
-      n_conv: number;
-      conv_messages: number;
-      has_issues: number;
+  const keyedAll = db.prepare(`SELECT ${KEYED_COLS} FROM session`);
+  // A JSON string starts with the quote and, for plain ASCII, the prefix as it is.
+  const keyedPrefix = db.prepare(`SELECT ${KEYED_COLS} FROM session WHERE substr(key_j, 1, ?) = ?`);
+  function keyedOf(r: KeyedRow): Keyed {
+    return {
+      key: r.key_j === null ? null : (JSON.parse(r.key_j) as string),
+      agent: perAgent[r.agent]!.agent,
+      lastActivityMs: r.last_ms,
+      jsonlBytes: r.jsonl_bytes,
+      metaBytes: r.meta_bytes,
+      messages: r.messages,
+      conversationCount: r.n_conv,
+      conversationMessages: r.conv_messages,
+      hasIssues: r.has_issues === 1,
     };
-    for (const r of keyedAll.iterate() as Iterable<K>)
-      yield {
-        key: r.key_j === null ? null : (JSON.parse(r.key_j) as string),
-        agent: perAgent[r.agent]!.agent,
-        lastActivityMs: r.last_ms,
-        jsonlBytes: r.jsonl_bytes,
-        metaBytes: r.meta_bytes,
-        messages: r.messages,
-        conversationCount: r.n_conv,
-        conversationMessages: r.conv_messages,
-        hasIssues: r.has_issues === 1,
-      };
+  }
+  function* keyed(): Generator<Keyed> {
+    for (const r of keyedAll.iterate() as Iterable<KeyedRow>) yield keyedOf(r);
+  }
+  function* keyedStarting(prefix: string): Generator<Keyed> {
+    if (!/^[\x20-\x7e]*$/.test(prefix) || /["\\]/.test(prefix)) throw new Error(`not a plain ASCII prefix: ${prefix}`);
+    for (const r of keyedPrefix.iterate(prefix.length + 1, `"${prefix}`) as Iterable<KeyedRow>) yield keyedOf(r);
   }
   return {
     home,
@@ -545,6 +606,8 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
     byActivity,
     withIssues,
     keyed,
+    keyedStarting,
+    byActivityKeyed,
     named,
     orphanJsonl,
     orphanConversations,

@@ -15,7 +15,8 @@ import type { Policy } from '../policy.js';
  */
 
 const DAY_MS = 86_400_000;
-const PREFIX = 'agent:cron-';
+/** The start of every cron run's key. */
+export const CRON_KEY_PREFIX = 'agent:cron-';
 /** uuid.New().String(): lower-case 8-4-4-4-12 hex (github.com/google/uuid). */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -26,8 +27,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * between the prefix and the trailing UUID, which has a fixed shape.
  */
 export function cronJobId(key: string | null): string | null {
-  if (key === null || !key.startsWith(PREFIX)) return null;
-  const rest = key.slice(PREFIX.length);
+  if (key === null || !key.startsWith(CRON_KEY_PREFIX)) return null;
+  const rest = key.slice(CRON_KEY_PREFIX.length);
   if (rest.length < 38 || rest[rest.length - 37] !== '-') return null;
   if (!UUID.test(rest.slice(-36))) return null;
   return rest.slice(0, -37);
