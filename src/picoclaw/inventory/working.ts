@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { rootSortKey } from '../../io/collate.js';
 import { openWorkingDb, type WorkingDb } from '../../io/working-db.js';
-import type { Database, Statement } from '../../io/sqlite.js';
+import type { Database } from '../../io/sqlite.js';
 import type { PicoClawHome } from '../home.js';
 import { dbFileBytes, eachConversation, openSeahorseRead, type ConversationStat } from '../seahorse.js';
 import { parseSqliteTime, usable } from '../time.js';
@@ -406,15 +406,18 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
   };
   const COLS = `id, folder, name16, o_null, o_neg, sk_key, o_js, agent, base, key_j, aliases,
     jsonl_bytes, meta_bytes, messages, times_j, last_ms, issues`;
-  const firstPage = db.prepare(`SELECT ${COLS} FROM session ORDER BY o_null, o_neg, sk_key, id LIMIT ${PAGE}`);
-  const nextPage = db.prepare(
-    `SELECT ${COLS} FROM session WHERE (o_null, o_neg, sk_key, id) > (?, ?, ?, ?)
-      ORDER BY o_null, o_neg, sk_key, id LIMIT ${PAGE}`,
+  // Each session with its conversations, in the session order: one walk of the index, each
+  // session's ties and conversations looked up by their keys (the ties come in conversation order).
+  const joined = db.prepare(
+    `SELECT ${COLS.replace(/(\w+)/g, 's.$1')}, t.conv AS t_conv, c.conversation_id AS conversationId,
+            c.key AS c_key, c.messages AS c_messages, c.summaries, c.last_message_at AS lastMessageAt,
+            c.created_at AS createdAt
+       FROM session s LEFT JOIN tie t ON t.session = s.id LEFT JOIN conv c ON c.id = t.conv
+      ORDER BY s.o_null, s.o_neg, s.sk_key, s.id, t.conv`,
   );
-  const session = (r: SessionRow, convs: Map<number, ConversationStat[]>): WorkingSession => {
+  const session = (r: SessionRow, conversations: ConversationStat[]): WorkingSession => {
     const dir = dirs[r.folder]!;
     const [updated, created, lastLine] = JSON.parse(r.times_j) as (string | null)[];
-    const conversations = convs.get(r.id) ?? [];
     let seahorseLast: string | null = null;
     for (const x of conversations)
       if (x.lastMessageAt && (seahorseLast === null || x.lastMessageAt > seahorseLast)) seahorseLast = x.lastMessageAt;
@@ -448,62 +451,75 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
       ([n, t]) => `${n}:${t}`,
     ),
   );
-  /** Rows in the index's order, each run the index cannot order put in order by compareKeys. */
-  function* ordered<R extends OrderCols, T extends Ordered>(
-    pages: Iterable<R[]>,
-    make: (rows: R[]) => (r: R) => T,
-  ): Generator<T> {
+  /**
+   * Items in the index's order, each run the index cannot order put in order by compareKeys.
+   * What it holds is one run (sessions of one last activity and key), whatever the home's size.
+   */
+  function* ordered<T extends Ordered>(items: Iterable<readonly [OrderCols, T]>): Generator<T> {
     let run: T[] = [];
     let runAt: string | null = null;
-    for (const page of pages) {
-      const one = make(page);
-      for (const r of page) {
-        const time = `${r.o_null}:${r.o_neg}`;
-        const at = mixedRuns.has(time) ? time : `${time}:${r.sk_key.toString('latin1')}`;
-        if (at !== runAt) {
-          if (run.length > 1) run.sort(compareKeys);
-          yield* run;
-          run = [];
-          runAt = at;
-        }
-        run.push(one(r));
+    for (const [r, item] of items) {
+      const time = `${r.o_null}:${r.o_neg}`;
+      const at = mixedRuns.has(time) ? time : `${time}:${r.sk_key.toString('latin1')}`;
+      if (at !== runAt) {
+        if (run.length > 1) run.sort(compareKeys);
+        yield* run;
+        run = [];
+        runAt = at;
       }
+      run.push(item);
     }
     if (run.length > 1) run.sort(compareKeys);
     yield* run;
   }
-  function byActivity(): Iterable<WorkingSession> {
-    const pages = paged(
-      () => firstPage.all() as SessionRow[],
-      (l) => nextPage.all(l.o_null, l.o_neg, l.sk_key, l.id) as SessionRow[],
-    );
-    return ordered(pages, (page) => {
-      const convs = pageConversations(page);
-      return (r) => session(r, convs);
-    });
+  type JoinedRow = SessionRow & {
+    t_conv: number | null;
+    conversationId: number;
+    c_key: string;
+    c_messages: number;
+    summaries: number;
+    lastMessageAt: string | null;
+    createdAt: string | null;
+  };
+  /** No other query runs while it is read (one cursor on the connection). */
+  function* sessionsJoined(): Generator<readonly [OrderCols, WorkingSession]> {
+    let cur: SessionRow | null = null;
+    let convs: ConversationStat[] = [];
+    for (const r of joined.iterate() as Iterable<JoinedRow>) {
+      if (cur === null || r.id !== cur.id) {
+        if (cur !== null) yield [cur, session(cur, convs)];
+        cur = r;
+        convs = [];
+      }
+      if (r.t_conv !== null)
+        convs.push({
+          conversationId: r.conversationId,
+          key: r.c_key,
+          messages: r.c_messages,
+          summaries: r.summaries,
+          lastMessageAt: r.lastMessageAt,
+          createdAt: r.createdAt,
+        });
+    }
+    if (cur !== null) yield [cur, session(cur, convs)];
   }
-  // No other query runs while it is read: one walk of the index, in pages of the cursor's own.
+  function byActivity(): Iterable<WorkingSession> {
+    return ordered(sessionsJoined());
+  }
+  // No other query runs while it is read: one walk of the index.
   const keyedOrdered = db.prepare(
     `SELECT ${KEYED_COLS}, o_null, o_neg, sk_key, folder, base FROM session ORDER BY o_null, o_neg, sk_key, id`,
   );
-  function* cursorPages<R>(st: Statement, ...args: unknown[]): Generator<R[]> {
-    let page: R[] = [];
-    for (const r of st.iterate(...args) as Iterable<R>) {
-      page.push(r);
-      if (page.length === PAGE) {
-        yield page;
-        page = [];
-      }
-    }
-    if (page.length > 0) yield page;
-  }
-  function byActivityKeyed(): Iterable<Keyed & Ordered> {
+  function* keyedInOrder(): Generator<readonly [OrderCols, Keyed & Ordered]> {
     type R = KeyedRow & OrderCols & { folder: number; base: string };
-    return ordered(cursorPages<R>(keyedOrdered), () => (r) => {
+    for (const r of keyedOrdered.iterate() as Iterable<R>) {
       const k = keyedOf(r) as Keyed & Ordered;
       k.id = `${dirs[r.folder]!}/${r.base}`;
-      return k;
-    });
+      yield [r, k];
+    }
+  }
+  function byActivityKeyed(): Iterable<Keyed & Ordered> {
+    return ordered(keyedInOrder());
   }
   const issuesPage = db.prepare(
     `SELECT ${COLS} FROM session WHERE issues IS NOT NULL AND (folder, name16) > (?, ?)
@@ -515,7 +531,7 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
       (l) => issuesPage.all(l.folder, l.name16) as SessionRow[],
     )) {
       const convs = pageConversations(page);
-      for (const r of page) yield session(r, convs);
+      for (const r of page) yield session(r, convs.get(r.id) ?? []);
     }
   }
   const keyOf = db.prepare('SELECT folder, base, key_j FROM session WHERE agent = ?');
