@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import type DatabaseT from 'better-sqlite3';
 
 export type Database = DatabaseT.Database;
+export type Statement = DatabaseT.Statement;
 
 const require = createRequire(import.meta.url);
 let ctor: typeof DatabaseT | undefined;

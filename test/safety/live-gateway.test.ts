@@ -74,8 +74,12 @@ describe('a live gateway', () => {
       'BEGIN; SELECT MAX(ordinal); INSERT)',
     () => {
       // SQLite does not apply busy_timeout when a transaction that has read upgrades to a write:
-      // it answers SQLITE_BUSY at once if another connection holds the write lock.
+      // it answers SQLITE_BUSY at once if another connection holds the write lock. The guard holds it
+      // only after 100 ms without a commit, so only a turn whose simulator paused that long between its
+      // message and its context item can meet it: those are counted apart (run.figures), every other
+      // refusal is a failure here. test/safety/write-lock-steps.test.ts puts the gateway at every step.
       expect(failuresMatching(/^writer failure x\d+: ctx:/)).toEqual([]);
+      expect(run.figures.ctxRefusedAfterPauseMs.every((ms) => ms >= 100)).toBe(true);
     },
   );
 

@@ -130,17 +130,29 @@ describe('WriteLock: taking seahorse.db write lock beside a live gateway', () =>
   );
 
   it(
-    'online, every BEGIN IMMEDIATE it tries runs with busy_timeout 0: a held ' + 'lock is an answer, never a wait',
+    'online, every attempt at the lock runs with busy_timeout 0: a held ' + 'lock is an answer, never a wait',
     async () => {
       const path = setup();
       const guard = new Database(path, { timeout: 5000 });
       const timeouts: number[] = [];
+      // An attempt is the statement that takes the lock: BEGIN IMMEDIATE, or the write that changes nothing
+      // inside a deferred transaction (src/prune/apply/write-lock.ts).
+      const attempt = (sql: string) => /^BEGIN IMMEDIATE$|^DELETE FROM .* WHERE 0$/.test(sql);
+      const record = () => timeouts.push(guard.pragma('busy_timeout', { simple: true }) as number);
       const spy = new Proxy(guard, {
         get(target, prop) {
           if (prop === 'exec') {
             return (sql: string) => {
-              if (sql === 'BEGIN IMMEDIATE') timeouts.push(target.pragma('busy_timeout', { simple: true }) as number);
+              if (attempt(sql)) record();
               return target.exec(sql);
+            };
+          }
+          if (prop === 'prepare') {
+            return (sql: string) => {
+              const st = target.prepare(sql);
+              if (!attempt(sql)) return st;
+              const run = st.run.bind(st);
+              return Object.assign(st, { run: (...a: unknown[]) => (record(), run(...a)) });
             };
           }
           const v = Reflect.get(target, prop, target) as unknown;

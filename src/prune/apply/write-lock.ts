@@ -1,4 +1,4 @@
-import type { Database } from '../../io/sqlite.js';
+import type { Database, Statement } from '../../io/sqlite.js';
 import { errnoCode } from '../../errors.js';
 
 /**
@@ -14,14 +14,21 @@ import { errnoCode } from '../../errors.js';
  *
  * - after no other connection has committed for quietMs (PRAGMA data_version does not move;
  *   the guard's own commits do not move it);
- * - without waiting for it: BEGIN IMMEDIATE runs with busy_timeout 0. A guard that waited in
- *   SQLite's busy handler would wake just after the gateway's message commit, which is the
- *   one moment its context-item transaction is between its read and its write. A lock that is
- *   held counts as activity: the guard waits for quiet again;
- * - and lets go at once if someone committed between its last look and its lock.
+ * - without waiting for it: busy_timeout 0. A guard that waited in SQLite's busy handler would
+ *   wake just after the gateway's message commit, which is the one moment its context-item
+ *   transaction is between its read and its write. A lock that is held counts as activity: the
+ *   guard waits for quiet again;
+ * - through a snapshot, so that no commit can slip in between the last look and the lock: a
+ *   deferred BEGIN, data_version read inside it (the version of the snapshot it starts, which
+ *   must still be the quiet one), then a write that changes nothing (DELETE ... WHERE 0), which
+ *   takes the lock. SQLite refuses that upgrade (SQLITE_BUSY_SNAPSHOT) if any connection
+ *   committed after the snapshot began, and SQLITE_BUSY if one holds the lock; either way the
+ *   guard lets go of a read it held, never of a lock, and waits again.
  *
- * What is left is a window of microseconds (the last look, BEGIN IMMEDIATE, the re-check).
- * Offline (quietMs 0) BEGIN IMMEDIATE simply waits through the connection's busy timeout.
+ * So when the guard holds the lock, the gateway's last commit is at least quietMs old: a
+ * context-item write can meet the lock only if the gateway paused that long between its
+ * message commit and its insert. Offline (quietMs 0) BEGIN IMMEDIATE simply waits through the
+ * connection's busy timeout.
  */
 
 /** The gateway kept writing: the rest of an online pass waits for a quieter moment. */
@@ -54,13 +61,19 @@ function isBusy(err: unknown): boolean {
 export class WriteLock {
   private lastVersion: number | null = null;
   private lastChangeAt = 0;
+  private statements: {
+    dataVersion: Statement;
+    begin: Statement;
+    claim: Statement | null;
+    rollback: Statement;
+  } | null = null;
 
   constructor(
     private readonly db: Database,
     private readonly opts: WriteLockOptions,
   ) {}
 
-  /** BEGIN IMMEDIATE, online only at a quiet moment. Throws GatewayBusy, or SQLite's error offline. */
+  /** A write transaction (the lock held), online only at a quiet moment. Throws GatewayBusy, or SQLite's error. */
   begin(): void {
     const db = this.db;
     if (this.opts.quietMs <= 0) {
@@ -68,17 +81,32 @@ export class WriteLock {
       return;
     }
     const start = performance.now();
-    // busy_timeout 0 while looking for the moment, so that the last look, the lock and the re-check follow
-    // each other within microseconds, and a held lock is an answer, not a wait.
+    const st = this.prepared();
+    // busy_timeout 0 while looking for the moment: a held lock is an answer, not a wait.
     const before = db.pragma('busy_timeout', { simple: true }) as number;
     db.pragma('busy_timeout = 0');
     try {
       for (;;) {
         const quietAt = this.waitForQuiet(start);
-        if (this.tryBegin()) {
-          if (this.version() === quietAt) return;
-          // Someone committed between the last look and the lock: let go at once and wait again.
-          db.exec('ROLLBACK');
+        if (st.claim === null) {
+          // No table to claim the lock with (an empty database): nothing of the gateway's to meet.
+          if (this.tryBegin()) return;
+        } else {
+          st.begin.run();
+          try {
+            // The snapshot starts here; its version is the quiet one, or someone committed since the last look.
+            if (st.dataVersion.get() === quietAt) {
+              st.claim.run();
+              return;
+            }
+          } catch (err) {
+            if (!isBusy(err)) {
+              if (db.inTransaction) st.rollback.run();
+              throw err;
+            }
+          }
+          // Only a read was held: letting go of it costs the gateway nothing.
+          if (db.inTransaction) st.rollback.run();
         }
         // Held by someone else, or just committed to: either way the database is not quiet.
         this.lastVersion = null;
@@ -88,8 +116,30 @@ export class WriteLock {
     }
   }
 
+  /** The statements of the online path, prepared once: a statement prepared per call would widen each step. */
+  private prepared(): NonNullable<WriteLock['statements']> {
+    if (this.statements) return this.statements;
+    const db = this.db;
+    // An ordinary table of main (not virtual, not SQLite's own): a DELETE that matches nothing takes the
+    // write lock and writes no page, and fires no trigger.
+    const table = db
+      .prepare(
+        `SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+           AND rootpage > 0 AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY rootpage LIMIT 1`,
+      )
+      .pluck()
+      .get() as string | undefined;
+    this.statements = {
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
+      begin: db.prepare('BEGIN DEFERRED'),
+      claim: table === undefined ? null : db.prepare(`DELETE FROM main."${table.replaceAll('"', '""')}" WHERE 0`),
+      rollback: db.prepare('ROLLBACK'),
+    };
+    return this.statements;
+  }
+
   private version(): number {
-    return this.db.pragma('data_version', { simple: true }) as number;
+    return this.prepared().dataVersion.get() as number;
   }
 
   /** BEGIN IMMEDIATE that does not wait: false when another connection holds the lock. */
