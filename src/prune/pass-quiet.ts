@@ -109,12 +109,14 @@ export function quietPaths(
   return [
     guardConfig,
     home.configPath,
-    home.home,
+    // Not the home's root, nor the PID file: a gateway writes and removes its PID file on every run, which
+    // moves the root's times, and neither is read by a plan (the agents and their folders come from
+    // config.json; a folder that appears is a recorded path that was absent). Whether the gateway runs is
+    // asked at the time of the answer.
     ...home.sessionsDirs.map((d) => d.dir),
     home.seahorsePath,
     `${home.seahorsePath}-wal`,
     `${home.seahorsePath}-shm`,
-    home.pidPath,
     join(stateDir, HOLDS_FILE),
     join(stateDir, PINS_FILE),
     join(stateDir, OWED_FILE),

@@ -45,7 +45,7 @@ import { tempDir } from '../support/tmp.js';
  */
 type Change =
   | { kind: 'newSession' | 'removeSession' | 'renameMeta' | 'appendJsonl'; pick: number }
-  | { kind: 'seahorseWrite' | 'walGrown' | 'pin' | 'unpin' | 'pastDue' | 'beforeAt' }
+  | { kind: 'seahorseWrite' | 'walGrown' | 'pin' | 'unpin' | 'pastDue' | 'beforeAt' | 'gatewayRan' }
   | { kind: 'policy'; maxAge: number; maxSessions: number }
   | { kind: 'flag'; maxAge: number };
 
@@ -67,6 +67,7 @@ const change: fc.Arbitrary<Change> = fc.oneof(
       'unpin' as const,
       'pastDue' as const,
       'beforeAt' as const,
+      'gatewayRan' as const,
     ),
   }),
   fc.record({
@@ -148,6 +149,14 @@ function insertMessage(db: string, keepWal: boolean): void {
   if (keepWal) for (const s of ['', '-wal', '-shm']) writeFileSync(`${db}${s}.keep`, readFileSync(`${db}${s}`));
   c.close();
   if (keepWal) for (const s of ['', '-wal', '-shm']) renameSync(`${db}${s}.keep`, `${db}${s}`);
+}
+
+/** A gateway's run that wrote nothing: its PID file written (temp file, rename, as pkg/pid does) and removed. */
+function gatewayRan(w: World): void {
+  const pid = join(w.home, '.picoclaw.pid');
+  writeFileSync(`${pid}.tmp`, JSON.stringify({ pid: 999_999_999, token: 't', version: 'v0.2.9' }));
+  renameSync(`${pid}.tmp`, pid);
+  unlinkSync(pid);
 }
 
 /** Apply one change; true when the fast path must not answer after it. */
@@ -236,6 +245,9 @@ function apply(w: World, c: Change): boolean {
         }),
       );
       return true;
+    case 'gatewayRan':
+      gatewayRan(w);
+      return false;
     case 'flag': {
       const same = w.flagAge === c.maxAge;
       w.flagAge = c.maxAge;
@@ -340,4 +352,17 @@ describe('the quiet pre-start pass', () => {
     expect(answered).toBeGreaterThan(0);
     expect(mustSee).toBeGreaterThan(0);
   }, 600_000);
+
+  it('answers after a gateway ran and wrote nothing (its PID file came and went), not while it runs', async () => {
+    const w = build(7, 8, true);
+    if (!(await prestart(w))) await runPrunePass(passOptions(w, true));
+    expect(await prestart(w)).toBe(true);
+    gatewayRan(w);
+    expect(answer(w)).not.toBeNull();
+    // A gateway that runs (its PID file names a live process): the full path, whatever the record says.
+    writeFileSync(join(w.home, '.picoclaw.pid'), JSON.stringify({ pid: process.pid, token: 't', version: 'v0.2.9' }));
+    expect(answer(w)).toBeNull();
+    unlinkSync(join(w.home, '.picoclaw.pid'));
+    expect(answer(w)).not.toBeNull();
+  });
 });
