@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,7 +24,9 @@ import { CLI, cliEnv, fmtMs, fmtRatio, hasGnuTime, median, ROOT, setTmpBase, tem
  * seahorse.db; the policy: 90 days, at most 10,000 sessions, no size limit) is built,
  * passes settle what the builder leaves (orphan conversations, a first VACUUM) until one takes the fast
  * path (src/prune/pass-quiet.ts), then each round runs, in turn: `node -e 0`, `prune --apply --if-enabled
- * --pre-start` on that home (the fast path), the same with a fresh state folder (the full no-op path), `--help` and
+ * --pre-start` on that home (the fast path), the same with a fresh state folder (the full no-op path), that
+ * once more with the pre-start unit's Node flags and malloc setting (picoclaw-guard-prestart.service: as the
+ * unit runs it), `--help` and
  * `prune --help`, with this build and, with `--before`, another build's cli.js (e.g. an older commit's,
  * built beside). Wall-clock medians over the rounds, and the ratio of each to `node -e 0`'s median; with GNU
  * time, one more round of each gives its CPU time (user + system), the figure a busy machine blurs least.
@@ -29,6 +40,8 @@ interface Row {
   args: (i: number) => string[];
   /** Done before each run of it, unmeasured. */
   prep?: () => void;
+  /** Its environment, when not the others'. */
+  env?: NodeJS.ProcessEnv;
   wall: number[];
   cpu: number[];
 }
@@ -76,7 +89,11 @@ function main(): number {
   }
   if (!recorded) throw new Error('no settling pass took the fast path');
   // The full no-op path: a state folder of its own each round, so no record is ever found.
-  const fresh = (i: number) => [...pass.slice(0, -1), join(dir, `state-full-${i}`)];
+  // A folder per build, row and round: one build's record would be the other's fast path.
+  const fresh = (build: string, row: string, i: number) => [
+    ...pass.slice(0, -1),
+    join(dir, `state-full-${build}-${row}-${i}`),
+  ];
 
   // A gateway's run that took no message: its PID file written (temp file and rename, as pkg/pid does) and
   // removed, which moves the home root's times.
@@ -86,6 +103,11 @@ function main(): number {
     renameSync(`${pidPath}.tmp`, pidPath);
     unlinkSync(pidPath);
   };
+  // The pre-start unit's Node flags and malloc setting (picoclaw-guard-prestart.service), given on the command line.
+  const unit = readFileSync(join(ROOT, 'picoclaw-guard-prestart.service'), 'utf8');
+  const unitFlags = (/^Environment="NODE_OPTIONS=([^"]*)"$/m.exec(unit)?.[1] ?? '').split(/\s+/).filter(Boolean);
+  if (unitFlags.length === 0) throw new Error('no NODE_OPTIONS in picoclaw-guard-prestart.service');
+  const unitEnv = { ...env, MALLOC_ARENA_MAX: /^Environment=MALLOC_ARENA_MAX=(\d+)$/m.exec(unit)?.[1] ?? '1' };
   const builds: [string, string][] = [['after', CLI]];
   if (values.before) {
     if (!existsSync(values.before)) throw new Error(`${values.before}: no such file`);
@@ -102,7 +124,19 @@ function main(): number {
         wall: [],
         cpu: [],
       },
-      { label: `${name}: pre-start, full no-op path`, args: (i) => [cli, ...fresh(i)], wall: [], cpu: [] },
+      {
+        label: `${name}: pre-start, full no-op path`,
+        args: (i) => [cli, ...fresh(name, 'bare', i)],
+        wall: [],
+        cpu: [],
+      },
+      {
+        label: `${name}: pre-start, full no-op path, as the unit runs it`,
+        args: (i) => [...unitFlags, cli, ...fresh(name, 'unit', i)],
+        env: unitEnv,
+        wall: [],
+        cpu: [],
+      },
       { label: `${name}: --help`, args: () => [cli, '--help'], wall: [], cpu: [] },
       { label: `${name}: prune --help`, args: () => [cli, 'prune', '--help'], wall: [], cpu: [] },
     );
@@ -114,7 +148,7 @@ function main(): number {
       r.prep?.();
       const untouched = mine ? snapshot(home) : '';
       const t = performance.now();
-      const res = spawnSync(process.execPath, r.args(i), { env, stdio: 'ignore', cwd: ROOT });
+      const res = spawnSync(process.execPath, r.args(i), { env: r.env ?? env, stdio: 'ignore', cwd: ROOT });
       r.wall.push(performance.now() - t);
       if (res.status !== 0) throw new Error(`${r.label} exited ${res.status}`);
       if (mine && snapshot(home) !== untouched) touched = true;
@@ -124,7 +158,7 @@ function main(): number {
       for (const r of rows) {
         r.prep?.();
         const res = spawnSync('/usr/bin/time', ['-f', '%U %S', process.execPath, ...r.args(runs + i)], {
-          env,
+          env: r.env ?? env,
           cwd: ROOT,
           encoding: 'utf8',
           stdio: ['ignore', 'ignore', 'pipe'],

@@ -149,7 +149,10 @@ const prune = program
     '--allow-outside-home',
     'with --home: apply even where config.json puts sessions folders or seahorse.db outside that home',
   )
-  .option('--full', 'on a terminal, print every row of the table (it shows the first 20 after the summary)')
+  .option(
+    '--full',
+    'print every row of the table (a terminal shows the first 20 after the summary, --pre-start only the deleted)',
+  )
   .option('--max-age-days <n>', 'delete sessions idle longer than this (0 disables)', wholeNumber(0))
   .option('--max-sessions <n>', 'keep at most this many sessions, all agents together (0 disables)', wholeNumber(0))
   .option('--max-db-size-mb <n>', 'shrink seahorse.db (+WAL) under this size (0 disables)', wholeNumber(0))
@@ -177,7 +180,10 @@ const prune = program
       "agent's oldest sessions beyond the cap the startup model derives (0 disables)",
     wholeNumber(0),
   )
-  .option('--pre-start', 'run by the pre-start unit before the gateway starts: implies --deadline 120')
+  .option(
+    '--pre-start',
+    'run by the pre-start unit before the gateway starts: implies --deadline 120; the text lists only what it deletes',
+  )
   .option(
     '--deadline <seconds>',
     'stop deleting after this many seconds (between sessions; the next pass goes on)',

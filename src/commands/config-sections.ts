@@ -79,7 +79,8 @@ async function pruneRows(c: CheckContext): Promise<ValueRow[]> {
     from: v.from,
   }));
   // The next run times of a cron schedule (its errors, such as a schedule beside check_interval_minutes, too).
-  const schedule = (await import('../daemon/schedule.js')).scheduleOf(p);
+  // Its module (and croner) is loaded only for a schedule: most passes run every check_interval_minutes.
+  const schedule = p.schedule.value === null ? null : (await import('../daemon/schedule.js')).scheduleOf(p);
   if (schedule)
     rows.push({
       key: 'schedule_next_runs',

@@ -1,6 +1,6 @@
 import { errnoCode, errorMessage } from '../errors.js';
 import { discoverHome } from '../picoclaw/home.js';
-import { recordPreStart } from '../startup-model/learn.js';
+import { recordPreStart } from '../startup-model/volume.js';
 
 /**
  * After the pre-start pass (`prune --apply --pre-start`), which runs right before the gateway

@@ -187,6 +187,8 @@ async function finish(
     const w = new LayoutWriter(io.width, io.out);
     writePruneText(w, report, {
       tableRows: io.stdoutTTY && opts.full !== true && opts.wide !== true ? TERMINAL_TABLE_ROWS : undefined,
+      // Before every gateway start, into the journal: what went, not every session that stayed.
+      deletedOnly: opts.preStart === true && opts.full !== true,
     });
     w.flush();
   }

@@ -76,6 +76,12 @@ export function renderPruneText(
 export interface TextOptions {
   /** Rows of the session table to print (a terminal: the first screens); the rest are counted. Default: all. */
   tableRows?: number;
+  /**
+   * The table lists the deleted sessions only; the kept ones are counted in the summary. What a pre-start
+   * pass prints goes to the journal on every gateway start: a line a session there says nothing a person
+   * asked for, and writes the card. Default: every session.
+   */
+  deletedOnly?: boolean;
 }
 
 /** A reason as a person reads it; a reason this file does not know (a new verdict) as its name. */
@@ -131,8 +137,9 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
   out.push('');
   const nowMs = Date.parse(r.now);
   const cron = cronRulesOn(r);
+  const listed = o.deletedOnly ? () => filtered(r.sessions, (s) => attempted(s.action, s.reason)) : () => r.sessions;
   const rows = (reasons: Record<string, string>) => () =>
-    lazyMap(r.sessions, (s) => [
+    lazyMap(listed(), (s) => [
       s.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep' : 'kept',
       reasons[s.reason] ?? REASON_TEXT[s.reason] ?? s.reason,
       s.agent,
@@ -153,7 +160,13 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
     { header: 'BYTES', align: 'right' },
     ...(cron ? [{ header: 'CRON JOB', fit: 'middle', min: 10, drop: 2 } as Column] : []),
   ];
+  const listedCount = o.deletedOnly
+    ? r.totals.delete + [...APPLY_KEPT].reduce((n, reason) => n + (r.totals.by_reason[reason] ?? 0), 0)
+    : r.sessions.length;
+  const unlisted = r.sessions.length - listedCount;
   if (r.sessions.length === 0) out.push('No sessions.');
+  else if (listedCount === 0)
+    out.push(`No session deleted; the ${unlisted} kept are counted above (picoclaw-guard prune lists them).`);
   else {
     // The full reasons when the whole table fits, else the short ones.
     // The rule under the header is the widest line of a table at its natural width.
@@ -162,14 +175,16 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
     const first = (make: () => Iterable<string[]>) => () => take(make(), limit);
     if (displayWidth(tableRule(full)) <= width) out.tableOfShape(full, first(rows(REASON_TEXT)));
     else out.tableOfShape(tableShape(columns, rows(REASON_SHORT)(), width), first(rows(REASON_SHORT)));
-    if (r.sessions.length > limit)
+    if (listedCount > limit)
       out.push(
-        `  ... ${r.sessions.length - limit} more row(s) not shown on a terminal: --full prints them all, ` +
+        `  ... ${listedCount - limit} more row(s) not shown on a terminal: --full prints them all, ` +
           `--json the whole report`,
       );
+    if (unlisted > 0) out.push(`  the ${unlisted} kept session(s) are counted above (picoclaw-guard prune lists them)`);
   }
   // Fewer groups than sessions: some session is one of an alias group (read without making every entry).
-  if (r.totals.groups < r.totals.sessions) out.push('  * part of an alias group: kept or deleted together');
+  if (listedCount > 0 && r.totals.groups < r.totals.sessions)
+    out.push('  * part of an alias group: kept or deleted together');
   const del = r.orphans.filter((o) => o.action === 'delete');
   if (r.orphans.length > 0) {
     out.push('');
@@ -179,21 +194,24 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
         ` by age`,
     );
     const keyCols = Number.isFinite(width) ? Math.max(20, width - 48) : Infinity;
-    for (const o of r.orphans.slice(0, 20))
+    const shown = o.deletedOnly ? del : r.orphans;
+    for (const o of shown.slice(0, 20))
       out.push(
         `  ${o.action === 'delete' ? (dry ? 'DELETE' : 'DELETED') : dry ? 'keep  ' : 'kept  '}` +
           `  ${shortKey(o.key, keyCols)}  ${o.last_activity?.replace(/\.\d{3}Z$/, 'Z') ?? 'undated'}` +
           `  ${o.messages} messages`,
       );
-    if (r.orphans.length > 20) out.push(`  ... and ${r.orphans.length - 20} more (see --json)`);
+    if (shown.length > 20) out.push(`  ... and ${shown.length - 20} more (see --json)`);
   }
-  for (const o of r.orphan_jsonl) out.push(`  kept: ${o.path}: ${o.reason}`);
-  for (const o of r.orphans)
-    if (o.action === 'keep' && o.detail)
-      out.push(`  kept orphan ${shortKey(o.key, 60)}: ${REASON_TEXT[o.reason] ?? o.reason}: ${o.detail}`);
+  const keptNotes = !o.deletedOnly;
+  if (keptNotes) for (const j of r.orphan_jsonl) out.push(`  kept: ${j.path}: ${j.reason}`);
+  if (keptNotes)
+    for (const o of r.orphans)
+      if (o.action === 'keep' && o.detail)
+        out.push(`  kept orphan ${shortKey(o.key, 60)}: ${REASON_TEXT[o.reason] ?? o.reason}: ${o.detail}`);
   for (const c of r.shared_conversations ?? []) {
     if (c.action === 'delete') out.push(`  deleted shared conversation ${shortKey(c.key, 60)}: ${c.detail ?? ''}`);
-    else
+    else if (keptNotes)
       out.push(
         `  kept shared conversation ${shortKey(c.key, 60)}: ${REASON_TEXT[c.reason] ?? c.reason}` +
           `${c.detail ? `: ${c.detail}` : ''}`,
@@ -241,12 +259,13 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
   // Why planned or unsafe sessions were kept, one line each; the same reason many times is summed up.
   // Per detail, how many and the first three keys: all that is printed.
   const byDetail = new Map<string, { n: number; keys: string[] }>();
-  for (const s of r.sessions)
-    if (s.detail && s.action === 'keep') {
-      let d = byDetail.get(s.detail);
-      if (!d) byDetail.set(s.detail, (d = { n: 0, keys: [] }));
-      if (d.n++ < 3) d.keys.push(s.key ?? s.file);
-    }
+  if (listedCount > 0)
+    for (const s of listed())
+      if (s.detail && s.action === 'keep') {
+        let d = byDetail.get(s.detail);
+        if (!d) byDetail.set(s.detail, (d = { n: 0, keys: [] }));
+        if (d.n++ < 3) d.keys.push(s.key ?? s.file);
+      }
   for (const [detail, { n, keys }] of byDetail) {
     // A detail that starts with "kept" says so itself ("kept with its alias group: ...").
     const why = detail.startsWith('kept ') ? detail.slice(5) : `: ${detail}`;
@@ -265,6 +284,23 @@ function* take<T>(xs: Iterable<T>, n: number): Generator<T> {
     yield x;
     if (++i >= n) return;
   }
+}
+
+/** Kept although planned to go: what apply found (the plan's deletions it could not make). */
+const APPLY_KEPT: ReadonlySet<string> = new Set<Reason>([
+  'changed_since_plan',
+  'archive_failed',
+  'not_writable',
+  'delete_failed',
+  'size_limit_reached',
+  'interrupted',
+]);
+
+/** A session the pass deleted, or meant to and kept for what it found. */
+const attempted = (action: string, reason: string): boolean => action === 'delete' || APPLY_KEPT.has(reason);
+
+function* filtered<T>(xs: Iterable<T>, pass: (x: T) => boolean): Generator<T> {
+  for (const x of xs) if (pass(x)) yield x;
 }
 
 function* lazyMap<T, U>(xs: Iterable<T>, f: (x: T) => U): Generator<U> {

@@ -30,6 +30,12 @@ export interface AtomicOptions {
   tmpName?: string;
   /** Refuse (EEXIST) instead of replacing an existing target. */
   noOverwrite?: boolean;
+  /**
+   * No fsync of the file or its folder: the rename still makes the new content appear whole or not at all,
+   * but a power cut may leave the old content, or an empty or unreadable file. For a cache whose loss costs
+   * only work, read by a reader that takes such a file as none: two flushes of the card saved per write.
+   */
+  unsynced?: boolean;
 }
 
 export function writeFileAtomic(path: string, data: string | Uint8Array, opts: AtomicOptions | number = {}): void {
@@ -47,7 +53,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, opts: A
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
+    if (!o.unsynced) fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
     try {
@@ -72,7 +78,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, opts: A
     }
     throw err;
   }
-  fsyncDir(dir);
+  if (!o.unsynced) fsyncDir(dir);
 }
 
 /** fsync a directory so a rename or unlink in it survives a power cut. Best effort. */

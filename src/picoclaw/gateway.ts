@@ -1,4 +1,3 @@
-import { request } from 'node:http';
 import { processAlive, processProgramNames, processStartMs } from '../io/process.js';
 import type { PicoClawHome } from './home.js';
 import { readPidFile, type PidInfo } from './pidfile.js';
@@ -55,15 +54,17 @@ export const PROBE_BODY_CAP = 64 * 1024;
 /**
  * One GET with a total deadline: connect, headers and body together must finish within
  * `timeoutMs` (a socket timeout alone only fires on an idle socket, and a body trickled a
- * byte at a time is never idle). A body over PROBE_BODY_CAP ends the read.
+ * byte at a time is never idle). A body over PROBE_BODY_CAP ends the read. node:http is loaded
+ * here, when a probe is made: most commands find no gateway running, or never probe.
  */
-export function httpProbe(
+export async function httpProbe(
   host: string,
   port: number,
   path: string,
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<ProbeResult> {
+  const { request } = await import('node:http');
   const t0 = performance.now();
   return new Promise((resolve) => {
     let done = false;

@@ -2,7 +2,8 @@ import { realpathSync } from 'node:fs';
 import { ExitCode, GuardError, diskFault, errnoCode, errorMessage } from '../errors.js';
 import { fileId } from '../io/file-id.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
-import { finishInterrupted, interruptedNote, type Interrupted } from './apply/finish-interrupted.js';
+import { journalPath, readJournal } from '../state/deletion-journal.js';
+import type { Interrupted } from './apply/finish-interrupted.js';
 import { busyTimeoutMs } from './pass-seahorse.js';
 import type { Plan } from './plan/plan.js';
 import type { PruneReport } from './report/report.js';
@@ -79,18 +80,20 @@ export function diskFaultError(err: unknown, home: PicoClawHome): unknown {
  * A deletion a killed pass left half-way is finished first (apply), so that its remains are never
  * planned, and archived again, as a session of their own (./finish-interrupted.ts); a dry-run says so.
  */
-export function recoverInterrupted(
+export async function recoverInterrupted(
   o: { apply: boolean; stateDir: string | null },
   home: PicoClawHome,
   online: boolean,
   env: NodeJS.ProcessEnv,
-): { notes: string[]; refusal: Interrupted['refusal'] } {
+): Promise<{ notes: string[]; refusal: Interrupted['refusal'] }> {
   if (!o.stateDir) return { notes: [], refusal: null };
   const homeReal = realpathSync(home.home);
   if (!o.apply) {
     const note = interruptedNote(o.stateDir, homeReal);
     return { notes: note ? [note] : [], refusal: null };
   }
+  // The deleter's modules, loaded by an apply only (a dry-run and the pre-start pass with nothing to do load none).
+  const { finishInterrupted } = await import('./apply/finish-interrupted.js');
   const done = finishInterrupted({
     stateDir: o.stateDir,
     homeReal,
@@ -99,4 +102,14 @@ export function recoverInterrupted(
     busyTimeoutMs: busyTimeoutMs(env),
   });
   return { notes: done.note ? [done.note] : [], refusal: done.refusal };
+}
+
+/** For a dry-run: the deletion --apply would finish first, or null. */
+function interruptedNote(stateDir: string, homeReal: string): string | null {
+  try {
+    const j = readJournal(journalPath(stateDir, homeReal));
+    return j ? `an earlier pass was interrupted while deleting ${j.what}: --apply finishes that first` : null;
+  } catch (err) {
+    return `the deletion journal in ${stateDir} cannot be read (${errorMessage(err)}): --apply would skip the pass`;
+  }
 }

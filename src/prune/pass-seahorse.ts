@@ -14,7 +14,7 @@ import {
 import type { DbFacts } from './plan/plan.js';
 import type { Policy } from './policy.js';
 import { GatewayBusy, ONLINE_QUIET_MS, WriteLock } from './apply/write-lock.js';
-import { APPLY_CACHE_KIB } from './apply/apply.js';
+import { APPLY_CACHE_KIB } from './apply/cache.js';
 
 /**
  * A pass's seahorse.db: opened read-only for a plan, read-write and checked for apply (writable,

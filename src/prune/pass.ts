@@ -10,8 +10,10 @@ import { probeGateway, type GatewayState } from '../picoclaw/gateway.js';
 import { assertPicoClawHome, discoverHome, type PicoClawHome, type Whereabouts } from '../picoclaw/home.js';
 import { USABLE_SINCE_MS } from '../picoclaw/time.js';
 import { buildInventory, releaseAliases } from '../picoclaw/inventory/inventory.js';
-import { applyPlan, type ApplyOptions, type ApplyResult } from './apply/apply.js';
-import { archiveDirProblem, refuseArchiveInSessions } from './apply/archive-step.js';
+// The deleter, the archiver and the startup-time model are imported when a pass needs them: a dry-run, and the
+// pre-start pass with nothing to do (one before every gateway start), load none of their modules.
+import type { ApplyOptions, ApplyResult } from './apply/apply.js';
+import type { BootstrapInput } from './plan/bootstrap-cap.js';
 import { activeHolds, holdsPath, type Hold } from '../state/holds.js';
 import { homePins, keptByPinSince, pinsPath, type Pin } from '../state/pins.js';
 import { appendHistory } from '../state/history.js';
@@ -29,7 +31,6 @@ import { lockPathFor } from '../state/pass-lock.js';
 import type { SessionEntries, SessionList } from './report/sessions.js';
 import { readOwedVacuum, writeOwedVacuum, type OwedVacuum } from '../state/vacuum-owed.js';
 import { readSizeEstimate, scaledEstimate, writeSizeEstimate, type SizeEstimate } from '../state/size-estimate.js';
-import { bootstrapInput } from './bootstrap-input.js';
 import { memoryBudget } from './memory-budget.js';
 import { preflight, prepareSeahorse, quickCheck } from './pass-seahorse.js';
 import { journalPath } from '../state/deletion-journal.js';
@@ -162,7 +163,8 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   };
   assertPicoClawHome(home);
   const where = (base.where = whereOrRefuse(home, o.apply && !!o.refuseOutsideHome));
-  if (values.archive_dir) refuseArchiveInSessions(values.archive_dir, home);
+  const archiving = values.archive_dir ? await import('./apply/archive-step.js') : null;
+  if (archiving && values.archive_dir) archiving.refuseArchiveInSessions(values.archive_dir, home);
   if (o.ifEnabled && !values.enabled) {
     return skipped(
       base,
@@ -195,7 +197,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
   }
   let db: Database | null = null;
   try {
-    const early = recoverInterrupted(o, home, online, env);
+    const early = await recoverInterrupted(o, home, online, env);
     if (early.refusal) return skipped(withGw, early.refusal.message, early.refusal.exitCode);
     const inv = buildInventory(home, { quietSeahorse: quiet });
     const warnings: string[] = [...early.notes];
@@ -264,17 +266,18 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
       );
     }
     if (holdsProblem) warnings.push(`${holdsProblem}: --apply would skip the pass`);
-    const bootstrap =
-      values.max_bootstrap_seconds > 0
-        ? await bootstrapInput(
-            home,
-            o.modelStateDir ?? o.stateDir,
-            values.max_bootstrap_seconds,
-            now.getTime(),
-            o.apply,
-            warnings,
-          )
-        : null;
+    let bootstrap: BootstrapInput | null = null;
+    if (values.max_bootstrap_seconds > 0) {
+      const { bootstrapInput } = await import('./bootstrap-input.js');
+      bootstrap = await bootstrapInput(
+        home,
+        o.modelStateDir ?? o.stateDir,
+        values.max_bootstrap_seconds,
+        now.getTime(),
+        o.apply,
+        warnings,
+      );
+    }
     // A VACUUM an earlier online pass deferred: counted on by the size check, run at the next offline pass.
     const { key: dbKey, legacy: dbLegacyKey } = dbKeyOf(inv.seahorse.path);
     let owedBefore: OwedVacuum | null = null;
@@ -324,9 +327,14 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     releaseGarbage();
     warnings.push(...planWarnings(plan, { skipAgeCheck: o.skipAgeCheck, apply: o.apply, now }));
     // The archive folder is checked once, before anything is deleted: one message, not one per session.
-    const archiveProblem = values.archive_dir
-      ? archiveDirProblem(values.archive_dir, { apply: o.apply, freeSpace: o.freeSpace ?? statfsFreeSpace, plan })
-      : null;
+    const archiveProblem =
+      archiving && values.archive_dir
+        ? archiving.archiveDirProblem(values.archive_dir, {
+            apply: o.apply,
+            freeSpace: o.freeSpace ?? statfsFreeSpace,
+            plan,
+          })
+        : null;
     if (archiveProblem && o.apply)
       return refuse(
         `${archiveProblem}; nothing was deleted anywhere (every deletion needs its archive)`,
@@ -342,6 +350,7 @@ export async function runPrunePass(o: PassOptions): Promise<PruneReport<SessionL
     // Answered no: the report of a skipped pass (the prompt showed the plan).
     if (ask && !(await o.confirm!(ask))) return skipped(withGw, NOT_CONFIRMED, ExitCode.OK);
     if (o.apply) {
+      const { applyPlan } = await import('./apply/apply.js');
       result = applyPlan({
         vacuumOwed: owedBefore,
         sizeEstimate: estimateBefore,

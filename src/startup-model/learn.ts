@@ -1,8 +1,6 @@
 import { errnoCode, errorMessage } from '../errors.js';
-import { countSessions } from '../health/picoclaw.js';
 import { analyzeStartupLog, type StartupReport } from '../startup/index.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
-import { dbFileBytes } from '../picoclaw/seahorse.js';
 import { readSamples, writeSamples, type BootstrapSample } from '../state/bootstrap-samples.js';
 import {
   fitBootstrapModel,
@@ -15,42 +13,14 @@ import {
   type Trust,
 } from './fit.js';
 import { daemonSample, pairSamples, points } from './samples.js';
+import type { Volume } from './volume.js';
 
 /**
  * The startup-time model's I/O: measure the volume the gateway bootstraps, keep the
- * samples in the state folder, pair them with gateway.log's restarts, fit, predict.
+ * samples in the state folder (the volume: ./volume.ts), pair them with gateway.log's restarts, fit, predict.
  */
-export interface Volume {
-  sessions: number;
-  jsonl_bytes: number;
-  db_bytes: number | null;
-}
-
-/** The default agent's sessions folder: the only one bootstrapped at start. */
-export function bootstrapDir(home: PicoClawHome): string {
-  return (home.agents.find((a) => a.id === home.defaultAgent) ?? home.agents[0]!).sessionsDir;
-}
-
-/** One readdir (+ an lstat per transcript) and two stats. */
-export function measureVolume(home: PicoClawHome): Volume {
-  const c = countSessions(bootstrapDir(home));
-  const db = dbFileBytes(home.seahorsePath);
-  return { sessions: c.sessions, jsonl_bytes: c.jsonl_bytes, db_bytes: db.db > 0 ? db.total : null };
-}
-
-/** The pre-start pass: the volume just before the gateway starts, paired with its restart later. */
-export function recordPreStart(home: PicoClawHome, stateDir: string, nowMs: number): BootstrapSample {
-  const s: BootstrapSample = {
-    home: home.home,
-    recorded_at: new Date(nowMs).toISOString(),
-    source: 'pre-start',
-    ...measureVolume(home),
-    restart_started_at: null,
-    gap_seconds: null,
-  };
-  writeSamples(stateDir, home.home, [...readSamples(stateDir, home.home), s]);
-  return s;
-}
+// Read from here by the daemon, `startup predict` and the planner; the pre-start pass imports ./volume.ts alone.
+export { bootstrapDir, measureVolume, recordPreStart, type Volume } from './volume.js';
 
 export interface Learned {
   samples: BootstrapSample[];

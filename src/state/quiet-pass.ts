@@ -47,6 +47,9 @@ export const quietFile = jsonState<QuietRecord[]>(QUIET_FILE, {
   validate: (v) => (Array.isArray(v) ? v.filter(valid) : null),
   empty: () => [],
   remedy: 'move it away (the next pre-start pass then takes the full path)',
+  // A record only lets a pass skip its work when every recorded path still matches the home, so an old
+  // record a power cut brought back answers only for the home it describes, and a lost one costs a full pass.
+  cache: true,
 });
 
 export function readQuietRecord(stateDir: string, home: string): QuietRecord | null {

@@ -97,6 +97,11 @@ export interface JsonSpec<T> {
   /** The file's mode (0o644 when not given) and the folder's, when the write creates it. */
   mode?: number;
   dirMode?: number;
+  /**
+   * A cache: written without fsyncs (src/io/atomic.ts, `unsynced`). Only for a file whose loss, or an empty
+   * or torn one after a power cut (which `validate` refuses), costs work and never a wrong answer.
+   */
+  cache?: boolean;
   /** What to do about a damaged or unreadable file, for the problem line: "move it away: ..." */
   remedy: string;
 }
@@ -151,7 +156,7 @@ export function writeJsonFile<T>(path: string, value: T, spec: JsonSpec<T>): voi
   const text = spec.serialize ? spec.serialize(value) : JSON.stringify(value) + '\n';
   stateWrite(path, () => {
     mkdirSync(dirname(path), { recursive: true, mode: spec.dirMode });
-    writeFileAtomic(path, text, { mode: spec.mode ?? 0o644 });
+    writeFileAtomic(path, text, { mode: spec.mode ?? 0o644, unsynced: spec.cache === true });
   });
 }
 

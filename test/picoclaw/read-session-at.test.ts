@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readSessionAt, scanStore } from '../../src/picoclaw/inventory/sessions.js';
+import { readSessionAt } from '../../src/picoclaw/inventory/sessions.js';
+import { lstatFirstScan } from '../support/lstat-first-scan.js';
 import { tempDir } from '../support/tmp.js';
 
 /**
@@ -10,7 +11,7 @@ import { tempDir } from '../support/tmp.js';
  * the scan gets to it only for a name the folder lists as a regular file, so what it does with
  * anything else is what it does when the name changed after the listing. Every pair of what can
  * stand at a meta's and a transcript's name, read both ways: it says what the lstat-first reading
- * (scanStore) says of the same folder.
+ * (test/support/lstat-first-scan.ts) says of the same folder.
  */
 
 const META = ['regular', 'corrupt', 'empty', 'symlink', 'directory', 'fifo', 'absent', 'unreadable'] as const;
@@ -44,7 +45,7 @@ describe('readSessionAt', () => {
         const line = JSON.stringify({ role: 'user', content: 'hi', created_at: '2026-11-02T00:00:00Z' });
         put(join(dir, `${base}.jsonl`), j, j === 'torn' ? `${line}\n{"role":` : `${line}\n`);
         const at = readSessionAt(dir, base, join(dir, `${base}.meta.json`), join(dir, `${base}.jsonl`));
-        const scan = scanStore(dir);
+        const scan = lstatFirstScan(dir);
         const ignored = scan.ignored.find((e) => e.name === `${base}.meta.json`);
         const want = scan.sessions[0] ?? (ignored ? ignored.why : null);
         expect(at, `meta ${m}, transcript ${j}`).toEqual(want);

@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, type
 import { join } from 'node:path';
 import { errnoCode } from '../../errors.js';
 import { SmallFileError, withSmallFile } from '../../io/smallfile.js';
-import { lastLineOf, readLastLine, type LastLine, type TailIssue } from './jsonl-tail.js';
+import { lastLineOf, type LastLine, type TailIssue } from './jsonl-tail.js';
 import { goDecodeMeta } from './go-meta.js';
 import { parseGoTime, usable } from '../time.js';
 
@@ -160,11 +160,13 @@ export function lstatOrNull(path: string): Stats | null {
  * each session goes there as soon as it is read and `sessions` stays empty: the caller keeps
  * what it needs and the rest is garbage while still young (cheap to collect, never promoted).
  *
- * The folder is walked once, in name order, and each file is looked at (one lstat) when its
- * name comes up: a session is read and handed over at its `.meta.json`, whose `.jsonl` always
- * sorts before it (`x.jsonl` < `x.meta.json`). What the scan holds is the list of names
- * and the transcripts still waiting for their meta (normally one; at the end, the orphans),
- * not a record per file of the folder.
+ * The folder is walked once, in name order. A session is read and handed over at its
+ * `.meta.json` (readSessionAt: each file opened once, its facts from the open descriptor), whose
+ * `.jsonl` always sorts before it (`x.jsonl` < `x.meta.json`) and waits for it by name, unlooked
+ * at. A transcript is looked at by lstat only when no meta took it as a regular file: an orphan,
+ * or what stands at its name is reported. What the scan holds is the list of names and the
+ * transcripts still waiting for their meta (normally one; at the end, the orphans), not a record
+ * per file of the folder.
  */
 export function scanStore(dir: string, onSession?: (s: StoredSession) => void): StoreScan {
   const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
@@ -179,17 +181,15 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
   names.sort();
   // join(dir, name) for a name read from the folder (never '.', '..' or with a '/'), made once.
   const prefix = join(dir, '_').slice(0, -1);
-  // The last transcript seen, by base, until its meta takes it or the next transcript comes up:
-  // 'bad' when the name is taken by a symlink or a folder (the meta then reports it). Almost
-  // always its meta is the very next name. Earlier ones still waiting (orphans, or names sorting
-  // in between) go to `earlier`, in name order.
-  let lastBase: string | null = null;
-  let last: FileFacts | 'bad' = 'bad';
-  const earlier = new Map<string, FileFacts | 'bad'>();
-  const wait = (base: string, j: FileFacts | 'bad'): void => {
-    if (lastBase !== null) earlier.set(lastBase, last);
-    lastBase = base;
-    last = j;
+  /** Transcripts by base, in name order, until their meta takes them. */
+  const waiting = new Set<string>();
+  /** What stands at a transcript's name that is no regular file, as the lstat-first walk reported it. */
+  const lookAtTranscript = (base: string, orphan: boolean): void => {
+    const path = prefix + base + JSONL_SUFFIX;
+    const st = lstatOrNull(path);
+    if (st === null) return;
+    if (!st.isFile()) scan.ignored.push({ name: base + JSONL_SUFFIX, why: notRegular(st) });
+    else if (orphan) scan.orphanJsonl.push(facts(path, st));
   };
   for (let i = 0; i < names.length; i++) {
     const name = names[i]!;
@@ -202,75 +202,35 @@ export function scanStore(dir: string, onSession?: (s: StoredSession) => void): 
       scan.ignored.push({ name, why: 'temp_file' });
       continue;
     }
-    const path = prefix + name;
-    const st = lstatOrNull(path);
-    if (st === null) continue; // vanished between readdir and lstat
-    if (st.isSymbolicLink()) {
-      scan.ignored.push({ name, why: 'symlink' });
-      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
-      continue;
-    }
-    if (st.isDirectory()) {
-      scan.ignored.push({ name, why: 'directory' });
-      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
-      continue;
-    }
-    if (!st.isFile()) {
-      scan.ignored.push({ name, why: 'not_a_regular_file' });
-      // A FIFO or a device in a transcript's place is not "no transcript": its meta reports it.
-      if (kind === 'jsonl') wait(name.slice(0, -JSONL_SUFFIX.length), 'bad');
-      continue;
-    }
-    if (kind === 'legacy') {
-      scan.ignored.push({ name, why: 'legacy_json' });
-      continue;
-    }
     if (kind === 'jsonl') {
-      wait(name.slice(0, -JSONL_SUFFIX.length), facts(path, st));
+      waiting.add(name.slice(0, -JSONL_SUFFIX.length));
+      continue;
+    }
+    const path = prefix + name;
+    if (kind === 'legacy') {
+      const st = lstatOrNull(path);
+      if (st !== null) scan.ignored.push(st.isFile() ? { name, why: 'legacy_json' } : { name, why: notRegular(st) });
       continue;
     }
     const base = name.slice(0, -META_SUFFIX.length);
-    let j: FileFacts | 'bad' | undefined;
-    if (base === lastBase) {
-      j = last;
-      lastBase = null;
-    } else if ((j = earlier.get(base)) !== undefined) earlier.delete(base);
-    const s = readSession(dir, base, facts(path, st), j);
+    const s = readSessionAt(dir, base, path, prefix + base + JSONL_SUFFIX);
+    if (s === null) continue; // vanished between readdir and open
+    if (typeof s === 'string') {
+      scan.ignored.push({ name, why: s });
+      continue;
+    }
+    if (waiting.delete(base) && s.jsonl === null) lookAtTranscript(base, false);
     if (onSession) onSession(s);
     else scan.sessions.push(s);
   }
-  if (lastBase !== null) earlier.set(lastBase, last);
-  for (const j of earlier.values()) if (j !== 'bad') scan.orphanJsonl.push(j);
+  for (const base of waiting) lookAtTranscript(base, true);
+  // In name order, as a walk that looked at each name as it came reports them (a transcript's is known later).
+  scan.ignored.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return scan;
 }
 
-export function readSession(
-  dir: string,
-  base: string,
-  meta: FileFacts,
-  j: FileFacts | 'bad' | undefined,
-): StoredSession {
-  let parsed: ReturnType<typeof parseMeta> | null = null;
-  try {
-    // The meta is parsed from the reader's own buffer: nothing of the file's bytes outlives this.
-    parsed = withSmallFile(meta.path, 'meta', { noFollow: true }, parseMeta);
-  } catch {
-    // meta_unreadable
-  }
-  const s = sessionOf(dir, base, meta, parsed);
-  if (j === 'bad') s.issues.push('jsonl_not_regular_file');
-  else if (j) {
-    s.jsonl = j;
-    try {
-      tailOf(s, readLastLine(j.path, j.bytes));
-    } catch {
-      s.issues.push('jsonl_unreadable');
-    }
-  } else s.issues.push('jsonl_missing');
-  return s;
-}
-
-function sessionOf(
+/** A session as its meta's parse (null: the meta could not be read) makes it, before its transcript is read. */
+export function sessionOf(
   dir: string,
   base: string,
   meta: FileFacts,
@@ -291,7 +251,8 @@ function sessionOf(
   return s;
 }
 
-function tailOf(s: StoredSession, last: LastLine): void {
+/** What the transcript's last line adds to a session. */
+export function tailOf(s: StoredSession, last: LastLine): void {
   s.lastLineCreatedAt = last.createdAt;
   if (last.issue) s.issues.push(last.issue);
 }
@@ -306,8 +267,8 @@ function notRegular(st: Stats): NotRegular {
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY;
 
 /**
- * readSession for a meta found by name, read as readSession reads it after a lstat of each
- * file, with each file's facts from the fstat of its open descriptor instead (no lstat: a
+ * A session read at its meta's name, as a reading that looks at each file by lstat first reads it
+ * (test/support/lstat-first-scan.ts), with each file's facts from the fstat of its open descriptor instead (no lstat: a
  * third of what a large folder's scan cost). Null when the meta is gone; what stands at its
  * name when that is not a regular file. A name that cannot be opened is looked at by lstat, as
  * before.

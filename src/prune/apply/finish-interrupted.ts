@@ -148,13 +148,3 @@ export function finishInterrupted(o: FinishOptions): Interrupted {
     db?.close();
   }
 }
-
-/** For a dry-run: the deletion --apply would finish first, or null. */
-export function interruptedNote(stateDir: string, homeReal: string): string | null {
-  try {
-    const j = readJournal(journalPath(stateDir, homeReal));
-    return j ? `an earlier pass was interrupted while deleting ${j.what}: --apply finishes that first` : null;
-  } catch (err) {
-    return `the deletion journal in ${stateDir} cannot be read (${errorMessage(err)}): --apply would skip the pass`;
-  }
-}
