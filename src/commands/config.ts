@@ -1,6 +1,7 @@
 import { ExitCode } from '../errors.js';
 import { checkSections, type ValueRow } from './config-sections.js';
-import { escapeControl, fitTable, layout, outputWidth, printJson } from './format.js';
+import { escapeControl, fitTable, layout, outputWidth } from './format.js';
+import { printJson } from './json-stream.js';
 
 /**
  * `picoclaw-guard config check`: every section of the guard config validated by its owner (not only

@@ -6,7 +6,8 @@ import { resolveStateDir } from '../io/statedir.js';
 import { runPrunePass } from '../prune/pass.js';
 import type { PruneReport, PruneSessionEntry } from '../prune/report/report.js';
 import type { Selection } from '../prune/plan/select.js';
-import { escapeControl, formatBytes, layout, outputWidth, printJson } from './format.js';
+import { escapeControl, formatBytes, layout, outputWidth } from './format.js';
+import { printJson } from './json-stream.js';
 
 /**
  * `picoclaw-guard delete KEY`: one session and its whole alias group, through the one deleter

@@ -3,7 +3,6 @@
  * `layout` (control characters made visible, lines fitted to the terminal) and its
  * tables through `fitTable` (columns shortened, abbreviated or dropped to fit).
  */
-import { printJsonStream } from './json-stream.js';
 import { keepQuotedWhole } from './wrap-quoted.js';
 
 export { formatBytes } from '../io/bytes.js';
@@ -387,9 +386,4 @@ export function table(headers: string[], rows: string[][], align: Align[] = []):
 export function blockingStdout(stdout: NodeJS.WriteStream = process.stdout): void {
   const handle = (stdout as unknown as { _handle?: { setBlocking?: (on: boolean) => number } })._handle;
   if (handle && typeof handle.setBlocking === 'function') handle.setBlocking(true);
-}
-
-/** JSON.stringify(value, null, 2) and a newline on standard output, written as it is made (json-stream.ts). */
-export function printJson(value: unknown): void {
-  printJsonStream(value);
 }

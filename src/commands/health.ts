@@ -8,7 +8,8 @@ import { collectHealth, type HealthReport } from '../health/index.js';
 import type { ThrottleFlags } from '../health/throttle.js';
 import type { Status } from '../health/types.js';
 import { homeFromOpts } from './common.js';
-import { DEFAULT_WIDTH, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
+import { DEFAULT_WIDTH, formatBytes, layout, outputWidth, type Line } from './format.js';
+import { printJson } from './json-stream.js';
 
 /**
  * `picoclaw-guard health [--json]`: the board and the gateway, with a status.

@@ -102,3 +102,8 @@ export function writeJson(value: unknown, write: (s: string) => void): void {
 export function printJsonStream(value: unknown): void {
   writeJson(value, (s) => process.stdout.write(s));
 }
+
+/** JSON.stringify(value, null, 2) and a newline on standard output, written as it is made: every `--json` report. */
+export function printJson(value: unknown): void {
+  printJsonStream(value);
+}

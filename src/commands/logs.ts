@@ -3,7 +3,8 @@ import { loadGuardConfig } from '../guard-config.js';
 import { resolveStateDir } from '../io/statedir.js';
 import { boundLogs, gatewayLogs, MIB, parseLogsConfig, type CutOutcome, type LogsReport } from '../logs/index.js';
 import { homeFromOpts } from './common.js';
-import { escapeControl, formatBytes, printJson } from './format.js';
+import { escapeControl, formatBytes } from './format.js';
+import { printJson } from './json-stream.js';
 
 /**
  * `picoclaw-guard logs [--dry-run] [--json]`: cut gateway.log and gateway_panic.log that have

@@ -4,7 +4,8 @@ import { NOTIFY_URL_ENV, parseNotifyConfig } from '../notify/config.js';
 import { deliver, type Answer } from '../notify/deliver.js';
 import { boardName, type NotifyMessage } from '../notify/message.js';
 import { targetLabel } from '../notify/redact.js';
-import { escapeControl, printJson, table } from './format.js';
+import { escapeControl, table } from './format.js';
+import { printJson } from './json-stream.js';
 
 /**
  * `picoclaw-guard notify --test [--json]`: one test message to every target of the `notify` section

@@ -7,7 +7,8 @@ import { buildInventory, type SessionRecord } from '../picoclaw/inventory/invent
 import { groupSessions, memberList } from '../prune/plan/groups.js';
 import { addPin, MAX_NOTE_CHARS, pinDetail, pinsPath } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
-import { escapeControl, layout, outputWidth, printJson } from './format.js';
+import { escapeControl, layout, outputWidth } from './format.js';
+import { printJson } from './json-stream.js';
 import { resolveSessionKey, sessionCandidates } from '../picoclaw/session-key.js';
 
 /**

@@ -5,7 +5,8 @@ import { resolveStateDir } from '../io/statedir.js';
 import { activeHolds, holdDetail, holdsPath, releaseHolds } from '../state/holds.js';
 import { resolveKey, restoreArchives, type RestoreAction } from '../archive/restore.js';
 import { homeFromOpts } from './common.js';
-import { fitTable, layout, outputWidth, printJson, shortKey } from './format.js';
+import { fitTable, layout, outputWidth, shortKey } from './format.js';
+import { printJson } from './json-stream.js';
 
 async function release(opts: Record<string, unknown>, stateDir: string, now: Date): Promise<number> {
   const home = homeFromOpts(opts);

@@ -17,7 +17,6 @@ import { CRON_KEY_PREFIX, cronJobsOf } from '../prune/plan/cron.js';
 import { collate } from '../io/collate.js';
 import { homeFromOpts } from './common.js';
 import { cronJobsTable } from './render-guard-keys.js';
-import { LazyList } from './json-stream.js';
 import {
   fitTable,
   formatAge,
@@ -29,9 +28,9 @@ import {
   layoutToString,
   outputWidth,
   escapeControl,
-  printJson,
   shortKey,
 } from './format.js';
+import { LazyList, printJson } from './json-stream.js';
 
 export interface AgentTotals {
   agent: string;

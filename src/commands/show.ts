@@ -12,7 +12,8 @@ import { resolveSessionKey, sessionCandidates } from '../picoclaw/session-key.js
 import { activeHolds } from '../state/holds.js';
 import { homePins } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
-import { escapeControl, formatAge, formatBytes, layout, outputWidth, printJson } from './format.js';
+import { escapeControl, formatAge, formatBytes, layout, outputWidth } from './format.js';
+import { printJson } from './json-stream.js';
 import { aliasGroupOf } from './pin.js';
 import { reasonText } from './prune-text.js';
 

@@ -14,7 +14,8 @@ import { resolveStateDir } from '../io/statedir.js';
 import type { PicoClawHome } from '../picoclaw/home.js';
 import type { SessionsNow } from '../startup/sessions-now.js';
 import { homeFromOpts } from './common.js';
-import { fitTable, formatBytes, layout, outputWidth, printJson, type Line } from './format.js';
+import { fitTable, formatBytes, layout, outputWidth, type Line } from './format.js';
+import { printJson } from './json-stream.js';
 import { predictionLines } from './render-guard-keys.js';
 
 /**

@@ -2,7 +2,8 @@ import { realpathSync } from 'node:fs';
 import { ExitCode } from '../errors.js';
 import { homePins, pinDetail, pinsPath, removePins } from '../state/pins.js';
 import { homeFromOpts } from './common.js';
-import { escapeControl, layout, outputWidth, printJson } from './format.js';
+import { escapeControl, layout, outputWidth } from './format.js';
+import { printJson } from './json-stream.js';
 import { pinStateDir } from './pin.js';
 import { resolveSessionKey } from '../picoclaw/session-key.js';
 
