@@ -1,5 +1,5 @@
 import type { Reason } from '../prune/plan/plan.js';
-import type { PruneReport } from '../prune/report/report.js';
+import { KEPT_AT_APPLY, type PruneReport } from '../prune/report/report.js';
 import type { SessionList } from '../prune/report/sessions.js';
 import { GUARD_ONLY_KEYS, type PolicyKey } from '../prune/policy.js';
 import { reportSummary, writeSummary, writeWarnings, writeWhere } from './prune-summary.js';
@@ -161,7 +161,7 @@ export function writePruneText(out: LayoutWriter, r: PruneReport<SessionList>, o
     ...(cron ? [{ header: 'CRON JOB', fit: 'middle', min: 10, drop: 2 } as Column] : []),
   ];
   const listedCount = o.deletedOnly
-    ? r.totals.delete + [...APPLY_KEPT].reduce((n, reason) => n + (r.totals.by_reason[reason] ?? 0), 0)
+    ? r.totals.delete + [...KEPT_AT_APPLY].reduce((n, reason) => n + (r.totals.by_reason[reason] ?? 0), 0)
     : r.sessions.length;
   const unlisted = r.sessions.length - listedCount;
   if (r.sessions.length === 0) out.push('No sessions.');
@@ -286,18 +286,8 @@ function* take<T>(xs: Iterable<T>, n: number): Generator<T> {
   }
 }
 
-/** Kept although planned to go: what apply found (the plan's deletions it could not make). */
-const APPLY_KEPT: ReadonlySet<string> = new Set<Reason>([
-  'changed_since_plan',
-  'archive_failed',
-  'not_writable',
-  'delete_failed',
-  'size_limit_reached',
-  'interrupted',
-]);
-
 /** A session the pass deleted, or meant to and kept for what it found. */
-const attempted = (action: string, reason: string): boolean => action === 'delete' || APPLY_KEPT.has(reason);
+const attempted = (action: string, reason: string): boolean => action === 'delete' || KEPT_AT_APPLY.has(reason);
 
 function* filtered<T>(xs: Iterable<T>, pass: (x: T) => boolean): Generator<T> {
   for (const x of xs) if (pass(x)) yield x;

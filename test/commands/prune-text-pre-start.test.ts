@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderPruneText } from '../../src/commands/prune.js';
-import { buildReport, type PruneReport } from '../../src/prune/report/report.js';
+import { buildReport, KEPT_AT_APPLY, type PruneReport } from '../../src/prune/report/report.js';
 import { plannedHome, reportInput, sampleReportHome } from '../support/report-input.js';
 
 /**
@@ -13,14 +13,7 @@ import { plannedHome, reportInput, sampleReportHome } from '../support/report-in
  */
 
 const NOW = Date.parse('2026-11-20T12:00:00Z');
-const APPLY_KEPT = [
-  'changed_since_plan',
-  'archive_failed',
-  'not_writable',
-  'delete_failed',
-  'size_limit_reached',
-  'interrupted',
-] as const;
+const APPLY_KEPT = [...KEPT_AT_APPLY];
 
 /** The keys of the table's rows: the lines after its header, up to the first that is no row. */
 function tableKeys(text: string): string[] {
@@ -68,7 +61,7 @@ describe('the pre-start pass text', () => {
             totals: { ...planned.totals, delete: del, deleted_sessions: del, keep: sessions.length - del, by_reason },
           };
           const attempted = sessions
-            .filter((s) => s.action === 'delete' || (APPLY_KEPT as readonly string[]).includes(s.reason))
+            .filter((s) => s.action === 'delete' || KEPT_AT_APPLY.has(s.reason))
             .map((s) => s.key);
           expect(tableKeys(renderPruneText(r, Infinity, { deletedOnly: true }))).toEqual(attempted);
           expect(tableKeys(renderPruneText(r, Infinity))).toEqual(sessions.map((s) => s.key));

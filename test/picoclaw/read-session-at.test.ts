@@ -1,8 +1,7 @@
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readSessionAt } from '../../src/picoclaw/inventory/sessions.js';
+import { putEntry } from '../support/entries.js';
 import { lstatFirstScan } from '../support/lstat-first-scan.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -17,25 +16,13 @@ import { tempDir } from '../support/tmp.js';
 const META = ['regular', 'corrupt', 'empty', 'symlink', 'directory', 'fifo', 'absent', 'unreadable'] as const;
 const JSONL = ['regular', 'empty', 'torn', 'symlink', 'directory', 'fifo', 'absent', 'unreadable'] as const;
 
-function put(path: string, what: string, text: string): void {
-  if (what === 'absent') return;
-  if (what === 'symlink') {
-    writeFileSync(`${path}.target`, text);
-    symlinkSync(`${path}.target`, path);
-  } else if (what === 'directory') mkdirSync(path);
-  else if (what === 'fifo') execFileSync('mkfifo', [path]);
-  else writeFileSync(path, what === 'empty' ? '' : text);
-  // Unreadable only to an ordinary user: root reads it, and both readings must agree either way.
-  if (what === 'unreadable') chmodSync(path, 0);
-}
-
 describe('readSessionAt', () => {
   it('says what the lstat-first reading says, for every pair of names', () => {
     for (const m of META)
       for (const j of JSONL) {
         const dir = tempDir();
         const base = 'sk_v1_x';
-        put(
+        putEntry(
           join(dir, `${base}.meta.json`),
           m,
           m === 'corrupt'
@@ -43,7 +30,7 @@ describe('readSessionAt', () => {
             : JSON.stringify({ key: 'agent:main:x', count: 1, updated_at: '2026-11-01T00:00:00Z' }),
         );
         const line = JSON.stringify({ role: 'user', content: 'hi', created_at: '2026-11-02T00:00:00Z' });
-        put(join(dir, `${base}.jsonl`), j, j === 'torn' ? `${line}\n{"role":` : `${line}\n`);
+        putEntry(join(dir, `${base}.jsonl`), j, j === 'torn' ? `${line}\n{"role":` : `${line}\n`);
         const at = readSessionAt(dir, base, join(dir, `${base}.meta.json`), join(dir, `${base}.jsonl`));
         const scan = lstatFirstScan(dir);
         const ignored = scan.ignored.find((e) => e.name === `${base}.meta.json`);

@@ -1,9 +1,8 @@
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { scanStore, type StoredSession } from '../../src/picoclaw/inventory/sessions.js';
+import { putEntry } from '../support/entries.js';
 import { lstatFirstScan } from '../support/lstat-first-scan.js';
 import { tempDir } from '../support/tmp.js';
 
@@ -20,19 +19,13 @@ import { tempDir } from '../support/tmp.js';
 const KINDS = ['regular', 'empty', 'torn', 'corrupt', 'symlink', 'directory', 'fifo', 'absent', 'unreadable'] as const;
 type Kind = (typeof KINDS)[number];
 
+/** `text` as a kind makes it: torn (its end cut off), corrupt (not JSON), or as it is. */
 function put(path: string, what: Kind, text: string): void {
-  if (what === 'absent') return;
-  if (what === 'symlink') {
-    writeFileSync(`${path}.target`, text);
-    symlinkSync(`${path}.target`, path);
-  } else if (what === 'directory') mkdirSync(path);
-  else if (what === 'fifo') execFileSync('mkfifo', [path]);
-  else if (what === 'empty') writeFileSync(path, '');
-  else if (what === 'torn') writeFileSync(path, text.slice(0, Math.max(1, text.length - 5)));
-  else if (what === 'corrupt') writeFileSync(path, '{"key": ');
-  else writeFileSync(path, text);
-  // Unreadable only to an ordinary user: root reads it, and both readings must agree either way.
-  if (what === 'unreadable') chmodSync(path, 0);
+  putEntry(
+    path,
+    what,
+    what === 'torn' ? text.slice(0, Math.max(1, text.length - 5)) : what === 'corrupt' ? '{"key": ' : text,
+  );
 }
 
 const kind = fc.constantFrom(...KINDS);

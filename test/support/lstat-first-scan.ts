@@ -1,12 +1,11 @@
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoCode } from '../../src/errors.js';
 import { withSmallFile } from '../../src/io/smallfile.js';
 import { readLastLine } from '../../src/picoclaw/inventory/jsonl-tail.js';
 import {
   classifyEntry,
   facts,
   JSONL_SUFFIX,
+  listStore,
   lstatOrNull,
   META_SUFFIX,
   parseMeta,
@@ -25,16 +24,7 @@ import {
  * folder holds.
  */
 export function lstatFirstScan(dir: string): StoreScan {
-  const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-    scan.exists = true;
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') scan.error = `cannot list ${dir}: ${errnoCode(err) ?? String(err)}`;
-    return scan;
-  }
-  names.sort();
+  const { scan, names } = listStore(dir);
   /** Transcripts by base, in name order, until their meta takes them: 'bad' when no regular file. */
   const waiting = new Map<string, FileFacts | 'bad'>();
   for (const name of names) {

@@ -20,9 +20,9 @@ import {
   layoutToString,
   outputWidth,
   escapeControl,
-  printJson,
   shortKey,
 } from '../../src/commands/format.js';
+import { printJson } from '../../src/commands/json-stream.js';
 
 export interface AgentTotals {
   agent: string;

@@ -156,6 +156,22 @@ export function lstatOrNull(path: string): Stats | null {
 }
 
 /**
+ * A scan's start: the folder's names in order (none when it cannot be listed, which the scan says, or is
+ * absent) and the scan they fill, still empty.
+ */
+export function listStore(dir: string): { scan: StoreScan; names: string[] } {
+  const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
+  try {
+    const names = readdirSync(dir);
+    scan.exists = true;
+    return { scan, names: names.sort() };
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') scan.error = `cannot list ${dir}: ${errnoCode(err) ?? String(err)}`;
+    return { scan, names: [] };
+  }
+}
+
+/**
  * Scan one sessions folder. Never fatal: problems are reported per file. With `onSession`,
  * each session goes there as soon as it is read and `sessions` stays empty: the caller keeps
  * what it needs and the rest is garbage while still young (cheap to collect, never promoted).
@@ -169,16 +185,7 @@ export function lstatOrNull(path: string): Stats | null {
  * per file of the folder.
  */
 export function scanStore(dir: string, onSession?: (s: StoredSession) => void): StoreScan {
-  const scan: StoreScan = { dir, exists: false, sessions: [], orphanJsonl: [], ignored: [], error: null };
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-    scan.exists = true;
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') scan.error = `cannot list ${dir}: ${errnoCode(err) ?? String(err)}`;
-    return scan;
-  }
-  names.sort();
+  const { scan, names } = listStore(dir);
   // join(dir, name) for a name read from the folder (never '.', '..' or with a '/'), made once.
   const prefix = join(dir, '_').slice(0, -1);
   /** Transcripts by base, in name order, until their meta takes them. */

@@ -5,7 +5,7 @@ import type { GatewayState } from '../../picoclaw/gateway.js';
 import type { PicoClawHome, Whereabouts } from '../../picoclaw/home.js';
 import type { Inventory } from '../../picoclaw/inventory/inventory.js';
 import type { ApplyResult } from '../apply/apply.js';
-import type { DbFacts, Plan, PlanGroup } from '../plan/plan.js';
+import type { DbFacts, Plan, PlanGroup, Reason } from '../plan/plan.js';
 import { POLICY_KEYS, type ResolvedPolicy } from '../policy.js';
 import {
   cronRuns,
@@ -20,6 +20,20 @@ import {
 export type { PruneSessionEntry } from './sessions.js';
 import { bootstrapReport, cronReport, type BootstrapReport, type CronReport } from './guard-keys.js';
 import { VerdictTally, type VerdictCount } from './summary.js';
+
+/**
+ * The reasons an apply keeps a session the plan deleted, for what it found at the time (changed since the
+ * plan, an archive or a delete that failed, the size limit reached sooner, the pass interrupted): with the
+ * deleted ones, what a pass tried to do, and what the pre-start pass's journal lists.
+ */
+export const KEPT_AT_APPLY: ReadonlySet<string> = new Set<Reason>([
+  'changed_since_plan',
+  'archive_failed',
+  'not_writable',
+  'delete_failed',
+  'size_limit_reached',
+  'interrupted',
+]);
 
 /** The prune report: one shape for the dry-run and for apply (the `--json` output, the daemon's /prune). */
 
