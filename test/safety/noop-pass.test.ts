@@ -22,7 +22,8 @@ import { tempDir } from '../support/tmp.js';
  * and appends one bounded line to the guard's history. Under strace(1), when there is one, it
  * also makes no fsync, write, truncate, unlink, rename or mkdir there, and opens nothing there for
  * writing but the one open SQLite makes of a -wal it reads (read-write by SQLite's design, never
- * written: the snapshot says so). The converse: a home with work still has it done.
+ * written: the snapshot says so); nor does it load the deleter's, the archiver's or the startup
+ * model's learning modules, which only work needs. The converse: a home with work still has it done.
  *
  * As root, the CLI runs as `nobody` (the pre-start unit runs as the gateway's user, never root):
  * SQLite, run as root, sets the owner of a -wal and -shm it opens to the database's owner (a chown
@@ -198,6 +199,16 @@ function historyLines(r: Roots): string[] {
   return existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean) : [];
 }
 
+/** The modules of the deleter, the archiver and the startup model's learning that the trace shows opened. */
+function heavyModules(trace: string): string[] {
+  const heavy =
+    /dist\/src\/(prune\/apply\/apply|prune\/apply\/group|archive\/archive|archive\/tar|startup\/|startup-model\/learn)[^"]*\.js"/;
+  return readFileSync(trace, 'utf8')
+    .split('\n')
+    .filter((l) => heavy.test(l))
+    .map((l) => heavy.exec(l)![0]);
+}
+
 /** What the trace shows the pass doing to the home beyond reading it. */
 function writesIn(trace: string, home: string, wal: Wal): string[] {
   const under = (p: string) => p === home || p.startsWith(home + sep);
@@ -271,6 +282,8 @@ describe('a pass with nothing to do does nothing', () => {
           expect(writesIn(trace, r.home, s.wal)).toEqual([]);
           // The trace saw the pass read the home (or it proves nothing).
           expect(readFileSync(trace, 'utf8')).toContain(`${r.home}${sep}config.json`);
+          // Nor does it load what only work needs: the deleter, the archiver, the startup model's fit and log analysis.
+          expect(heavyModules(trace)).toEqual([]);
           traced++;
         }
       }),
