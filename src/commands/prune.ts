@@ -1,8 +1,8 @@
 /**
  * `picoclaw-guard prune`: a dry-run on this thread; an apply in a worker thread that signals can stop
- * (./prune-apply.ts). The text report is in ./prune-text.ts, the run in ./prune-pass.ts.
+ * (./prune-apply.ts). The text report is in ./prune-text.ts, the run in ./prune-pass.ts. This module imports
+ * neither: a pre-start pass answered from the quiet record (./prune-quiet.ts) loads no report code.
  */
-export { renderPruneText, writePruneText, reasonText, type TextOptions } from './prune-text.js';
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   if (opts.apply === true) {

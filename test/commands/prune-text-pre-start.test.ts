@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderPruneText } from '../../src/commands/prune.js';
+import { renderPruneText } from '../../src/commands/prune-text.js';
 import { buildReport, KEPT_AT_APPLY, type PruneReport } from '../../src/prune/report/report.js';
 import { plannedHome, reportInput, sampleReportHome } from '../support/report-input.js';
 

@@ -16,7 +16,7 @@ import { archiveBuffersHeld, GzipTarWriter } from '../../src/archive/tar.js';
 import { planPrune, type Plan } from '../../src/prune/plan/plan.js';
 import { DEFAULT_POLICY } from '../../src/prune/policy.js';
 import { buildReport } from '../../src/prune/report/report.js';
-import { renderPruneText } from '../../src/commands/prune.js';
+import { renderPruneText } from '../../src/commands/prune-text.js';
 import { collidingAgents, handHome, type HandSession } from '../support/home.js';
 import { NOW, offlineApply } from '../support/plan-input.js';
 import { plannedHome, reportInput } from '../support/report-input.js';

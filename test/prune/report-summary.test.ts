@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { layoutToString } from '../../src/commands/format.js';
-import { reasonText } from '../../src/commands/prune.js';
+import { reasonText } from '../../src/commands/prune-text.js';
 import { deleteTotals, writeSummary } from '../../src/commands/prune-summary.js';
 import { VerdictTally } from '../../src/prune/report/summary.js';
 

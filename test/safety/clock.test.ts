@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
-import { renderPruneText } from '../../src/commands/prune.js';
+import { renderPruneText } from '../../src/commands/prune-text.js';
 import { ClockWatch } from '../../src/daemon/clock-watch.js';
 import { fixedClock } from '../../src/io/clock.js';
 import { runPrunePass } from '../../src/prune/pass.js';

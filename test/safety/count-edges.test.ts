@@ -2,7 +2,7 @@ import { readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NO_GUARD_CONFIG } from '../support/cli.js';
 import { describe, expect, it } from 'vitest';
-import { renderPruneText } from '../../src/commands/prune.js';
+import { renderPruneText } from '../../src/commands/prune-text.js';
 import { fixedClock } from '../../src/io/clock.js';
 import { discoverHome } from '../../src/picoclaw/home.js';
 import { runPrunePass } from '../../src/prune/pass.js';
