@@ -1,7 +1,8 @@
 /**
  * `x.localeCompare(y)` (the default locale's collation), without loading ICU's collator when the
- * answer is known without it. The first localeCompare of a process builds the collator: about
- * 3 MiB of RSS, for a sort whose ties are mostly plain ASCII session keys.
+ * answer is known without it. The first localeCompare of a process builds the collator, which
+ * costs RSS (BENCHMARKS.md, 'Figures that code comments carried'), for a sort whose ties are
+ * mostly plain ASCII session keys.
  *
  * The shortcut covers strings of printable ASCII only, and only under a default locale whose
  * collation of ASCII is the root collation (CLDR root, which ICU implements): the languages V8

@@ -6,9 +6,9 @@ import { getHeapStatistics } from 'node:v8';
  * its last full collection, so without one the next phase grows the heap on top of the previous
  * phase's dead objects: on a 20,000-session home that garbage, not the live data, set the peak RSS.
  * A collection costs tens of milliseconds on a heap of that size and is skipped while the heap is
- * small (a few thousand sessions), where the slack stays small too. 12 MB, not 16: the compact
- * inventory of 20,000 sessions ends its seahorse mapping at about 15 MB, and left uncollected
- * there its garbage set the peak of `sessions` (2 MiB more).
+ * small (a few thousand sessions), where the slack stays small too. 12 MB, not 16: with 16 the
+ * garbage of a large home's seahorse mapping was left uncollected and set the peak of `sessions`
+ * (the figures: BENCHMARKS.md, 'Figures that code comments carried').
  *
  * `gc` is there when Node runs with `--expose-gc`: the launcher (bin/picoclaw-guard), the units'
  * NODE_OPTIONS and the daemon's pass child (NODE_FLAGS in src/daemon/pass-runner.ts) all give it.

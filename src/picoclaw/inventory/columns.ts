@@ -4,7 +4,7 @@
  */
 
 /** The numbers of one record, at `i * STRIDE` in the inventory's one Float64Array (NaN: null). */
-export const enum F {
+export const enum SessionField {
   JsonlBytes,
   MetaBytes,
   Messages,
@@ -35,7 +35,7 @@ export const BLOCK = 1024;
  * up to half of the last array empty and copies every record on each growth.
  */
 export class Columns {
-  readonly num = new Float64Array(BLOCK * F.STRIDE);
+  readonly num = new Float64Array(BLOCK * SessionField.STRIDE);
   readonly frac = new Uint32Array(BLOCK * 3);
   readonly digits = new Uint8Array(BLOCK * 3);
   readonly zone = new Int16Array(BLOCK * 3);
@@ -57,7 +57,7 @@ export class Columns {
     // roll 02-30 over to March), and a zone that is Z or +/-HH:MM with MM under 60, never -00:00.
     const z = m ? m[3]! : '';
     if (m && realWallTime(m[1]!) && (z === 'Z' || (z.charCodeAt(4) < 0x36 && z !== '-00:00'))) {
-      this.num[i * F.STRIDE + F.Time0 + k] = Date.parse(`${m[1]}Z`) / 1000;
+      this.num[i * SessionField.STRIDE + SessionField.Time0 + k] = Date.parse(`${m[1]}Z`) / 1000;
       this.frac[at] = m[2] ? Number(m[2]) : 0;
       this.digits[at] = m[2] ? m[2].length : 0;
       const minutes = Number(z.slice(1, 3)) * 60 + Number(z.slice(4, 6));
@@ -73,7 +73,9 @@ export class Columns {
     const d = this.digits[at]!;
     if (d === NO_TIME) return null;
     if (d === STRING_TIME) return this.strings.get(at)!;
-    const wall = new Date(this.num[i * F.STRIDE + F.Time0 + k]! * 1000).toISOString().slice(0, 19);
+    const wall = new Date(this.num[i * SessionField.STRIDE + SessionField.Time0 + k]! * 1000)
+      .toISOString()
+      .slice(0, 19);
     const zone = this.zone[at]!;
     const abs = Math.abs(zone);
     const two = (x: number) => String(x).padStart(2, '0');

@@ -10,7 +10,7 @@ import type { ConversationStat } from '../seahorse.js';
  */
 
 /** The fields of one conversation, at `i * STRIDE` in its block's Float64Array. */
-const enum C {
+const enum ConversationField {
   Id,
   Messages,
   Summaries,
@@ -31,7 +31,7 @@ function sqliteTime(secs: number): string {
 }
 
 class Block {
-  readonly num = new Float64Array(BLOCK * C.STRIDE);
+  readonly num = new Float64Array(BLOCK * ConversationField.STRIDE);
   readonly keys: string[] = [];
   /**
    * What a column cannot hold as written: a value that is not a number (a NULL reads as none
@@ -85,12 +85,12 @@ class StoredConversation implements ConversationStat {
     private readonly i: number,
   ) {}
 
-  private at(f: C): number {
-    return this.i * C.STRIDE + f;
+  private at(f: ConversationField): number {
+    return this.i * ConversationField.STRIDE + f;
   }
 
   get conversationId(): number {
-    return this.b.get(this.at(C.Id)) as number;
+    return this.b.get(this.at(ConversationField.Id)) as number;
   }
 
   get key(): string {
@@ -102,23 +102,23 @@ class StoredConversation implements ConversationStat {
   }
 
   get messages(): number {
-    return this.b.get(this.at(C.Messages)) as number;
+    return this.b.get(this.at(ConversationField.Messages)) as number;
   }
 
   get summaries(): number {
-    return this.b.get(this.at(C.Summaries)) as number;
+    return this.b.get(this.at(ConversationField.Summaries)) as number;
   }
 
   get lastMessageAt(): string | null {
-    return this.b.time(this.at(C.LastAt)) as string | null;
+    return this.b.time(this.at(ConversationField.LastAt)) as string | null;
   }
 
   get lastMessageId(): number | null | undefined {
-    return this.b.get(this.at(C.LastId)) as number | null | undefined;
+    return this.b.get(this.at(ConversationField.LastId)) as number | null | undefined;
   }
 
   get createdAt(): string | null {
-    return this.b.time(this.at(C.CreatedAt)) as string | null;
+    return this.b.time(this.at(ConversationField.CreatedAt)) as string | null;
   }
 }
 
@@ -135,14 +135,14 @@ export class ConversationColumns {
     let b = this.blocks[this.blocks.length - 1];
     if (b === undefined || b.size === BLOCK) this.blocks.push((b = new Block()));
     const i = b.size++;
-    const o = i * C.STRIDE;
+    const o = i * ConversationField.STRIDE;
     b.keys.push(key);
-    b.put(o + C.Id, row.conversationId);
-    b.put(o + C.Messages, row.messages);
-    b.put(o + C.Summaries, row.summaries);
-    b.put(o + C.LastId, 'lastMessageId' in row ? row.lastMessageId : undefined);
-    b.putTime(o + C.LastAt, row.lastMessageAt);
-    b.putTime(o + C.CreatedAt, row.createdAt);
+    b.put(o + ConversationField.Id, row.conversationId);
+    b.put(o + ConversationField.Messages, row.messages);
+    b.put(o + ConversationField.Summaries, row.summaries);
+    b.put(o + ConversationField.LastId, 'lastMessageId' in row ? row.lastMessageId : undefined);
+    b.putTime(o + ConversationField.LastAt, row.lastMessageAt);
+    b.putTime(o + ConversationField.CreatedAt, row.createdAt);
     return (this.blocks.length - 1) * BLOCK + i;
   }
 

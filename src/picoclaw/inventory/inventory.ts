@@ -18,7 +18,7 @@ import {
   type StoredSession,
 } from './sessions.js';
 import { parseSqliteTime, usable } from '../time.js';
-import { BLOCK, Columns, F } from './columns.js';
+import { BLOCK, Columns, SessionField } from './columns.js';
 import { ConversationColumns } from './conversation-columns.js';
 import { KeyClaims, groupKeys } from './key-claims.js';
 
@@ -118,16 +118,16 @@ class StoredRecord implements SessionRecord {
     this.aliases = s.parsedMeta?.aliases ?? NO_STRINGS;
     this.issues = s.issues.length > 0 ? [...s.issues] : (NO_STRINGS as Issue[]);
     const n = cols.num;
-    const o = this.i * F.STRIDE;
-    n[o + F.JsonlBytes] = s.jsonl?.bytes ?? 0;
-    n[o + F.MetaBytes] = s.meta?.bytes ?? 0;
-    n[o + F.Messages] = s.parsedMeta?.count ?? NaN;
-    n[o + F.LastActivity] = newest(t.updatedAt, t.createdAt, t.lastLine) ?? NaN;
+    const o = this.i * SessionField.STRIDE;
+    n[o + SessionField.JsonlBytes] = s.jsonl?.bytes ?? 0;
+    n[o + SessionField.MetaBytes] = s.meta?.bytes ?? 0;
+    n[o + SessionField.Messages] = s.parsedMeta?.count ?? NaN;
+    n[o + SessionField.LastActivity] = newest(t.updatedAt, t.createdAt, t.lastLine) ?? NaN;
     // NaN: the file is absent (an mtime is never NaN).
-    n[o + F.JsonlMtime] = s.jsonl ? s.jsonl.mtimeMs : NaN;
-    n[o + F.JsonlIno] = s.jsonl?.ino ?? 0;
-    n[o + F.MetaMtime] = s.meta ? s.meta.mtimeMs : NaN;
-    n[o + F.MetaIno] = s.meta?.ino ?? 0;
+    n[o + SessionField.JsonlMtime] = s.jsonl ? s.jsonl.mtimeMs : NaN;
+    n[o + SessionField.JsonlIno] = s.jsonl?.ino ?? 0;
+    n[o + SessionField.MetaMtime] = s.meta ? s.meta.mtimeMs : NaN;
+    n[o + SessionField.MetaIno] = s.meta?.ino ?? 0;
     cols.setTime(this.i, 0, s.parsedMeta?.updatedAt ?? null);
     cols.setTime(this.i, 1, s.parsedMeta?.createdAt ?? null);
     cols.setTime(this.i, 2, s.lastLineCreatedAt);
@@ -158,8 +158,8 @@ class StoredRecord implements SessionRecord {
     this.aliasJson = a.length > 0 ? aliasText(a) : null;
   }
 
-  private n(f: F): number {
-    return this.cols.num[this.i * F.STRIDE + f]!;
+  private n(f: SessionField): number {
+    return this.cols.num[this.i * SessionField.STRIDE + f]!;
   }
 
   get base(): string {
@@ -167,19 +167,19 @@ class StoredRecord implements SessionRecord {
   }
 
   get jsonlBytes(): number {
-    return this.n(F.JsonlBytes);
+    return this.n(SessionField.JsonlBytes);
   }
 
   get metaBytes(): number {
-    return this.n(F.MetaBytes);
+    return this.n(SessionField.MetaBytes);
   }
 
   get messages(): number | null {
-    return nullable(this.n(F.Messages));
+    return nullable(this.n(SessionField.Messages));
   }
 
   get lastActivityMs(): number | null {
-    return nullable(this.n(F.LastActivity));
+    return nullable(this.n(SessionField.LastActivity));
   }
 
   /**
@@ -211,13 +211,13 @@ class StoredRecord implements SessionRecord {
 
   get files(): { jsonl: FileFacts | null; meta: FileFacts | null } {
     const base = this.base;
-    const jm = this.n(F.JsonlMtime);
-    const mm = this.n(F.MetaMtime);
+    const jm = this.n(SessionField.JsonlMtime);
+    const mm = this.n(SessionField.MetaMtime);
     const file = (suffix: string, bytes: number, mtimeMs: number, ino: number): FileFacts | null =>
       Number.isNaN(mtimeMs) ? null : { path: join(this.dir, `${base}${suffix}`), bytes, mtimeMs, ino };
     return {
-      jsonl: file('.jsonl', this.jsonlBytes, jm, this.n(F.JsonlIno)),
-      meta: file('.meta.json', this.metaBytes, mm, this.n(F.MetaIno)),
+      jsonl: file('.jsonl', this.jsonlBytes, jm, this.n(SessionField.JsonlIno)),
+      meta: file('.meta.json', this.metaBytes, mm, this.n(SessionField.MetaIno)),
     };
   }
 
@@ -228,7 +228,7 @@ class StoredRecord implements SessionRecord {
     else if (Array.isArray(had)) had.push(row);
     else this.convs = [had, row];
     const last = newest(this.lastActivityMs, lastMs);
-    this.cols.num[this.i * F.STRIDE + F.LastActivity] = last ?? NaN;
+    this.cols.num[this.i * SessionField.STRIDE + SessionField.LastActivity] = last ?? NaN;
   }
 }
 

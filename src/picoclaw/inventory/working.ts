@@ -582,10 +582,10 @@ function reader(work: WorkingDb, home: PicoClawHome, made: Made): WorkingInvento
        ORDER BY c.id LIMIT ${PAGE}`,
   );
   function* orphanConversations(): Generator<OrphanConversation> {
-    type C = OrphanConversation & { id: number };
+    type OrphanRow = OrphanConversation & { id: number };
     for (const page of paged(
-      () => orphanConvs.all(0) as C[],
-      (l) => orphanConvs.all(l.id) as C[],
+      () => orphanConvs.all(0) as OrphanRow[],
+      (l) => orphanConvs.all(l.id) as OrphanRow[],
     ))
       for (const { id: _id, ...o } of page) yield o;
   }

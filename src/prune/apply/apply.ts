@@ -84,7 +84,7 @@ function measuredSizeStep(run: ApplyRun): { vacuumed: boolean; vacuumMs: number;
     progress: (what, sessions) => {
       run.total += sessions;
       run.done += sessions;
-      run.tidy();
+      run.collectIfGrown();
       o.onProgress?.(run.done, run.total, what);
     },
   });

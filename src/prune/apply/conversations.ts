@@ -136,7 +136,7 @@ export function deleteOrphans(run: ApplyRun): void {
             },
       );
     }
-    run.tidy();
+    run.collectIfGrown();
     o.onProgress?.(run.done, run.total, c.key);
   }
 }

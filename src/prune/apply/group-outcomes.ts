@@ -43,7 +43,7 @@ const DELETE_REASONS: readonly DeleteReason[] = [
  * archive's name is deterministic: the pass's folder, stamp and home tag, then the member's agent and
  * file name (src/archive/archive.ts archivePath, the one place a name is made), with a `-2`, `-3`...
  * only when that name was taken. Holding the paths instead would cost an array and a path of a
- * hundred-odd characters per deleted session (about 4 MB over 18,000 deletions, 20 MB for 100,000);
+ * hundred-odd characters per deleted session;
  * only a group with a member whose default name was taken (two names that fileSafe spells alike,
  * an archive of an earlier pass in the same millisecond) keeps its paths, whole.
  */

@@ -60,7 +60,7 @@ export function deleteByAgeAndCount(run: ApplyRun): void {
     }
     deleteGroup(run, g, g.reason);
     run.done += g.members.length;
-    run.tidy();
+    run.collectIfGrown();
     o.onProgress?.(run.done, run.total, g.key);
   }
 }

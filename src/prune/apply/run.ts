@@ -114,7 +114,7 @@ export class ApplyRun {
   }
 
   /** Between two sessions: collect once the heap holds HEAP_SLACK_BYTES more than after the last collection. */
-  tidy(): void {
+  collectIfGrown(): void {
     if (getHeapStatistics().used_heap_size < this.heapFloor + HEAP_SLACK_BYTES) return;
     releaseGarbage(0);
     this.heapFloor = getHeapStatistics().used_heap_size;

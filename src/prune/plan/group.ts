@@ -8,7 +8,7 @@ import { smallest, type GroupMembers } from './groups.js';
  * The planner's groups as the plan keeps them. A plan holds one group per session group for the
  * whole pass, and on a large home almost every group is one session with at most one
  * conversation of its own: as an object literal each carried two small arrays, a boxed last
- * activity and a copy of its cron job id, about 265 bytes, more than the session it stands for.
+ * activity and a copy of its cron job id, more than the session it stands for.
  * Here such a group keeps its one member as it is, and reads its key, last activity, cron job and
  * (when it owns it) its one conversation from the member, which does not change once inventoried.
  */
@@ -19,7 +19,7 @@ Object.freeze(NO_CONVERSATIONS);
 const MEMBERS = Symbol('the member');
 
 /** What a group keeps when its key and last activity cannot be read from one member: several, or one without a key. */
-class Several {
+class MemberList {
   constructor(
     readonly members: SessionRecord[],
     readonly key: string,
@@ -40,7 +40,7 @@ export class StoredGroup implements PlanGroup {
   declare hold?: PlanHold;
   declare pin?: PlanPin;
   /** The one member whose key is the group's, or the several members with their key and last activity. */
-  private readonly m: SessionRecord | Several;
+  private readonly m: SessionRecord | MemberList;
   /** The conversations the group owns: none, its lone member's only one (read from it), one, or a list. */
   private own: ConversationStat | ConversationStat[] | typeof MEMBERS | null = null;
 
@@ -56,19 +56,19 @@ export class StoredGroup implements PlanGroup {
     for (const m of members)
       if (m.lastActivityMs !== null && (last === null || m.lastActivityMs > last)) last = m.lastActivityMs;
     // A member without a key sorts after every key, by its id.
-    this.m = new Several(members, smallest(members.map((m) => m.key ?? `\uffff${m.id}`)), last);
+    this.m = new MemberList(members, smallest(members.map((m) => m.key ?? `\uffff${m.id}`)), last);
   }
 
   /** A new list on each read for a lone member, which is kept without one. */
   get members(): SessionRecord[] {
     const m = this.m;
-    return m instanceof Several ? m.members : [m];
+    return m instanceof MemberList ? m.members : [m];
   }
 
   /** The group's key for ordering and display: the smallest member key. */
   get key(): string {
     const m = this.m;
-    return m instanceof Several ? m.key : m.key!;
+    return m instanceof MemberList ? m.key : m.key!;
   }
 
   get lastActivityMs(): number | null {
@@ -78,7 +78,7 @@ export class StoredGroup implements PlanGroup {
   /** Read from the keys on each use: a cron run's job id would otherwise be a string kept per group. */
   get cronJob(): string | null {
     const m = this.m;
-    return m instanceof Several ? groupCronJob(m.members.map((x) => x.key)) : cronJobId(m.key);
+    return m instanceof MemberList ? groupCronJob(m.members.map((x) => x.key)) : cronJobId(m.key);
   }
 
   /** A new list on each read for a single conversation; the same frozen empty list for none. */
@@ -103,7 +103,7 @@ export class StoredGroup implements PlanGroup {
    */
   private onlyConversation(c: ConversationStat): boolean {
     const m = this.m;
-    if (m instanceof Several) return false;
+    if (m instanceof MemberList) return false;
     const cs = m.conversations;
     return cs.length === 1 && cs[0]!.conversationId === c.conversationId && cs[0]!.key === c.key;
   }

@@ -9,7 +9,7 @@ import { groupKeys } from '../../picoclaw/inventory/key-claims.js';
 
 /**
  * A group's members: a lone session as itself, several as a list. Most groups of a large home are
- * one session, and a list per group was 56 bytes apiece held until the plan's groups were made.
+ * one session, and a list per group was held until the plan's groups were made.
  */
 export type GroupMembers = SessionRecord | SessionRecord[];
 

@@ -116,7 +116,7 @@ export function sizeHolders(
   return top.join(', ') + (kept.length > 3 ? `, and ${kept.length - 3} more` : '');
 }
 
-/** How many of xs pass: a count, without the list a filter makes (20,000 groups: 160 KB each time). */
+/** How many of xs pass: a count, without the list a filter makes (a slot per group each time). */
 function count<T>(xs: readonly T[], pass: (x: T) => boolean): number {
   let n = 0;
   for (const x of xs) if (pass(x)) n++;

@@ -181,8 +181,8 @@ export interface ReportInput {
   /**
    * Nothing reads the sessions' archive paths (the text report shows the folder, not a path per
    * session): each entry's `archive` is null. An archiving pass over 20,000 sessions would
-   * otherwise hold a path of a hundred-odd characters for each deletion, about 4 MB, only to drop
-   * them unprinted.
+   * otherwise hold a path of a hundred-odd characters for each deletion, only to drop them
+   * unprinted.
    */
   noArchivePaths?: boolean;
   /**

@@ -93,8 +93,8 @@ export function sessionEntry(
 
 /**
  * The entries of a plan's sessions, made afresh each time the list is read, in the plan's order.
- * A report of 20,000 sessions held as objects is about 6 MB (an object of 17 fields, its time
- * and file name strings), on top of the plan it is made from until the plan is let go: the
+ * A report held as objects is an object of 17 fields per session, with its time and file name
+ * strings, on top of the plan it is made from until the plan is let go: the
  * largest thing a pass holds. This list holds nothing per session: the plan and the apply's
  * outcomes it reads are the pass's own. JSON written as it goes (src/commands/json-stream.ts)
  * writes it entry by entry; JSON.stringify gets an array (toJSON).
