@@ -71,7 +71,8 @@ describe('a report whose sessions are made as they are read', () => {
     // Each kind is made once first, so that compiling its code is not counted.
     const reports = [buildReport(input), buildStreamedReport(input)];
     expect(reports.map((r) => r.totals.sessions)).toEqual([n, n]);
-    const eager = heldPerSession(() => buildReport(input), n);
+    // The control (the measure sees what a report made at once holds) is a bound from below: the most of three.
+    const eager = heldPerSession(() => buildReport(input), n, 'most');
     // The report itself is what is kept (its list of sessions included); its length is what is checked.
     const lazy = heldPerSession(() => {
       const report = buildStreamedReport(input);
